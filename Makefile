@@ -1,0 +1,85 @@
+# faultline — build, install and test.
+#
+# `make` builds build/libfaultline.{a,so} and build/faultline.
+# `make check` installs missing Debian packages (as root), builds, and runs
+# every tests/*.c program under prove (TAP).
+
+CC      ?= cc
+PREFIX  ?= /usr/local
+DESTDIR ?=
+BUILD   := build
+VERSION := 0.1.0
+
+DEB_PKGS := gcc make pkg-config perl libjson-c-dev libzstd-dev libxxhash-dev \
+	    libcurl4-openssl-dev
+PC_LIBS  := json-c libzstd libxxhash libcurl
+
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=gnu11 -Wall -Wextra -Werror=implicit-function-declaration \
+	   -fPIC -pthread -Iinclude -Isrc -MMD -MP
+LDLIBS  += $(shell pkg-config --libs $(PC_LIBS) 2>/dev/null) -lpthread -lm
+
+LIB_SRC   := $(sort $(wildcard src/*.c))
+CLI_SRC   := $(sort $(wildcard tools/*.c bench/*.c))
+TEST_SRC  := $(sort $(wildcard tests/*.c))
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
+TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+TEST_HELP := $(filter $(BUILD)/tests/%.o,$(TEST_SRC:%.c=$(BUILD)/%.o))
+
+.PHONY: all deps check install clean
+all: $(BUILD)/libfaultline.a $(BUILD)/libfaultline.so $(BUILD)/faultline
+
+# Install build and test dependencies on a fresh Debian machine.
+deps:
+	@missing=$$(for p in $(DEB_PKGS); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
+		grep -q 'ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			echo "installing: $$missing"; \
+			apt-get update -qq && \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+		else \
+			echo "missing packages; run: sudo apt-get install -y $$missing"; exit 1; \
+		fi; \
+	fi
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/libfaultline.a: $(LIB_OBJ)
+	ar rcs $@ $^
+
+$(BUILD)/libfaultline.so: $(LIB_OBJ)
+	$(CC) -shared -Wl,-soname,libfaultline.so.0 -o $@ $^ $(LDLIBS)
+
+$(BUILD)/faultline: $(CLI_OBJ) $(BUILD)/libfaultline.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# Each tests/NAME.c is one TAP program; tests/tap.h and tests/*.h are shared.
+$(BUILD)/tests/%: tests/%.c $(BUILD)/libfaultline.a tests/tap.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libfaultline.a $(LDLIBS)
+
+check: deps
+	$(MAKE) all $(TEST_BIN)
+	prove -f -v --timer $(TEST_BIN) 2>&1 | tail -n +1 > $(BUILD)/check.log; \
+		rc=$$?; cat $(BUILD)/check.log | grep -v '^ok ' ; exit $$rc
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib \
+		$(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 755 $(BUILD)/faultline $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(BUILD)/libfaultline.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(BUILD)/libfaultline.so $(DESTDIR)$(PREFIX)/lib/libfaultline.so.0
+	ln -sf libfaultline.so.0 $(DESTDIR)$(PREFIX)/lib/libfaultline.so
+	install -m 644 include/faultline.h $(DESTDIR)$(PREFIX)/include/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
+		contrib/faultline.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/faultline.pc
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,123 @@
+/*
+ * faultline.h - serve userfaultfd page faults from a snapshot.
+ *
+ * One engine serves one userfaultfd: either one it creates for memory in this
+ * process, or one adopted from another process (a VMM that sent its uffd over
+ * a socket).  Regions tie a registered address range to a source (a snapshot
+ * file) at an offset.  The engine runs on its own threads
+ * (fl_engine_start) or is driven from the caller's event loop
+ * (fl_engine_fd + fl_engine_process).
+ *
+ * Every function returns 0 (or a count) on success and -errno on failure;
+ * fl_last_error() explains the most recent failure on the calling thread in
+ * one line.
+ */
+#ifndef FAULTLINE_H
+#define FAULTLINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct fl_engine;
+struct fl_source;
+
+/* ---- sources ------------------------------------------------------------ */
+
+/*
+ * Open a snapshot source.  spec is a path to a raw memory file (the regions'
+ * contents concatenated, as Firecracker writes it).  Sources are reference
+ * counted and may be shared by many engines.
+ */
+int fl_source_open(const char *spec, struct fl_source **out);
+uint64_t fl_source_size(const struct fl_source *src);
+struct fl_source *fl_source_get(struct fl_source *src);
+void fl_source_put(struct fl_source *src);
+
+/* ---- engine ------------------------------------------------------------- */
+
+/* What to do with a page whose contents cannot be read from the source. */
+enum fl_on_error {
+	FL_ON_ERROR_POISON = 0,	/* SIGBUS in the faulting thread */
+	FL_ON_ERROR_KILL,	/* kill the client (pid from the options) */
+};
+
+struct fl_engine_opts {
+	int uffd;		/* adopt this uffd; -1: create one here */
+	uint64_t chunk_size;	/* bytes served per fault; 0: default (FL_DEFAULT_CHUNK) */
+	int on_error;		/* enum fl_on_error */
+	int client_pid;		/* for FL_ON_ERROR_KILL; 0: unknown */
+	unsigned int flags;	/* FL_ENGINE_* */
+};
+
+#define FL_DEFAULT_CHUNK	(64u << 10)
+#define FL_MAX_CHUNK		(2u << 20)
+
+struct fl_region_desc {
+	uint64_t addr;		/* host virtual address, page aligned */
+	uint64_t len;		/* bytes, a multiple of page_size */
+	uint64_t page_size;	/* 4096, or 2 MiB for hugetlb memory */
+	uint64_t src_offset;	/* where this region's data starts in the source */
+	unsigned int flags;	/* FL_REGION_* */
+};
+
+/* Register the range with the engine's uffd (in-process use). */
+#define FL_REGION_REGISTER	(1u << 0)
+
+int fl_engine_create(const struct fl_engine_opts *opts, struct fl_engine **out);
+/* The uffd the engine serves (for registering more memory yourself). */
+int fl_engine_uffd(const struct fl_engine *e);
+/* Add a region served from src (the engine takes its own reference). */
+int fl_engine_add_region(struct fl_engine *e, const struct fl_region_desc *r,
+			 struct fl_source *src);
+
+/* Serve on nthreads threads of the engine's own until fl_engine_stop(). */
+int fl_engine_start(struct fl_engine *e, unsigned int nthreads);
+/* Or drive it yourself: poll this fd for POLLIN, then call process. */
+int fl_engine_fd(const struct fl_engine *e);
+/* Handle everything pending without blocking; returns messages handled. */
+int fl_engine_process(struct fl_engine *e);
+/* Stop the engine's threads (idempotent). */
+int fl_engine_stop(struct fl_engine *e);
+/* Stop, close the uffd if the engine owns it, free everything. */
+void fl_engine_destroy(struct fl_engine *e);
+/* Non-zero once the client is gone (ESRCH) or a kill policy fired. */
+int fl_engine_finished(const struct fl_engine *e);
+
+/* ---- stats -------------------------------------------------------------- */
+
+#define FL_LAT_BUCKETS 32	/* bucket i: latency in [2^i, 2^(i+1)) ns */
+
+struct fl_stats {
+	uint64_t faults;	/* page-fault messages read */
+	uint64_t events;	/* non-cooperative events applied */
+	uint64_t pages_copied;
+	uint64_t pages_zeroed;	/* served with ZEROPAGE or a zeroed huge page */
+	uint64_t pages_poisoned;
+	uint64_t bytes_copied;
+	uint64_t eexist;	/* populated behind our back, woken */
+	uint64_t eagain;	/* retried after applying pending events */
+	uint64_t source_errors;
+	uint64_t lat_ns_sum;
+	uint64_t lat_ns_max;
+	uint64_t lat_hist[FL_LAT_BUCKETS];
+};
+
+int fl_engine_stats(const struct fl_engine *e, struct fl_stats *out);
+/* Latency percentile (0..100) from the histogram, in ns (bucket upper end). */
+uint64_t fl_stats_percentile(const struct fl_stats *s, double pct);
+/* Render as a JSON object into a malloc'd string (free() it). */
+char *fl_stats_json(const struct fl_stats *s);
+
+/* ---- errors ------------------------------------------------------------- */
+
+/* One line describing the last failure on this thread ("" if none). */
+const char *fl_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,44 @@
+/*
+ * source.c - the source vtable's common part: reference counting and the
+ * choice of implementation from a spec string.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "faultline.h"
+#include "error.h"
+#include "source.h"
+
+void source_init(struct fl_source *s, const struct fl_source_ops *ops,
+		 uint64_t size, const char *desc)
+{
+	s->ops = ops;
+	s->size = size;
+	atomic_init(&s->refs, 1);
+	snprintf(s->desc, sizeof(s->desc), "%s", desc);
+}
+
+int fl_source_open(const char *spec, struct fl_source **out)
+{
+	if (!spec || !*spec || !out)
+		return fl_err(-EINVAL, "source: empty path");
+	return source_file_open(spec, out);
+}
+
+uint64_t fl_source_size(const struct fl_source *src)
+{
+	return src->size;
+}
+
+struct fl_source *fl_source_get(struct fl_source *src)
+{
+	atomic_fetch_add(&src->refs, 1);
+	return src;
+}
+
+void fl_source_put(struct fl_source *src)
+{
+	if (src && atomic_fetch_sub(&src->refs, 1) == 1)
+		src->ops->destroy(src);
+}

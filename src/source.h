@@ -1,0 +1,47 @@
+/*
+ * source.h - where page contents come from, behind one small vtable.
+ *
+ * A source is a byte-addressable snapshot of known size.  read() fills a
+ * buffer; map(), when a source can offer it, returns a pointer the kernel can
+ * copy from directly (one copy instead of two); hole() reports ranges known to
+ * be zero without reading them; hint() announces a future read.
+ * Implementations: source_file.c (raw memory file).
+ */
+#ifndef FAULTLINE_SOURCE_H
+#define FAULTLINE_SOURCE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct fl_source;
+
+struct fl_source_ops {
+	const char *name;
+	/* Read exactly len bytes at off into buf: 0, or -errno. */
+	int (*read)(struct fl_source *s, void *buf, size_t len, uint64_t off);
+	/* Optional: a stable pointer to [off, off+len), or NULL. */
+	const void *(*map)(struct fl_source *s, uint64_t off, size_t len);
+	/* Optional: true if [off, off+len) is known to read as zeros. */
+	bool (*hole)(struct fl_source *s, uint64_t off, size_t len);
+	/* Optional: [off, off+len) will be read soon. */
+	void (*hint)(struct fl_source *s, uint64_t off, size_t len);
+	void (*destroy)(struct fl_source *s);
+};
+
+struct fl_source {
+	const struct fl_source_ops *ops;
+	uint64_t size;
+	atomic_int refs;
+	char desc[64];		/* for messages: the path or URL */
+};
+
+/* Initialise the common part; refs starts at 1. */
+void source_init(struct fl_source *s, const struct fl_source_ops *ops,
+		 uint64_t size, const char *desc);
+
+/* Constructors, one per implementation; return 0 or -errno. */
+int source_file_open(const char *path, struct fl_source **out);
+
+#endif
