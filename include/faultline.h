@@ -53,6 +53,9 @@ struct fl_engine_opts {
 	unsigned int flags;	/* FL_ENGINE_* */
 };
 
+/* The engine closes an adopted uffd when it is destroyed. */
+#define FL_ENGINE_OWN_UFFD	(1u << 0)
+
 #define FL_DEFAULT_CHUNK	(64u << 10)
 #define FL_MAX_CHUNK		(2u << 20)
 

@@ -1,0 +1,709 @@
+/*
+ * engine.c - reads userfaultfd messages and resolves faults from regions'
+ * sources.
+ *
+ * Flow: uffd message -> event applied / fault queued -> region state map ->
+ * source -> kernel layer -> wake.  Each worker (an engine thread, or the
+ * caller of fl_engine_process) reads a batch of messages with the engine
+ * lock held exclusively, applies every event in it, then serves the batch's
+ * faults with the lock shared.  A fault is served by filling its chunk: runs
+ * of pages claimed in the state map (so no page is filled twice), each run
+ * resolved with one ioctl: ZEROPAGE (or a zeroed copy on hugetlb) when it is
+ * removed, a source hole, or all zero; COPY straight from the source's
+ * mapping otherwise.
+ *
+ * Kernel rules folded in (KERNEL-FACTS.md): EEXIST -> mark present and WAKE;
+ * EAGAIN -> un-claim, read and apply pending events, retry; ESRCH -> the
+ * client is gone, the engine finishes; a source that cannot produce a page
+ * -> POISON it (SIGBUS in the faulting thread) or kill the client.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "error.h"
+#include "source.h"
+
+#define MSG_BATCH	64
+#define HUGE_2M		(2ull << 20)
+
+struct pending {
+	uint64_t addr;
+	uint64_t t_read;	/* CLOCK_MONOTONIC ns when the fault was read */
+};
+
+struct worker {
+	void *buf;		/* FL_MAX_CHUNK bytes for sources without map() */
+	struct pending *q;	/* faults read, not yet served */
+	int qhead, qlen, qcap;
+	struct uffd_msg msgs[MSG_BATCH];
+};
+
+static const void *zero_buf;	/* FL_MAX_CHUNK bytes of zeros, read-only */
+static pthread_once_t zero_once = PTHREAD_ONCE_INIT;
+
+static void zero_init(void)
+{
+	void *p = mmap(NULL, FL_MAX_CHUNK, PROT_READ,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	zero_buf = p == MAP_FAILED ? NULL : p;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static bool is_zero(const void *p, size_t len)
+{
+	const unsigned char *c = p;
+
+	return len == 0 || (c[0] == 0 && !memcmp(c, c + 1, len - 1));
+}
+
+static void stat_add(_Atomic uint64_t *c, uint64_t v)
+{
+	atomic_fetch_add_explicit(c, v, memory_order_relaxed);
+}
+
+/* ---- workers ------------------------------------------------------------ */
+
+static struct worker *worker_new(void)
+{
+	struct worker *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	w->buf = malloc(FL_MAX_CHUNK);
+	if (!w->buf) {
+		free(w);
+		return NULL;
+	}
+	return w;
+}
+
+static void worker_free(struct worker *w)
+{
+	if (!w)
+		return;
+	free(w->buf);
+	free(w->q);
+	free(w);
+}
+
+static int queue_push(struct worker *w, uint64_t addr, uint64_t t)
+{
+	if (w->qhead && w->qhead == w->qlen)
+		w->qhead = w->qlen = 0;
+	if (w->qlen == w->qcap) {
+		int cap = w->qcap ? w->qcap * 2 : MSG_BATCH;
+		struct pending *q = realloc(w->q, sizeof(*q) * (size_t)cap);
+
+		if (!q)
+			return -ENOMEM;
+		w->q = q;
+		w->qcap = cap;
+	}
+	w->q[w->qlen++] = (struct pending){ addr, t };
+	return 0;
+}
+
+/* ---- events ------------------------------------------------------------- */
+
+static void drop_region(struct fl_engine *e, int i)
+{
+	region_free(e->regions[i]);
+	e->regions[i] = e->regions[--e->nregions];
+}
+
+static int add_region_locked(struct fl_engine *e, struct region *r)
+{
+	if (e->nregions == e->cap) {
+		int cap = e->cap ? e->cap * 2 : 8;
+		struct region **v = realloc(e->regions, sizeof(*v) * (size_t)cap);
+
+		if (!v)
+			return -ENOMEM;
+		e->regions = v;
+		e->cap = cap;
+	}
+	e->regions[e->nregions++] = r;
+	return 0;
+}
+
+static void apply_remove(struct fl_engine *e, uint64_t start, uint64_t end,
+			 bool unmap)
+{
+	for (int i = 0; i < e->nregions; i++) {
+		struct region *r = e->regions[i];
+
+		if (unmap && start <= r->addr && end >= r->addr + r->len) {
+			drop_region(e, i--);
+			continue;
+		}
+		region_mark_removed(r, start, end);
+	}
+}
+
+static void apply_remap(struct fl_engine *e, uint64_t from, uint64_t to,
+			uint64_t len)
+{
+	int n = e->nregions;
+
+	for (int i = 0; i < n; i++) {
+		struct region *nr;
+
+		if (region_remap(e->regions[i], from, len, to, &nr) == 0 && nr &&
+		    add_region_locked(e, nr) < 0)
+			region_free(nr);
+	}
+}
+
+/* Called with the engine lock held exclusively. */
+static void apply_event(struct fl_engine *e, const struct uffd_msg *m)
+{
+	stat_add(&e->st.events, 1);
+	switch (m->event) {
+	case UFFD_EVENT_REMOVE:
+		apply_remove(e, m->arg.remove.start, m->arg.remove.end, false);
+		break;
+	case UFFD_EVENT_UNMAP:
+		apply_remove(e, m->arg.remove.start, m->arg.remove.end, true);
+		break;
+	case UFFD_EVENT_REMAP:
+		apply_remap(e, m->arg.remap.from, m->arg.remap.to,
+			    m->arg.remap.len);
+		break;
+	default:
+		break;	/* FORK is never requested */
+	}
+}
+
+/*
+ * Read one batch: apply its events, queue its faults.  Returns messages read
+ * (0 if none were pending) or -errno.
+ */
+static int read_batch(struct fl_engine *e, struct worker *w)
+{
+	pthread_rwlock_wrlock(&e->lock);
+	int n = uffd_read(e->uffd, w->msgs, MSG_BATCH);
+	uint64_t t = now_ns();
+
+	for (int i = 0; i < n; i++) {
+		const struct uffd_msg *m = &w->msgs[i];
+
+		if (m->event != UFFD_EVENT_PAGEFAULT) {
+			apply_event(e, m);
+			continue;
+		}
+		stat_add(&e->st.faults, 1);
+		if (queue_push(w, m->arg.pagefault.address, t) < 0) {
+			n = -ENOMEM;
+			break;
+		}
+	}
+	pthread_rwlock_unlock(&e->lock);
+	return n;
+}
+
+/* ---- resolving ---------------------------------------------------------- */
+
+static struct region *find_region(struct fl_engine *e, uint64_t addr)
+{
+	for (int i = 0; i < e->nregions; i++)
+		if (region_contains(e->regions[i], addr))
+			return e->regions[i];
+	return NULL;
+}
+
+static void finish(struct fl_engine *e)
+{
+	atomic_store(&e->finished, true);
+	uint64_t one = 1;
+
+	if (write(e->stopfd, &one, sizeof(one)) < 0) {
+		/* the counter cannot overflow with one write per finish */
+	}
+}
+
+/*
+ * The source cannot produce [addr, addr+len): never serve it wrong.  Poison
+ * it (SIGBUS in the faulting thread) or kill the client, by policy.
+ */
+static int source_failed(struct fl_engine *e, struct region *r, uint64_t pg,
+			 uint64_t npg, int err)
+{
+	uint64_t addr = region_page_addr(r, pg), len = npg << r->page_shift;
+	uint64_t done = 0;
+	int ret = -EPERM;
+
+	stat_add(&e->st.source_errors, 1);
+	fl_err(err, "source %s: cannot read offset %llu (+%llu): %s",
+	       r->src->desc,
+	       (unsigned long long)(r->src_off + (pg << r->page_shift)),
+	       (unsigned long long)len, strerror(-err));
+	if (e->on_error == FL_ON_ERROR_POISON || e->client_pid <= 0)
+		ret = uffd_poison(e->uffd, addr, len, 0, &done);
+	if (ret == 0) {
+		region_set(r, pg, npg, PG_PRESENT);
+		stat_add(&e->st.pages_poisoned, npg);
+		return 0;
+	}
+	if (e->client_pid > 0)
+		kill(e->client_pid, SIGKILL);
+	region_set(r, pg, npg, PG_MISSING);
+	finish(e);
+	return -ESRCH;
+}
+
+/*
+ * Fill the claimed pages [pg, pg+npg) of r.  zero: the pages read as zeros
+ * (removed, a hole, or all-zero data); data: what to copy otherwise.  Pages
+ * not filled are handed back in state prior.
+ */
+static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
+			uint64_t npg, bool zero, const void *data,
+			enum page_state prior)
+{
+	uint64_t base = region_page_addr(r, pg), len = npg << r->page_shift;
+	bool hugetlb = r->page_size >= HUGE_2M;
+	uint64_t off = 0;
+	int ret = 0;
+
+	if (zero && hugetlb)
+		data = zero_buf;	/* ZEROPAGE does not work on hugetlbfs */
+	while (off < len) {
+		uint64_t done = 0;
+
+		if (zero && !hugetlb)
+			ret = uffd_zeropage(e->uffd, base + off, len - off, 0,
+					    &done);
+		else
+			ret = uffd_copy(e->uffd, base + off,
+					(const char *)data + off, len - off, 0,
+					&done);
+		uint64_t first = (off >> r->page_shift) + pg;
+
+		region_set(r, first, done >> r->page_shift, PG_PRESENT);
+		stat_add(zero ? &e->st.pages_zeroed : &e->st.pages_copied,
+			 done >> r->page_shift);
+		if (!zero)
+			stat_add(&e->st.bytes_copied, done);
+		off += done;
+		if (ret != -EEXIST)
+			break;
+		/* Populated behind our back: it is present; wake its waiters. */
+		stat_add(&e->st.eexist, 1);
+		region_set(r, first + (done >> r->page_shift), 1, PG_PRESENT);
+		uffd_wake(e->uffd, base + off, r->page_size);
+		off += r->page_size;
+		ret = 0;
+	}
+	if (ret == 0)
+		return 0;
+
+	uint64_t left = (off >> r->page_shift) + pg;
+
+	if (ret == -EFAULT && !zero)	/* the source mapping failed */
+		return source_failed(e, r, left, pg + npg - left, -EIO);
+	region_set(r, left, pg + npg - left, prior);
+	if (ret == -EAGAIN)
+		stat_add(&e->st.eagain, 1);
+	else if (ret == -ESRCH)
+		finish(e);
+	return ret;
+}
+
+/* Resolve the claimed run [pg, pg+npg), all of them formerly prior. */
+static int fill_run(struct fl_engine *e, struct worker *w, struct region *r,
+		    uint64_t pg, uint64_t npg, enum page_state prior)
+{
+	struct fl_source *src = r->src;
+	uint64_t off = r->src_off + (pg << r->page_shift);
+	size_t len = (size_t)(npg << r->page_shift);
+	const void *data = NULL;
+	bool zero = prior == PG_REMOVED;
+
+	if (!zero && src->ops->hole && src->ops->hole(src, off, len))
+		zero = true;
+	if (!zero) {
+		data = src->ops->map ? src->ops->map(src, off, len) : NULL;
+		if (!data) {
+			int ret = src->ops->read(src, w->buf, len, off);
+
+			if (ret < 0)
+				return source_failed(e, r, pg, npg, ret);
+			data = w->buf;
+		}
+		zero = is_zero(data, len);
+	}
+	return fill_claimed(e, r, pg, npg, zero, data, prior);
+}
+
+/*
+ * Fill every missing or removed page of [first, last) in runs.  Pages busy
+ * in another worker are left to it: its COPY wakes our faulting thread too.
+ */
+static int fill_range(struct fl_engine *e, struct worker *w, struct region *r,
+		      uint64_t first, uint64_t last)
+{
+	uint64_t i = first;
+
+	while (i < last) {
+		enum page_state s = region_get(r, i);
+
+		if (s != PG_MISSING && s != PG_REMOVED) {
+			i++;
+			continue;
+		}
+		uint64_t j = i;
+
+		while (j < last && region_claim(r, j, s))
+			j++;
+		if (j == i)
+			continue;	/* lost the race: look again */
+		int ret = fill_run(e, w, r, i, j - i, s);
+
+		if (ret < 0)
+			return ret;
+		i = j;
+	}
+	return 0;
+}
+
+/* Serve one fault: its chunk, then make sure its thread is woken. */
+static int serve(struct fl_engine *e, struct worker *w, const struct pending *p)
+{
+	int ret = 0;
+
+	pthread_rwlock_rdlock(&e->lock);
+	struct region *r = find_region(e, p->addr);
+
+	if (!r) {
+		/* Not ours (any more): let the thread retry the access. */
+		pthread_rwlock_unlock(&e->lock);
+		uffd_wake(e->uffd, p->addr & ~4095ull, 4096);
+		return 0;
+	}
+	uint64_t chunk = e->chunk > r->page_size ? e->chunk : r->page_size;
+	uint64_t pg = region_page(r, p->addr);
+	uint64_t per = chunk >> r->page_shift;
+	uint64_t first = pg & ~(per - 1);
+	uint64_t last = first + per < r->npages ? first + per : r->npages;
+
+	if (region_get(r, pg) == PG_PRESENT)
+		uffd_wake(e->uffd, region_page_addr(r, pg), r->page_size);
+	else
+		ret = fill_range(e, w, r, first, last);
+	pthread_rwlock_unlock(&e->lock);
+	if (ret == 0) {
+		stats_record_latency(&e->st, now_ns() - p->t_read);
+	} else if (ret != -EAGAIN && ret != -ESRCH) {
+		/* VMA gone (ENOENT) or a bug: never leave the thread asleep. */
+		uffd_wake(e->uffd, region_page_addr(r, pg), r->page_size);
+		ret = 0;
+	}
+	return ret;
+}
+
+/* Read what is pending and serve it all.  Returns messages read or -errno. */
+static int pump(struct fl_engine *e, struct worker *w)
+{
+	int total = read_batch(e, w);
+
+	if (total < 0)
+		return total;
+	while (w->qhead < w->qlen) {
+		int ret = serve(e, w, &w->q[w->qhead]);
+
+		if (ret == -EAGAIN) {
+			/* An event is pending: apply it, then retry. */
+			int n = read_batch(e, w);
+
+			if (n < 0)
+				return n;
+			if (n == 0)
+				sched_yield();
+			total += n;
+			continue;
+		}
+		w->qhead++;
+		if (ret == -ESRCH) {
+			w->qhead = w->qlen = 0;
+			return -ESRCH;
+		}
+	}
+	w->qhead = w->qlen = 0;
+	return total;
+}
+
+static void *engine_thread(void *arg)
+{
+	struct fl_engine *e = arg;
+	struct worker *w = worker_new();
+
+	if (!w)
+		return NULL;
+	while (!atomic_load(&e->stopping) && !atomic_load(&e->finished)) {
+		struct pollfd pfd[2] = {
+			{ .fd = e->uffd, .events = POLLIN },
+			{ .fd = e->stopfd, .events = POLLIN },
+		};
+
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pfd[1].revents)
+			break;
+		if (pfd[0].revents & (POLLERR | POLLHUP | POLLNVAL)) {
+			finish(e);
+			break;
+		}
+		if (pump(e, w) == -ESRCH)
+			break;
+	}
+	worker_free(w);
+	return NULL;
+}
+
+/* ---- public API --------------------------------------------------------- */
+
+int fl_engine_create(const struct fl_engine_opts *opts, struct fl_engine **out)
+{
+	struct fl_engine_opts def = { .uffd = -1 };
+	struct fl_engine *e;
+	int ret;
+
+	if (!out)
+		return fl_err(-EINVAL, "engine: no output pointer");
+	if (!opts)
+		opts = &def;
+	uint64_t chunk = opts->chunk_size ? opts->chunk_size : FL_DEFAULT_CHUNK;
+
+	if (chunk < 4096 || chunk > FL_MAX_CHUNK || (chunk & (chunk - 1)))
+		return fl_err(-EINVAL,
+			      "chunk size %llu: must be a power of two from 4096 to %u",
+			      (unsigned long long)chunk, FL_MAX_CHUNK);
+	if (opts->on_error != FL_ON_ERROR_POISON &&
+	    opts->on_error != FL_ON_ERROR_KILL)
+		return fl_err(-EINVAL, "on_error %d: must be poison or kill",
+			      opts->on_error);
+	pthread_once(&zero_once, zero_init);
+	if (!zero_buf)
+		return fl_err(-ENOMEM, "engine: cannot map the zero buffer");
+
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->chunk = chunk;
+	e->on_error = opts->on_error;
+	e->client_pid = opts->client_pid;
+	pthread_rwlockattr_t attr;
+
+	pthread_rwlockattr_init(&attr);
+	pthread_rwlockattr_setkind_np(&attr,
+			PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&e->lock, &attr);
+	pthread_rwlockattr_destroy(&attr);
+	pthread_mutex_init(&e->process_lock, NULL);
+	e->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	e->process_worker = worker_new();
+	if (e->stopfd < 0 || !e->process_worker) {
+		ret = e->stopfd < 0 ? -errno : -ENOMEM;
+		goto fail;
+	}
+
+	if (opts->uffd >= 0) {
+		int fl = fcntl(opts->uffd, F_GETFL);
+
+		if (fl < 0) {
+			ret = fl_err(-EBADF, "uffd %d: not an open fd",
+				     opts->uffd);
+			goto fail;
+		}
+		fcntl(opts->uffd, F_SETFL, fl | O_NONBLOCK);
+		e->uffd = opts->uffd;
+		e->own_uffd = opts->flags & FL_ENGINE_OWN_UFFD;
+	} else {
+		e->uffd = uffd_create(UFFD_WANT_FEATURES, &e->features);
+		if (e->uffd < 0) {
+			ret = fl_err(e->uffd, "cannot open a userfaultfd: %s",
+				     strerror(-e->uffd));
+			goto fail;
+		}
+		e->own_uffd = true;
+	}
+	*out = e;
+	return 0;
+fail:
+	if (e->stopfd >= 0)
+		close(e->stopfd);
+	worker_free(e->process_worker);
+	free(e);
+	return ret;
+}
+
+int fl_engine_uffd(const struct fl_engine *e)
+{
+	return e->uffd;
+}
+
+static int check_region(struct fl_engine *e, const struct fl_region_desc *d,
+			struct fl_source *src)
+{
+	uint64_t ps = d->page_size;
+
+	if (ps != 4096 && ps != HUGE_2M)
+		return fl_err(-EINVAL, "region page_size %llu: must be 4096 or 2097152",
+			      (unsigned long long)ps);
+	if (!d->len || (d->addr | d->len) & (ps - 1))
+		return fl_err(-EINVAL,
+			      "region 0x%llx+%llu: address and length must be non-zero multiples of page_size %llu",
+			      (unsigned long long)d->addr,
+			      (unsigned long long)d->len,
+			      (unsigned long long)ps);
+	if (d->addr + d->len < d->addr)
+		return fl_err(-EINVAL, "region 0x%llx+%llu: wraps around",
+			      (unsigned long long)d->addr,
+			      (unsigned long long)d->len);
+	if (d->src_offset > src->size || d->len > src->size - d->src_offset)
+		return fl_err(-EINVAL,
+			      "region offset %llu + size %llu: beyond the end of %s (%llu bytes)",
+			      (unsigned long long)d->src_offset,
+			      (unsigned long long)d->len, src->desc,
+			      (unsigned long long)src->size);
+	for (int i = 0; i < e->nregions; i++) {
+		struct region *r = e->regions[i];
+
+		if (d->addr < r->addr + r->len && r->addr < d->addr + d->len)
+			return fl_err(-EINVAL,
+				      "region 0x%llx+%llu: overlaps region 0x%llx+%llu",
+				      (unsigned long long)d->addr,
+				      (unsigned long long)d->len,
+				      (unsigned long long)r->addr,
+				      (unsigned long long)r->len);
+	}
+	return 0;
+}
+
+int fl_engine_add_region(struct fl_engine *e, const struct fl_region_desc *d,
+			 struct fl_source *src)
+{
+	struct region *r;
+	int ret;
+
+	if (!e || !d || !src)
+		return fl_err(-EINVAL, "add_region: missing argument");
+	pthread_rwlock_wrlock(&e->lock);
+	ret = check_region(e, d, src);
+	if (ret == 0 && (d->flags & FL_REGION_REGISTER)) {
+		ret = uffd_register(e->uffd, d->addr, d->len,
+				    UFFDIO_REGISTER_MODE_MISSING, NULL);
+		if (ret < 0)
+			fl_err(ret, "region 0x%llx+%llu: cannot register: %s",
+			       (unsigned long long)d->addr,
+			       (unsigned long long)d->len, strerror(-ret));
+	}
+	if (ret == 0)
+		ret = region_new(d, src, &r);
+	if (ret == 0) {
+		ret = add_region_locked(e, r);
+		if (ret < 0)
+			region_free(r);
+	}
+	pthread_rwlock_unlock(&e->lock);
+	return ret;
+}
+
+int fl_engine_start(struct fl_engine *e, unsigned int nthreads)
+{
+	if (!nthreads || nthreads > 64)
+		return fl_err(-EINVAL, "threads %u: must be 1 to 64", nthreads);
+	if (e->threads)
+		return fl_err(-EBUSY, "engine already started");
+	e->threads = calloc(nthreads, sizeof(*e->threads));
+	if (!e->threads)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < nthreads; i++) {
+		int ret = pthread_create(&e->threads[i], NULL, engine_thread, e);
+
+		if (ret) {
+			fl_engine_stop(e);
+			return fl_err(-ret, "cannot start engine thread");
+		}
+		e->nthreads++;
+	}
+	return 0;
+}
+
+int fl_engine_fd(const struct fl_engine *e)
+{
+	return e->uffd;
+}
+
+int fl_engine_process(struct fl_engine *e)
+{
+	int total = 0, n;
+
+	pthread_mutex_lock(&e->process_lock);
+	do {
+		n = pump(e, e->process_worker);
+		if (n > 0)
+			total += n;
+	} while (n > 0);
+	pthread_mutex_unlock(&e->process_lock);
+	return n < 0 ? n : total;
+}
+
+int fl_engine_stop(struct fl_engine *e)
+{
+	uint64_t one = 1;
+
+	atomic_store(&e->stopping, true);
+	if (write(e->stopfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		return -errno;
+	for (unsigned int i = 0; i < e->nthreads; i++)
+		pthread_join(e->threads[i], NULL);
+	free(e->threads);
+	e->threads = NULL;
+	e->nthreads = 0;
+	return 0;
+}
+
+int fl_engine_finished(const struct fl_engine *e)
+{
+	return atomic_load(&e->finished);
+}
+
+void fl_engine_destroy(struct fl_engine *e)
+{
+	if (!e)
+		return;
+	fl_engine_stop(e);
+	for (int i = 0; i < e->nregions; i++)
+		region_free(e->regions[i]);
+	free(e->regions);
+	if (e->own_uffd)
+		close(e->uffd);
+	close(e->stopfd);
+	worker_free(e->process_worker);
+	pthread_rwlock_destroy(&e->lock);
+	pthread_mutex_destroy(&e->process_lock);
+	free(e);
+}

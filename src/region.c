@@ -1,0 +1,113 @@
+/*
+ * region.c - region life cycle and the range operations events need.
+ *
+ * Population decisions (which pages to fill, and with what) are the engine's;
+ * this file only keeps the per-page truth and answers range questions.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "region.h"
+#include "source.h"
+
+int region_new(const struct fl_region_desc *d, struct fl_source *src,
+	       struct region **out)
+{
+	struct region *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	r->addr = d->addr;
+	r->len = d->len;
+	r->page_size = d->page_size;
+	r->page_shift = (unsigned int)__builtin_ctzll(d->page_size);
+	r->npages = d->len >> r->page_shift;
+	r->src_off = d->src_offset;
+	r->state = calloc(r->npages ? r->npages : 1, 1);
+	if (!r->state) {
+		free(r);
+		return -ENOMEM;
+	}
+	r->src = fl_source_get(src);
+	*out = r;
+	return 0;
+}
+
+void region_free(struct region *r)
+{
+	if (!r)
+		return;
+	fl_source_put(r->src);
+	free((void *)r->state);
+	free(r);
+}
+
+/* Clip [start, end) to r, in pages; false if they do not meet. */
+static bool clip_pages(const struct region *r, uint64_t start, uint64_t end,
+		       uint64_t *first, uint64_t *last)
+{
+	uint64_t rend = r->addr + r->len;
+
+	if (end <= r->addr || start >= rend)
+		return false;
+	if (start < r->addr)
+		start = r->addr;
+	if (end > rend)
+		end = rend;
+	*first = (start - r->addr) >> r->page_shift;
+	/* A partial page at either end is zapped too: round outwards. */
+	*last = (end - r->addr + r->page_size - 1) >> r->page_shift;
+	return true;
+}
+
+uint64_t region_mark_removed(struct region *r, uint64_t start, uint64_t end)
+{
+	uint64_t first, last;
+
+	if (!clip_pages(r, start, end, &first, &last))
+		return 0;
+	region_set(r, first, last - first, PG_REMOVED);
+	return last - first;
+}
+
+int region_remap(struct region *r, uint64_t start, uint64_t len,
+		 uint64_t new_addr, struct region **out)
+{
+	uint64_t first, last;
+
+	*out = NULL;
+	if (!clip_pages(r, start, start + len, &first, &last))
+		return 0;
+	uint64_t moved_at = region_page_addr(r, first);
+
+	if (first == 0 && last == r->npages) {
+		r->addr = new_addr + (moved_at - start);
+		return 0;
+	}
+
+	struct fl_region_desc d = {
+		.addr = new_addr + (moved_at - start),
+		.len = (last - first) << r->page_shift,
+		.page_size = r->page_size,
+		.src_offset = r->src_off + (first << r->page_shift),
+	};
+	struct region *nr;
+	int ret = region_new(&d, r->src, &nr);
+
+	if (ret < 0)
+		return fl_err(ret, "remap: out of memory");
+	for (uint64_t i = first; i < last; i++)
+		atomic_store(&nr->state[i - first], region_get(r, i));
+	region_set(r, first, last - first, PG_REMOVED);
+	*out = nr;
+	return 0;
+}
+
+void region_count(const struct region *r, uint64_t counts[4])
+{
+	memset(counts, 0, 4 * sizeof(*counts));
+	for (uint64_t i = 0; i < r->npages; i++)
+		counts[region_get(r, i) & 3]++;
+}

@@ -1,0 +1,94 @@
+/*
+ * region.h - one registered range of a client's address space and the state
+ * of each of its pages.
+ *
+ * The state map keeps one byte per page (missing / busy / present /
+ * removed), changed only with atomic operations: a resolver claims pages by
+ * compare-and-swap to BUSY, so two threads never fill the same page, and
+ * events mark pages REMOVED.  A byte per page costs 0.025 % of the memory
+ * served and needs no read-modify-write of shared words.
+ */
+#ifndef FAULTLINE_REGION_H
+#define FAULTLINE_REGION_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "faultline.h"
+
+enum page_state {
+	PG_MISSING = 0,	/* not yet filled: serve from the source */
+	PG_BUSY,	/* claimed by a resolver, being filled */
+	PG_PRESENT,	/* filled (or populated by the process itself) */
+	PG_REMOVED,	/* discarded (REMOVE/UNMAP): reads as zeros */
+};
+
+struct region {
+	uint64_t addr;		/* current host address (REMAP moves it) */
+	uint64_t len;
+	uint64_t page_size;
+	unsigned int page_shift;
+	uint64_t npages;
+	uint64_t src_off;	/* source offset of the region's first byte */
+	struct fl_source *src;
+	_Atomic uint8_t *state;	/* npages bytes, enum page_state */
+};
+
+int region_new(const struct fl_region_desc *d, struct fl_source *src,
+	       struct region **out);
+void region_free(struct region *r);
+
+static inline bool region_contains(const struct region *r, uint64_t addr)
+{
+	return addr >= r->addr && addr - r->addr < r->len;
+}
+
+static inline uint64_t region_page(const struct region *r, uint64_t addr)
+{
+	return (addr - r->addr) >> r->page_shift;
+}
+
+static inline uint64_t region_page_addr(const struct region *r, uint64_t pg)
+{
+	return r->addr + (pg << r->page_shift);
+}
+
+static inline enum page_state region_get(const struct region *r, uint64_t pg)
+{
+	return (enum page_state)atomic_load_explicit(&r->state[pg],
+						     memory_order_acquire);
+}
+
+static inline void region_set(struct region *r, uint64_t pg, uint64_t n,
+			      enum page_state s)
+{
+	for (uint64_t i = pg; i < pg + n; i++)
+		atomic_store_explicit(&r->state[i], s, memory_order_release);
+}
+
+/* Claim page pg if it is in state from: true if this caller now owns it. */
+static inline bool region_claim(struct region *r, uint64_t pg,
+				enum page_state from)
+{
+	uint8_t want = (uint8_t)from;
+
+	return atomic_compare_exchange_strong(&r->state[pg], &want, PG_BUSY);
+}
+
+/* Mark [start, end) of the address space removed; returns pages marked. */
+uint64_t region_mark_removed(struct region *r, uint64_t start, uint64_t end);
+
+/*
+ * Split off [start, start+len) of r into a new region at new_addr (mremap):
+ * the new region keeps the pages' source offsets and states.  The old range
+ * is marked removed.  If the move covers all of r, r itself is moved and
+ * *out is NULL.
+ */
+int region_remap(struct region *r, uint64_t start, uint64_t len,
+		 uint64_t new_addr, struct region **out);
+
+/* Number of pages in each state (for stats and tests). */
+void region_count(const struct region *r, uint64_t counts[4]);
+
+#endif

@@ -1,0 +1,94 @@
+/*
+ * engine_args.c - bad arguments are rejected with -EINVAL and a message that
+ * names what was wrong.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "faultline.h"
+#include "tap.h"
+#include "util.h"
+
+static void expect_einval(int ret, const char *what, const char *word)
+{
+	ok(ret == -EINVAL && strstr(fl_last_error(), word),
+	   "%s: -EINVAL naming '%s' (%d: %s)", what, word, ret, fl_last_error());
+}
+
+int main(void)
+{
+	struct fl_engine *e;
+	struct fl_source *src;
+	char *path = make_snapshot(1 << 20, 1, NULL, 0);
+	struct fl_engine_opts o = { .uffd = -1, .chunk_size = 3000 };
+
+	expect_einval(fl_engine_create(&o, &e), "chunk 3000", "chunk size 3000");
+	o.chunk_size = 4 << 20;
+	expect_einval(fl_engine_create(&o, &e), "chunk 4M", "chunk size");
+	o.chunk_size = 2048;
+	expect_einval(fl_engine_create(&o, &e), "chunk 2K", "chunk size");
+	o.chunk_size = 0;
+	o.on_error = 7;
+	expect_einval(fl_engine_create(&o, &e), "on_error 7", "on_error");
+	o.on_error = 0;
+
+	ok(fl_source_open("/nonexistent/snap", &src) == -ENOENT &&
+	   strstr(fl_last_error(), "/nonexistent/snap"),
+	   "missing file: -ENOENT naming the path (%s)", fl_last_error());
+	ok(fl_source_open("/tmp", &src) == -EINVAL,
+	   "a directory is not a source (%s)", fl_last_error());
+	ok(fl_source_open(path, &src) == 0, "open snapshot");
+	ok(fl_engine_create(&o, &e) == 0, "create engine with defaults");
+
+	void *mem = map_anon(4 << 20, 0);
+	uint64_t base = ((uint64_t)(uintptr_t)mem + (2 << 20) - 1) & ~((2ull << 20) - 1);
+	struct fl_region_desc d = { .addr = base, .len = 1 << 20,
+				    .page_size = 8192 };
+
+	expect_einval(fl_engine_add_region(e, &d, src), "page size 8192",
+		      "page_size 8192");
+	d.page_size = 4096;
+	d.addr = base + 100;
+	expect_einval(fl_engine_add_region(e, &d, src), "unaligned address",
+		      "multiples of page_size");
+	d.addr = base;
+	d.len = 1000;
+	expect_einval(fl_engine_add_region(e, &d, src), "unaligned length",
+		      "multiples of page_size");
+	d.len = 0;
+	expect_einval(fl_engine_add_region(e, &d, src), "zero length",
+		      "non-zero");
+	d.len = 2 << 20;
+	expect_einval(fl_engine_add_region(e, &d, src), "beyond the file",
+		      "beyond the end");
+	d.len = 1 << 20;
+	d.src_offset = ~0ull - 4095;
+	expect_einval(fl_engine_add_region(e, &d, src), "offset overflow",
+		      "beyond the end");
+	d.src_offset = 0;
+	d.addr = ~0ull - 4095;
+	d.len = 8192;
+	expect_einval(fl_engine_add_region(e, &d, src), "address wraps",
+		      "wraps");
+	d.addr = base;
+	d.len = 1 << 20;
+	d.flags = FL_REGION_REGISTER;
+	ok(fl_engine_add_region(e, &d, src) == 0, "good region added");
+	d.addr = base + (512 << 10);
+	expect_einval(fl_engine_add_region(e, &d, src), "overlap", "overlaps");
+	d.addr = base;
+	d.page_size = 2 << 20;
+	d.len = 2 << 20;
+	expect_einval(fl_engine_add_region(e, &d, src), "huge region beyond file",
+		      "beyond the end");
+	expect_einval(fl_engine_start(e, 0), "zero threads", "threads 0");
+	ok(fl_engine_start(e, 1) == 0, "start one thread");
+	ok(fl_engine_start(e, 1) == -EBUSY, "second start is -EBUSY");
+	ok(same_as_file((void *)(uintptr_t)base, 1 << 20, 0, 1, 0),
+	   "region still served after all the rejected calls");
+	fl_engine_destroy(e);
+	fl_source_put(src);
+	munmap(mem, 4 << 20);
+	unlink(path);
+	return done_testing();
+}

@@ -1,0 +1,132 @@
+/*
+ * util.h - shared helpers for the library tests: snapshot files with a
+ * recognisable pattern, page verification, hugetlb reservation.
+ */
+#ifndef FAULTLINE_TEST_UTIL_H
+#define FAULTLINE_TEST_UTIL_H
+
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define PAGE 4096ull
+#define HPAGE (2ull << 20)
+
+/* The pattern word at file offset off: wrong pages never match by luck. */
+static inline uint64_t pattern_word(uint64_t off, uint64_t seed)
+{
+	return (off * 0x9E3779B97F4A7C15ull) ^ seed ^ (off >> 3);
+}
+
+/*
+ * Write a snapshot of size bytes to a new temp file.  Byte ranges listed in
+ * zeros[] (pairs of offset, length; nz pairs) are left zero.
+ */
+static inline char *make_snapshot(uint64_t size, uint64_t seed,
+				  const uint64_t *zeros, int nz)
+{
+	static int seq;
+	char *path = malloc(64);
+	uint64_t *buf = malloc(1 << 20);
+
+	snprintf(path, 64, "/tmp/fl-test-%d-%d.mem", getpid(), seq++);
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+
+	for (uint64_t off = 0; off < size; off += 1 << 20) {
+		uint64_t n = size - off < (1 << 20) ? size - off : (1 << 20);
+
+		for (uint64_t i = 0; i < n / 8; i++)
+			buf[i] = pattern_word(off + i * 8, seed);
+		for (int z = 0; z < nz; z++) {
+			uint64_t zs = zeros[2 * z], ze = zs + zeros[2 * z + 1];
+
+			for (uint64_t i = 0; i < n / 8; i++)
+				if (off + i * 8 >= zs && off + i * 8 < ze)
+					buf[i] = 0;
+		}
+		if (pwrite(fd, buf, n, (off_t)off) != (ssize_t)n)
+			abort();
+	}
+	close(fd);
+	free(buf);
+	return path;
+}
+
+/* Does the memory at p hold the file's bytes from offset off? */
+static inline int same_as_file(const void *p, uint64_t len, uint64_t off,
+			       uint64_t seed, int zero)
+{
+	const uint64_t *w = p;
+
+	for (uint64_t i = 0; i < len / 8; i++) {
+		uint64_t want = zero ? 0 : pattern_word(off + i * 8, seed);
+
+		if (w[i] != want)
+			return 0;
+	}
+	return 1;
+}
+
+static inline int is_zero_mem(const void *p, uint64_t len)
+{
+	const uint64_t *w = p;
+
+	for (uint64_t i = 0; i < len / 8; i++)
+		if (w[i])
+			return 0;
+	return 1;
+}
+
+static long hugetlb_saved = -1;
+
+/* Reserve n 2 MiB pages (remembering the old value); 0 or -1. */
+static inline int hugetlb_reserve(long n)
+{
+	FILE *f = fopen("/proc/sys/vm/nr_hugepages", "r+");
+	long cur = 0, got = 0;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld", &cur) != 1)
+		cur = 0;
+	if (hugetlb_saved < 0)
+		hugetlb_saved = cur;
+	rewind(f);
+	fprintf(f, "%ld\n", cur + n);
+	fclose(f);
+	f = fopen("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", "r");
+	if (!f || fscanf(f, "%ld", &got) != 1)
+		got = 0;
+	if (f)
+		fclose(f);
+	return got >= n ? 0 : -1;
+}
+
+static inline void hugetlb_restore(void)
+{
+	FILE *f;
+
+	if (hugetlb_saved < 0)
+		return;
+	f = fopen("/proc/sys/vm/nr_hugepages", "w");
+	if (f) {
+		fprintf(f, "%ld\n", hugetlb_saved);
+		fclose(f);
+	}
+	hugetlb_saved = -1;
+}
+
+static inline void *map_anon(uint64_t len, int huge)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+		       (huge ? MAP_HUGETLB | (21 << MAP_HUGE_SHIFT) : 0), -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+#endif

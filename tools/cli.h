@@ -1,0 +1,17 @@
+/*
+ * cli.h - the faultline command's subcommands, one file each.
+ */
+#ifndef FAULTLINE_CLI_H
+#define FAULTLINE_CLI_H
+
+#include <stdint.h>
+
+int cmd_probe(int argc, char **argv);	/* tools/cmd_probe.c */
+int cmd_serve(int argc, char **argv);	/* tools/cmd_serve.c */
+int cmd_bench(int argc, char **argv);	/* bench/bench.c */
+int cmd_image(int argc, char **argv);	/* tools/cmd_image.c */
+
+/* Parse "4096", "64K", "2M", "1G" into bytes; -EINVAL if malformed. */
+int parse_size(const char *s, uint64_t *out);
+
+#endif
