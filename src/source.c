@@ -8,6 +8,7 @@
 
 #include "faultline.h"
 #include "error.h"
+#include "image.h"
 #include "source.h"
 
 void source_init(struct fl_source *s, const struct fl_source_ops *ops,
@@ -23,6 +24,8 @@ int fl_source_open(const char *spec, struct fl_source **out)
 {
 	if (!spec || !*spec || !out)
 		return fl_err(-EINVAL, "source: empty path");
+	if (image_has_magic(spec))
+		return source_image_open(spec, out);
 	return source_file_open(spec, out);
 }
 

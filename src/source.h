@@ -43,5 +43,6 @@ void source_init(struct fl_source *s, const struct fl_source_ops *ops,
 
 /* Constructors, one per implementation; return 0 or -errno. */
 int source_file_open(const char *path, struct fl_source **out);
+int source_image_open(const char *path, struct fl_source **out);
 
 #endif

@@ -1,0 +1,131 @@
+/*
+ * image.h - the compressed chunked snapshot image (docs/image-format.md):
+ * on-disk layout constants, a reader shared by the image source and the
+ * verifier, and the create / inspect / verify operations behind
+ * `faultline image`.
+ */
+#ifndef FAULTLINE_IMAGE_H
+#define FAULTLINE_IMAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- on-disk format (all fields little-endian) -------------------------- */
+
+#define IMAGE_MAGIC		"FLTIMAGE"	/* 8 bytes, no terminator */
+#define IMAGE_MAGIC_LEN		8
+#define IMAGE_VERSION		1
+#define IMAGE_HEADER_SIZE	80
+#define IMAGE_ENTRY_SIZE	24
+#define IMAGE_MIN_CHUNK		(4u << 10)
+#define IMAGE_MAX_CHUNK		(16u << 20)
+#define IMAGE_DEFAULT_CHUNK	(512u << 10)
+#define IMAGE_DEFAULT_LEVEL	3
+
+enum image_kind {
+	IMAGE_ZERO = 0,		/* all zero: nothing stored */
+	IMAGE_RAW = 1,		/* stored as is */
+	IMAGE_ZSTD = 2,		/* one zstd frame */
+	IMAGE_NKINDS
+};
+
+struct image_header {
+	uint32_t version;
+	uint32_t flags;
+	uint32_t page_size;
+	uint32_t chunk_size;
+	uint64_t total_size;	/* bytes of the raw snapshot */
+	uint64_t chunk_count;
+	uint64_t index_offset;
+	uint64_t data_end;	/* the image file's expected size */
+	uint64_t index_hash;
+	uint32_t level;		/* zstd level the writer used (informational) */
+};
+
+struct image_entry {
+	uint64_t offset;	/* file offset of the stored bytes; 0 if zero */
+	uint32_t stored_len;	/* bytes stored; 0 if zero */
+	uint8_t kind;		/* enum image_kind */
+	uint64_t hash;		/* XXH64 (seed 0) of the uncompressed chunk */
+};
+
+/* ---- reader ------------------------------------------------------------- */
+
+struct image {
+	int fd;
+	struct image_header hdr;
+	struct image_entry *index;	/* hdr.chunk_count entries */
+	uint64_t file_size;
+	char path[256];
+};
+
+/* True if the file at path starts with IMAGE_MAGIC. */
+bool image_has_magic(const char *path);
+
+/*
+ * Open and validate an image: header, version, geometry, the index and its
+ * hash, and that every chunk lies inside the file (a truncated image fails
+ * here, naming the first chunk cut off).  0 or -errno, message via fl_err().
+ */
+int image_open(const char *path, struct image **out);
+void image_close(struct image *img);
+
+/* Uncompressed length of chunk i (the last one may be short). */
+static inline size_t image_chunk_len(const struct image *img, uint64_t i)
+{
+	uint64_t start = i * img->hdr.chunk_size;
+	uint64_t left = img->hdr.total_size - start;
+
+	return left < img->hdr.chunk_size ? (size_t)left : img->hdr.chunk_size;
+}
+
+/*
+ * Read chunk i, decompressed and hash-checked, into dst (image_chunk_len
+ * bytes).  Thread-safe: decompression state is per thread.  -EBADMSG on a
+ * corrupt chunk, -EIO on a short read; the message names the image, the
+ * chunk index and its file offset.
+ */
+int image_read_chunk(struct image *img, uint64_t i, void *dst);
+
+/* ---- create / inspect / verify ------------------------------------------ */
+
+struct image_create_opts {
+	uint32_t chunk_size;	/* 0: IMAGE_DEFAULT_CHUNK */
+	int level;		/* 0: IMAGE_DEFAULT_LEVEL */
+	unsigned int threads;	/* compression threads; 0: one per CPU (<= 8) */
+};
+
+struct image_info {
+	struct image_header hdr;
+	uint64_t file_size;
+	uint64_t count[IMAGE_NKINDS];	/* chunks by kind */
+	uint64_t stored[IMAGE_NKINDS];	/* bytes stored by kind */
+	uint64_t raw_bytes[IMAGE_NKINDS]; /* uncompressed bytes by kind */
+};
+
+/* Check a chunk size (power of two in [4 KiB, 16 MiB]); 0 or -EINVAL. */
+int image_check_chunk(uint64_t chunk_size);
+
+/*
+ * Write an image of the raw file at raw_path to image_path (via a temporary
+ * file in the same directory, renamed at the end).  Holes are skipped with
+ * SEEK_DATA without being read.  info, if not NULL, describes the result.
+ */
+int image_create(const char *raw_path, const char *image_path,
+		 const struct image_create_opts *opts, struct image_info *info);
+
+/* Open an image and summarise it (no chunk is read). */
+int image_inspect(const char *path, struct image_info *info);
+
+/*
+ * Read and check every chunk.  report(), if given, is called with a
+ * one-line message for each bad chunk.  Returns 0 if all are good,
+ * -EBADMSG if any is bad (*nbad says how many), other -errno on failure to
+ * open.
+ */
+int image_verify(const char *path,
+		 void (*report)(void *arg, const char *msg), void *arg,
+		 uint64_t *nbad);
+
+#endif
