@@ -1,0 +1,520 @@
+/*
+ * serve.c - the daemon: accepts Firecracker-style clients on a Unix socket
+ * and serves each client's uffd with its own engine.
+ *
+ * One thread runs the control loop (poll over the listener, a signalfd and
+ * every session's socket); each session's faults are served by its engine's
+ * threads, so a slow or broken client never delays another.  A session is:
+ * accepted (SO_PEERCRED checked against the allowed uids) -> handshake (JSON
+ * fed to the incremental parser, exactly one fd, validated before anything
+ * is served) -> serving (from the moment the fd and the array are in) ->
+ * ended when the client closes its socket or exits, its engine destroyed and
+ * its stats logged.  Any error in one session closes that session only.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "faultline.h"
+#include "proto_fc.h"
+#include "serve.h"
+
+#define MAX_SESSIONS	1024
+#define MAX_FDS_PER_MSG	8
+
+enum sess_state { S_HANDSHAKE, S_SERVING };
+
+struct session {
+	int id;
+	int sock;
+	pid_t pid;
+	uid_t uid;
+	enum sess_state state;
+	struct fc_parser *parser;
+	int uffd;
+	int nfds;		/* fds received so far: exactly one is valid */
+	struct fl_engine *engine;
+	int nregions;
+	uint64_t bytes;
+	uint64_t t_start;	/* ms, CLOCK_MONOTONIC */
+	struct session *next;
+};
+
+struct daemon {
+	const struct serve_config *cfg;
+	struct fl_source *src;
+	int listen_fd;
+	bool own_socket;	/* we bound it: unlink at exit */
+	int sig_fd;
+	int next_id;
+	int nsessions;
+	int ended;
+	bool draining;
+	struct session *sessions;
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static __attribute__((format(printf, 2, 3)))
+void slog(const struct session *s, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (s)
+		fprintf(stderr, "faultline: session %d (pid %d uid %u): %s\n",
+			s->id, (int)s->pid, (unsigned int)s->uid, msg);
+	else
+		fprintf(stderr, "faultline: %s\n", msg);
+}
+
+/* ---- listening ---------------------------------------------------------- */
+
+/* A socket file nobody listens on is stale: replace it. */
+static int claim_path(const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct stat st;
+
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISSOCK(st.st_mode))
+		return fl_err(-EEXIST, "%s exists and is not a socket", path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
+		close(fd);
+		return fl_err(-EADDRINUSE, "%s: another server is listening on it",
+			      path);
+	}
+	if (fd >= 0)
+		close(fd);
+	return unlink(path) < 0 ? -errno : 0;
+}
+
+static int listen_on(struct daemon *d, const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	const char *lfds = getenv("LISTEN_FDS"), *lpid = getenv("LISTEN_PID");
+
+	if (!path && lfds && lpid && atoi(lpid) == getpid() && atoi(lfds) >= 1) {
+		d->listen_fd = 3;	/* SD_LISTEN_FDS_START */
+		fcntl(3, F_SETFD, FD_CLOEXEC);
+		fcntl(3, F_SETFL, fcntl(3, F_GETFL) | O_NONBLOCK);
+		return 0;
+	}
+	if (!path)
+		return fl_err(-EINVAL, "--socket PATH is required (no LISTEN_FDS from systemd)");
+	if (strlen(path) >= sizeof(a.sun_path))
+		return fl_err(-ENAMETOOLONG, "--socket %s: path too long", path);
+	int ret = claim_path(path);
+
+	if (ret < 0)
+		return ret == -EEXIST || ret == -EADDRINUSE ? ret :
+			fl_err(ret, "%s: %s", path, strerror(-ret));
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	strcpy(a.sun_path, path);
+	mode_t old = umask(0177);	/* the socket is created 0600 */
+
+	ret = bind(fd, (struct sockaddr *)&a, sizeof(a));
+	umask(old);
+	if (ret < 0 || listen(fd, 128) < 0) {
+		ret = -errno;
+		close(fd);
+		return fl_err(ret, "%s: cannot listen: %s", path, strerror(-ret));
+	}
+	d->listen_fd = fd;
+	d->own_socket = true;
+	return 0;
+}
+
+static void stop_listening(struct daemon *d)
+{
+	if (d->listen_fd < 0)
+		return;
+	close(d->listen_fd);
+	d->listen_fd = -1;
+	if (d->own_socket)
+		unlink(d->cfg->socket_path);
+}
+
+/* ---- sessions ----------------------------------------------------------- */
+
+static bool uid_allowed(const struct serve_config *cfg, uid_t uid)
+{
+	if (!cfg->nallow)
+		return uid == 0 || uid == getuid();
+	for (int i = 0; i < cfg->nallow; i++)
+		if (cfg->allow_uids[i] == uid)
+			return true;
+	return false;
+}
+
+static void write_stats(struct daemon *d, struct session *s,
+			const struct fl_stats *st, uint64_t ms)
+{
+	if (!d->cfg->stats_json)
+		return;
+	char *js = fl_stats_json(st);
+	FILE *f = fopen(d->cfg->stats_json, "a");
+
+	if (f && js) {
+		/* One JSON object per line: the session, then its counters. */
+		fprintf(f, "{\"session\":%d,\"pid\":%d,\"uid\":%u,\"regions\":%d,"
+			"\"bytes\":%llu,\"duration_ms\":%llu,\"stats\":%s}\n",
+			s->id, (int)s->pid, (unsigned int)s->uid, s->nregions,
+			(unsigned long long)s->bytes, (unsigned long long)ms,
+			js);
+	}
+	if (f)
+		fclose(f);
+	free(js);
+}
+
+static void session_end(struct daemon *d, struct session *s, const char *why)
+{
+	uint64_t ms = now_ms() - s->t_start;
+
+	if (s->engine) {
+		struct fl_stats st;
+
+		fl_engine_stop(s->engine);
+		fl_engine_stats(s->engine, &st);
+		slog(s, "ended (%s) after %llu ms: %llu faults, %llu pages copied, %llu zeroed, %llu MiB, p50 %llu us, p99 %llu us",
+		     why, (unsigned long long)ms,
+		     (unsigned long long)st.faults,
+		     (unsigned long long)st.pages_copied,
+		     (unsigned long long)st.pages_zeroed,
+		     (unsigned long long)(st.bytes_copied >> 20),
+		     (unsigned long long)fl_stats_percentile(&st, 50) / 1000,
+		     (unsigned long long)fl_stats_percentile(&st, 99) / 1000);
+		write_stats(d, s, &st, ms);
+		fl_engine_destroy(s->engine);	/* closes the uffd */
+	} else {
+		slog(s, "closed: %s", why);
+		if (s->uffd >= 0)
+			close(s->uffd);
+	}
+	fc_parser_free(s->parser);
+	close(s->sock);
+	for (struct session **pp = &d->sessions; *pp; pp = &(*pp)->next) {
+		if (*pp == s) {
+			*pp = s->next;
+			break;
+		}
+	}
+	free(s);
+	d->nsessions--;
+	d->ended++;
+}
+
+static void accept_one(struct daemon *d)
+{
+	int fd = accept4(d->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+
+	if (fd < 0)
+		return;
+	struct session *s = calloc(1, sizeof(*s));
+
+	if (!s || fc_parser_new(&s->parser) < 0) {
+		slog(NULL, "out of memory: refusing a client");
+		free(s);
+		close(fd);
+		return;
+	}
+	s->id = ++d->next_id;
+	s->sock = fd;
+	s->uffd = -1;
+	s->t_start = now_ms();
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0) {
+		s->pid = cred.pid;
+		s->uid = cred.uid;
+	}
+	s->next = d->sessions;
+	d->sessions = s;
+	d->nsessions++;
+	if (!uid_allowed(d->cfg, s->uid)) {
+		session_end(d, s, "uid not allowed (--allow-uid)");
+		return;
+	}
+	if (d->nsessions > MAX_SESSIONS) {
+		session_end(d, s, "too many sessions");
+		return;
+	}
+	slog(s, "connected");
+}
+
+static bool is_uffd(int fd)
+{
+	char link[64], target[64];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, target, sizeof(target) - 1);
+	if (n < 0)
+		return false;
+	target[n] = 0;
+	return strcmp(target, "anon_inode:[userfaultfd]") == 0;
+}
+
+/* Keep the one uffd a handshake may carry; count and close the rest. */
+static void take_fds(struct session *s, struct msghdr *mh)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		int n = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		int *fds = (int *)CMSG_DATA(c);
+
+		for (int i = 0; i < n; i++) {
+			s->nfds++;
+			if (s->uffd < 0)
+				s->uffd = fds[i];
+			else
+				close(fds[i]);
+		}
+	}
+}
+
+static int start_serving(struct daemon *d, struct session *s,
+			 struct fl_region_desc *regs, int n)
+{
+	const struct serve_config *cfg = d->cfg;
+	struct fl_engine_opts o = {
+		.uffd = s->uffd,
+		.chunk_size = cfg->chunk,
+		.on_error = cfg->on_error,
+		.client_pid = s->pid,
+		.flags = FL_ENGINE_OWN_UFFD,
+	};
+	int ret;
+
+	if (s->uffd < 0)
+		return fl_err(-EINVAL, "handshake: no uffd in SCM_RIGHTS");
+	if (!is_uffd(s->uffd))
+		return fl_err(-EINVAL, "handshake: the fd sent is not a userfaultfd");
+	ret = fl_engine_create(&o, &s->engine);
+	if (ret < 0)
+		return ret;
+	s->uffd = -1;	/* the engine owns it now */
+	for (int i = 0; i < n && ret == 0; i++) {
+		ret = fl_engine_add_region(s->engine, &regs[i], d->src);
+		s->bytes += regs[i].len;
+	}
+	if (ret == 0)
+		ret = fl_engine_start(s->engine, cfg->threads ? cfg->threads : 1);
+	if (ret < 0)
+		return ret;
+	s->state = S_SERVING;
+	s->nregions = n;
+	slog(s, "serving %d region%s, %llu MiB, from %s", n, n > 1 ? "s" : "",
+	     (unsigned long long)(s->bytes >> 20), cfg->mem_file);
+	return 0;
+}
+
+/* Bytes (and maybe the fd) of the handshake arrived. */
+static void handshake_input(struct daemon *d, struct session *s)
+{
+	char buf[4096];
+	union {
+		char b[CMSG_SPACE(sizeof(int) * MAX_FDS_PER_MSG)];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { buf, sizeof(buf) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = ctl.b,
+			     .msg_controllen = sizeof(ctl.b) };
+	struct fl_region_desc regs[FC_REGIONS_MAX];
+	ssize_t n = recvmsg(s->sock, &mh, MSG_CMSG_CLOEXEC);
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	take_fds(s, &mh);
+	if (n <= 0) {
+		session_end(d, s, n == 0 ? "client closed before the handshake"
+				 : "receive failed");
+		return;
+	}
+	if (mh.msg_flags & MSG_CTRUNC || s->nfds > 1) {
+		char why[96];
+
+		snprintf(why, sizeof(why),
+			 "bad handshake: %s%d fds in SCM_RIGHTS, expected exactly one",
+			 (mh.msg_flags & MSG_CTRUNC) ? "more than " : "",
+			 s->nfds);
+		session_end(d, s, why);
+		return;
+	}
+	int ret = fc_parser_feed(s->parser, buf, (size_t)n, fl_source_size(d->src),
+				 regs, FC_REGIONS_MAX);
+
+	if (ret == -EAGAIN)
+		return;
+	if (ret > 0)
+		ret = start_serving(d, s, regs, ret);
+	if (ret < 0) {
+		char why[320];
+
+		snprintf(why, sizeof(why), "bad handshake: %s", fl_last_error());
+		session_end(d, s, why);
+	}
+}
+
+/* The client wrote (or closed) while being served. */
+static void serving_input(struct daemon *d, struct session *s, short revents)
+{
+	char buf[512];
+	ssize_t n = recv(s->sock, buf, sizeof(buf), MSG_DONTWAIT);
+
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) ||
+	    (n < 0 && (revents & (POLLHUP | POLLERR)))) {
+		session_end(d, s, "client closed the socket");
+		return;
+	}
+	/* Firecracker sends nothing more; anything else is ignored. */
+}
+
+/* ---- the control loop --------------------------------------------------- */
+
+static void check_sessions(struct daemon *d)
+{
+	uint64_t now = now_ms();
+	struct session *s = d->sessions, *next;
+
+	for (; s; s = next) {
+		next = s->next;
+		if (s->state == S_SERVING && fl_engine_finished(s->engine))
+			session_end(d, s, "client gone");
+		else if (s->state == S_HANDSHAKE &&
+			 now - s->t_start > (uint64_t)d->cfg->handshake_timeout_ms)
+			session_end(d, s, "bad handshake: incomplete JSON array after the timeout");
+	}
+}
+
+static void on_signal(struct daemon *d)
+{
+	struct signalfd_siginfo si;
+
+	if (read(d->sig_fd, &si, sizeof(si)) != sizeof(si))
+		return;
+	if (!d->draining) {
+		d->draining = true;
+		stop_listening(d);
+		slog(NULL, "signal %u: not accepting; draining %d session%s",
+		     si.ssi_signo, d->nsessions, d->nsessions == 1 ? "" : "s");
+		return;
+	}
+	while (d->sessions)
+		session_end(d, d->sessions, "daemon stopping");
+}
+
+static int loop(struct daemon *d)
+{
+	struct pollfd *pfd = calloc(MAX_SESSIONS + 3, sizeof(*pfd));
+	struct session **who = calloc(MAX_SESSIONS + 3, sizeof(*who));
+
+	if (!pfd || !who) {
+		free(pfd);
+		free(who);
+		return -ENOMEM;
+	}
+	for (;;) {
+		int n = 0;
+
+		if (d->draining && !d->nsessions)
+			break;
+		if (d->cfg->once && d->ended)
+			break;
+		pfd[n] = (struct pollfd){ .fd = d->sig_fd, .events = POLLIN };
+		who[n++] = NULL;
+		if (d->listen_fd >= 0 && d->nsessions < MAX_SESSIONS) {
+			pfd[n] = (struct pollfd){ .fd = d->listen_fd, .events = POLLIN };
+			who[n++] = NULL;
+		}
+		int first = n;
+
+		for (struct session *s = d->sessions; s; s = s->next) {
+			pfd[n] = (struct pollfd){ .fd = s->sock, .events = POLLIN };
+			who[n++] = s;
+		}
+		if (poll(pfd, (nfds_t)n, 200) < 0 && errno != EINTR)
+			break;
+		if (pfd[0].revents)
+			on_signal(d);
+		for (int i = first; i < n; i++) {
+			struct session *s = who[i];
+
+			if (!pfd[i].revents || !s || pfd[i].fd != s->sock)
+				continue;
+			if (s->state == S_HANDSHAKE)
+				handshake_input(d, s);
+			else
+				serving_input(d, s, pfd[i].revents);
+		}
+		if (first == 2 && d->listen_fd >= 0 && pfd[1].revents)
+			accept_one(d);
+		check_sessions(d);
+	}
+	while (d->sessions)
+		session_end(d, d->sessions, "daemon stopping");
+	free(pfd);
+	free(who);
+	return 0;
+}
+
+int serve_run(const struct serve_config *cfg)
+{
+	struct daemon d = { .cfg = cfg, .listen_fd = -1, .sig_fd = -1 };
+	sigset_t set;
+	int ret;
+
+	ret = fl_source_open(cfg->mem_file, &d.src);
+	if (ret < 0)
+		return ret;
+	ret = listen_on(&d, cfg->socket_path);
+	if (ret < 0) {
+		fl_source_put(d.src);
+		return ret;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	d.sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	slog(NULL, "serving %s (%llu MiB) on %s", cfg->mem_file,
+	     (unsigned long long)(fl_source_size(d.src) >> 20),
+	     cfg->socket_path ? cfg->socket_path : "the systemd socket");
+	ret = loop(&d);
+	stop_listening(&d);
+	close(d.sig_fd);
+	fl_source_put(d.src);
+	return ret;
+}

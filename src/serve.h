@@ -1,0 +1,29 @@
+/*
+ * serve.h - the page-fault daemon behind `faultline serve`.
+ */
+#ifndef FAULTLINE_SERVE_H
+#define FAULTLINE_SERVE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define SERVE_MAX_UIDS 32
+
+struct serve_config {
+	const char *socket_path;	/* NULL: systemd socket activation */
+	const char *mem_file;
+	uint64_t chunk;			/* 0: the engine's default */
+	unsigned int threads;		/* engine threads per session */
+	const char *stats_json;		/* append one JSON line per session */
+	bool once;			/* exit after the first session ends */
+	uid_t allow_uids[SERVE_MAX_UIDS];
+	int nallow;			/* 0: the daemon's uid and root */
+	int on_error;			/* enum fl_on_error */
+	int handshake_timeout_ms;
+};
+
+/* Run until SIGTERM (and drained) or, with once, the first session's end. */
+int serve_run(const struct serve_config *cfg);
+
+#endif

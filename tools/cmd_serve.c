@@ -1,0 +1,116 @@
+/*
+ * cmd_serve.c - `faultline serve`: option parsing for the daemon (src/serve.c).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "faultline.h"
+#include "serve.h"
+
+static const char usage[] =
+	"usage: faultline serve --socket PATH --mem-file FILE [--chunk SIZE]\n"
+	"       [--threads N] [--stats-json FILE] [--once] [--allow-uid UID,...]\n"
+	"       [--on-source-error poison|kill]\n";
+
+static int parse_uids(const char *arg, struct serve_config *c)
+{
+	char *copy = strdup(arg), *save = NULL;
+	int ret = 0;
+
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		char *end;
+		unsigned long v = strtoul(t, &end, 10);
+
+		if (*end || !*t || v > 0xfffffffeul || c->nallow == SERVE_MAX_UIDS) {
+			ret = -EINVAL;
+			break;
+		}
+		c->allow_uids[c->nallow++] = (uid_t)v;
+	}
+	free(copy);
+	return ret;
+}
+
+static int bad(const char *opt, const char *val, const char *why)
+{
+	fprintf(stderr, "faultline serve: %s '%s': %s\n", opt, val, why);
+	return 2;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "mem-file", required_argument, NULL, 'm' },
+		{ "chunk", required_argument, NULL, 'c' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "stats-json", required_argument, NULL, 'j' },
+		{ "once", no_argument, NULL, 'o' },
+		{ "allow-uid", required_argument, NULL, 'u' },
+		{ "on-source-error", required_argument, NULL, 'e' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	struct serve_config c = { .threads = 1, .handshake_timeout_ms = 5000 };
+	int opt;
+	char *end;
+
+	while ((opt = getopt_long(argc, argv, "s:m:c:t:j:ou:e:h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 's': c.socket_path = optarg; break;
+		case 'm': c.mem_file = optarg; break;
+		case 'j': c.stats_json = optarg; break;
+		case 'o': c.once = true; break;
+		case 'c':
+			if (parse_size(optarg, &c.chunk) < 0 || c.chunk < 4096 ||
+			    c.chunk > FL_MAX_CHUNK || (c.chunk & (c.chunk - 1)))
+				return bad("--chunk", optarg,
+					   "must be a power of two from 4K to 2M");
+			break;
+		case 't':
+			c.threads = (unsigned int)strtoul(optarg, &end, 10);
+			if (*end || c.threads < 1 || c.threads > 64)
+				return bad("--threads", optarg, "must be 1 to 64");
+			break;
+		case 'u':
+			if (parse_uids(optarg, &c) < 0)
+				return bad("--allow-uid", optarg,
+					   "must be a comma-separated list of numeric uids");
+			break;
+		case 'e':
+			if (!strcmp(optarg, "poison"))
+				c.on_error = FL_ON_ERROR_POISON;
+			else if (!strcmp(optarg, "kill"))
+				c.on_error = FL_ON_ERROR_KILL;
+			else
+				return bad("--on-source-error", optarg,
+					   "must be poison or kill");
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			return 2;
+		}
+	}
+	if (optind < argc)
+		return bad("argument", argv[optind], "unexpected");
+	if (!c.mem_file) {
+		fprintf(stderr, "faultline serve: --mem-file FILE is required\n%s",
+			usage);
+		return 2;
+	}
+	int ret = serve_run(&c);
+
+	if (ret < 0) {
+		fprintf(stderr, "faultline serve: %s\n", *fl_last_error() ?
+			fl_last_error() : strerror(-ret));
+		return 1;
+	}
+	return 0;
+}
