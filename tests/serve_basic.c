@@ -1,0 +1,449 @@
+/*
+ * serve_basic.c - `faultline serve` against Firecracker-style clients: one
+ * and several regions, 4 KiB and real 2 MiB hugetlb pages, 8 concurrent
+ * clients, writes, two threads faulting the same pages, balloon-style
+ * MADV_DONTNEED (REMOVE events), no leaked uffd, --once, socket activation.
+ *
+ * Every client is a forked process that verifies each byte it was served
+ * against the memory file, so a hung fault fails one test, not the run.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+
+#include "serve_util.h"
+
+#define MIB		(1ULL << 20)
+#define FILE_SIZE	(32 * MIB)
+
+static struct mem_file mem;
+static struct serve srv;
+
+static struct su_client_args args1(uint64_t size, uint64_t page,
+				   enum su_order order)
+{
+	struct su_client_args a = {
+		.sock = srv.sock, .mem = &mem, .nregions = 1,
+		.sizes = { size }, .page_size = page, .order = order,
+		.stop_fd = -1, .result_fd = -1,
+	};
+
+	return a;
+}
+
+static int run_one(struct su_client_args *a)
+{
+	return su_reap(su_spawn(su_client_main, a), SU_CHILD_TIMEOUT * 1000);
+}
+
+/* ---- writes and concurrent faults on the same pages ---------------------- */
+
+struct touch_arg {
+	const struct fc_client *c;
+	int bad;
+};
+
+static void *touch_all(void *p)
+{
+	struct touch_arg *t = p;
+
+	t->bad = su_verify_client(&mem, t->c, SU_FORWARD, "thread") != 0;
+	return NULL;
+}
+
+static int write_and_threads(void *unused)
+{
+	uint64_t size = 8 * MIB;
+	struct fc_client c;
+	struct touch_arg t[2];
+	pthread_t th[2];
+	volatile uint8_t *a;
+	int bad = 0;
+
+	(void)unused;
+	if (fc_client_map(&c, 1, &size, FC_PAGE_4K) ||
+	    fc_client_connect(&c, srv.sock))
+		return 10;
+	a = c.regions[0].addr;
+	/* A write to a missing page: the data must arrive, then the write. */
+	a[5 * 4096 + 100] = 0xa5;
+	if (a[5 * 4096 + 100] != 0xa5)
+		bad |= 1;
+	if (memcmp((void *)a + 5 * 4096, mem.map + 5 * 4096, 100) ||
+	    memcmp((void *)a + 5 * 4096 + 101, mem.map + 5 * 4096 + 101,
+		   4096 - 101)) {
+		diag("write fault: rest of the page is not the file's data");
+		bad |= 2;
+	}
+	a[5 * 4096 + 100] = mem.map[5 * 4096 + 100];
+	/* Two threads fault the same pages at the same time (EEXIST+WAKE). */
+	for (int i = 0; i < 2; i++) {
+		t[i].c = &c;
+		t[i].bad = 0;
+		pthread_create(&th[i], NULL, touch_all, &t[i]);
+	}
+	for (int i = 0; i < 2; i++) {
+		pthread_join(th[i], NULL);
+		if (t[i].bad)
+			bad |= 4;
+	}
+	fc_client_close(&c);
+	return bad;
+}
+
+/* ---- balloon: MADV_DONTNEED of a touched and an untouched range ----------- */
+
+static int balloon(void *unused)
+{
+	uint64_t size = 16 * MIB;
+	struct fc_client c;
+	uint8_t *a;
+	int bad = 0;
+
+	(void)unused;
+	if (fc_client_map(&c, 1, &size, FC_PAGE_4K) ||
+	    fc_client_connect(&c, srv.sock))
+		return 10;
+	a = c.regions[0].addr;
+	if (su_verify(&mem, a, 0, 4 * MIB, 4096, SU_FORWARD, NULL)) {
+		diag("balloon: first 4 MiB wrong before the balloon");
+		bad |= 1;
+	}
+	/* Inflate: give back [1, 3) MiB (touched) and [8, 10) MiB (not). */
+	if (madvise(a + 1 * MIB, 2 * MIB, MADV_DONTNEED) ||
+	    madvise(a + 8 * MIB, 2 * MIB, MADV_DONTNEED)) {
+		diag("madvise: %s", strerror(errno));
+		bad |= 2;
+	}
+	if (!su_is_zero(a + 1 * MIB, 2 * MIB)) {
+		diag("balloon: touched range removed, reads non-zero");
+		bad |= 4;
+	}
+	if (!su_is_zero(a + 8 * MIB, 2 * MIB)) {
+		diag("balloon: untouched range removed, reads non-zero");
+		bad |= 8;
+	}
+	/* Everything else still the snapshot's. */
+	if (su_verify(&mem, a, 0, 1 * MIB, 4096, SU_FORWARD, NULL) ||
+	    su_verify(&mem, a + 3 * MIB, 3 * MIB, 5 * MIB, 4096, SU_REVERSE,
+		      NULL) ||
+	    su_verify(&mem, a + 10 * MIB, 10 * MIB, 6 * MIB, 4096, SU_STRIDE,
+		      NULL)) {
+		diag("balloon: data outside the removed ranges is wrong");
+		bad |= 16;
+	}
+	/* Deflate: the guest writes the returned pages again. */
+	memset(a + 8 * MIB, 0x3c, 4096);
+	if (a[8 * MIB + 4095] != 0x3c)
+		bad |= 32;
+	fc_client_close(&c);
+	return bad;
+}
+
+/* ---- hugetlb -------------------------------------------------------------- */
+
+/* KiB of hugetlb memory mapped in the VMA at addr (smaps Private_Hugetlb). */
+static long hugetlb_kb(void *addr)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[256];
+	int in = 0;
+	long kb = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 &&
+		    strchr(line, '-') < strchr(line, ' ')) {
+			in = (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
+			continue;
+		}
+		if (in && !strncmp(line, "Private_Hugetlb:", 16)) {
+			kb = strtol(line + 16, NULL, 10);
+			break;
+		}
+	}
+	fclose(f);
+	return kb;
+}
+
+static int huge_client(void *arg)
+{
+	const struct su_client_args *a = arg;
+	struct fc_client c;
+	int bad = 0;
+
+	if (fc_client_map(&c, a->nregions, a->sizes, FC_PAGE_2M))
+		return 10;
+	if (fc_client_connect(&c, a->sock))
+		return 11;
+	if (su_verify_client(&mem, &c, a->order, "hugetlb client"))
+		bad |= 1;
+	for (int i = 0; i < c.nregions; i++) {
+		long kb = hugetlb_kb(c.regions[i].addr);
+
+		if (kb != (long)(c.regions[i].size >> 10)) {
+			diag("region %d: %ld KiB of hugetlb mapped, want %llu",
+			     i, kb, (unsigned long long)c.regions[i].size >> 10);
+			bad |= 2;
+		}
+	}
+	fc_client_close(&c);
+	return bad;
+}
+
+/* ---- legacy handshake: no page_size, no page_size_kib ---------------------- */
+
+static int legacy_client(void *unused)
+{
+	uint64_t size = 4 * MIB;
+	struct fc_client c;
+	char json[256];
+	int sock, ret;
+
+	(void)unused;
+	if (fc_client_map(&c, 1, &size, FC_PAGE_4K))
+		return 10;
+	snprintf(json, sizeof(json),
+		 "[{\"base_host_virt_addr\":%llu,\"size\":%llu,\"offset\":0}]",
+		 (unsigned long long)(uintptr_t)c.regions[0].addr,
+		 (unsigned long long)size);
+	sock = fc_connect_unix(srv.sock);
+	if (sock < 0)
+		return 11;
+	if (fc_send_handshake(sock, json, &c.uffd, 1) < 0)
+		return 12;
+	c.sock = sock;
+	ret = su_verify_client(&mem, &c, SU_FORWARD, "legacy client");
+	fc_client_close(&c);
+	return ret ? 1 : 0;
+}
+
+/* ---- tests ------------------------------------------------------------------ */
+
+static void test_regions(void)
+{
+	struct su_client_args a;
+	int r;
+
+	a = args1(16 * MIB, FC_PAGE_4K, SU_FORWARD);
+	is_int(run_one(&a), 0, "one 16 MiB region, 4 KiB pages, every byte");
+
+	a = args1(FILE_SIZE, FC_PAGE_4K, SU_REVERSE);
+	is_int(run_one(&a), 0, "one region = whole file, touched backwards");
+
+	a = args1(0, FC_PAGE_4K, SU_STRIDE);
+	a.nregions = 4;
+	a.sizes[0] = 4 * MIB;
+	a.sizes[1] = 8 * MIB;
+	a.sizes[2] = 4096;
+	a.sizes[3] = 12 * MIB - 4096;
+	is_int(run_one(&a), 0,
+	       "4 consecutive regions (one of a single page), strided");
+
+	/* Regions whose data is not laid out in order, with gaps. */
+	a = args1(0, FC_PAGE_4K, SU_FORWARD);
+	a.nregions = 3;
+	a.sizes[0] = 2 * MIB;
+	a.offsets[0] = 20 * MIB;
+	a.sizes[1] = 6 * MIB;
+	a.offsets[1] = 4096;
+	a.sizes[2] = 1 * MIB;
+	a.offsets[2] = FILE_SIZE - 1 * MIB;
+	r = run_one(&a);
+	is_int(r, 0, "3 regions at out-of-order offsets with gaps");
+
+	r = su_reap(su_spawn(legacy_client, NULL), SU_CHILD_TIMEOUT * 1000);
+	is_int(r, 0, "handshake without page_size/page_size_kib: 4 KiB");
+}
+
+static void test_concurrent(void)
+{
+	struct su_client_args a[8];
+	pid_t pid[8];
+	uint64_t t0 = su_now_ms();
+	int fails = 0;
+
+	for (int i = 0; i < 8; i++) {
+		a[i] = args1(0, FC_PAGE_4K, (enum su_order)(i % 3));
+		a[i].nregions = 2;
+		a[i].sizes[0] = 16 * MIB;
+		a[i].sizes[1] = 16 * MIB;
+		pid[i] = su_spawn(su_client_main, &a[i]);
+	}
+	for (int i = 0; i < 8; i++) {
+		int r = su_reap(pid[i], SU_CHILD_TIMEOUT * 1000);
+
+		if (r) {
+			diag("client %d (pid %d): result %d", i, (int)pid[i],
+			     r);
+			fails++;
+		}
+	}
+	is_int(fails, 0, "8 concurrent clients, 32 MiB each, every byte");
+	diag("8 x 32 MiB served in %llu ms",
+	     (unsigned long long)(su_now_ms() - t0));
+}
+
+static void test_hugetlb(void)
+{
+	struct su_client_args a[2];
+	pid_t pid[2];
+	int r, fails = 0;
+	long before;
+
+	/* 2 clients x (8 + 16 MiB) = 24 pages, plus slack for the daemon. */
+	r = su_huge_reserve(32);
+	if (r < 0) {
+		diag("cannot reserve 2 MiB pages: %s", strerror(-r));
+		ok(0, "reserve 32 huge pages");
+		skip(2, "no huge pages");
+		return;
+	}
+	ok(1, "reserve 32 huge pages (nr_hugepages %ld)",
+	   su_read_long(SU_NR_HUGE));
+	before = su_read_long(SU_FREE_HUGE);
+	for (int i = 0; i < 2; i++) {
+		a[i] = args1(0, FC_PAGE_2M, i ? SU_REVERSE : SU_FORWARD);
+		a[i].nregions = 2;
+		a[i].sizes[0] = 8 * MIB;
+		a[i].sizes[1] = 16 * MIB;
+		pid[i] = su_spawn(huge_client, &a[i]);
+	}
+	for (int i = 0; i < 2; i++) {
+		r = su_reap(pid[i], SU_CHILD_TIMEOUT * 1000);
+		if (r) {
+			diag("hugetlb client %d: result %d", i, r);
+			fails++;
+		}
+	}
+	is_int(fails, 0,
+	       "2 concurrent hugetlb clients (8 + 16 MiB of 2 MiB pages)");
+	is_int(su_read_long(SU_FREE_HUGE), before,
+	       "every huge page back in the pool after the clients exit");
+}
+
+static void test_no_leak(int base_fds)
+{
+	int n = proc_fds_settle(srv.pid, "userfaultfd", 0, 3000);
+
+	is_int(n, 0, "daemon holds no uffd once every client has gone");
+	n = proc_fds_settle(srv.pid, NULL, base_fds, 3000);
+	ok(n <= base_fds, "daemon fd count back to %d (now %d)", base_fds, n);
+}
+
+static void test_once(void)
+{
+	static const char *const once[] = { "--once", NULL };
+	struct serve s1;
+	struct su_client_args a = args1(4 * MIB, FC_PAGE_4K, SU_FORWARD);
+	int st;
+
+	serve_init(&s1);
+	if (serve_start(&s1, mem.path, once)) {
+		ok(0, "--once daemon starts");
+		skip(2, "no daemon");
+		return;
+	}
+	ok(1, "--once daemon starts");
+	a.sock = s1.sock;
+	is_int(run_one(&a), 0, "--once: the session is served");
+	st = serve_wait(&s1, 5000);
+	ok(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	   "--once: daemon exits 0 after the first session (status 0x%x)",
+	   st);
+	if (st < 0)
+		serve_stop(&s1);
+	serve_cleanup(&s1);
+}
+
+static void test_socket_activation(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct serve s2;
+	struct su_client_args a = args1(4 * MIB, FC_PAGE_4K, SU_STRIDE);
+	int fd, st;
+
+	serve_init(&s2);
+	strcpy(sa.sun_path, s2.sock);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    listen(fd, 16)) {
+		ok(0, "socket activation: listening socket");
+		return;
+	}
+	s2.listen_fd = fd;
+	if (serve_start(&s2, mem.path, NULL)) {
+		ok(0, "socket activation (LISTEN_FDS=1, no --socket)");
+		close(fd);
+		return;
+	}
+	close(fd);	/* the daemon has its own copy now */
+	a.sock = s2.sock;
+	is_int(run_one(&a), 0,
+	       "socket activation (LISTEN_FDS=1, no --socket): served");
+	st = serve_stop(&s2);
+	ok(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	   "socket-activated daemon exits 0 on SIGTERM (status 0x%x)", st);
+	serve_cleanup(&s2);
+}
+
+int main(void)
+{
+	static const char *stats_arg[] = { "--stats-json", NULL, NULL };
+	char stats[160];
+	struct stat st;
+	long mark;
+	int base_fds, ret, status;
+
+	alarm(120);
+	ret = mem_file_create(&mem, FILE_SIZE, 0x5eed000000000000ULL ^
+			      ((uint64_t)getpid() << 32));
+	if (ret)
+		BAIL("memory file: %s", strerror(-ret));
+
+	serve_init(&srv);
+	snprintf(stats, sizeof(stats), "%s/stats.json", srv.dir);
+	stats_arg[1] = stats;
+	if (serve_start(&srv, mem.path, stats_arg)) {
+		mem_file_destroy(&mem);
+		BAIL("cannot start %s serve", serve_bin());
+	}
+	mark = serve_log_mark(&srv);
+	if (stat(srv.sock, &st))
+		memset(&st, 0, sizeof(st));
+	ok(S_ISSOCK(st.st_mode) && (st.st_mode & 07777) == 0600,
+	   "socket is mode 0600 (%o)", st.st_mode & 07777);
+	base_fds = proc_fds(srv.pid, NULL);
+	diag("daemon pid %d, %d fds before any session", (int)srv.pid,
+	     base_fds);
+
+	test_regions();
+	is_int(su_reap(su_spawn(write_and_threads, NULL),
+		       SU_CHILD_TIMEOUT * 1000), 0,
+	       "write fault fills then writes; 2 threads fault the same pages");
+	is_int(su_reap(su_spawn(balloon, NULL), SU_CHILD_TIMEOUT * 1000), 0,
+	       "balloon: removed touched and untouched ranges read as zeros");
+	test_concurrent();
+	test_hugetlb();
+	test_no_leak(base_fds);
+	ok(serve_alive(&srv), "daemon still running");
+
+	status = serve_stop(&srv);
+	ok(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	   "daemon exits 0 on SIGTERM (status 0x%x)", status);
+	ok(!stat(stats, &st) && st.st_size > 0,
+	   "--stats-json file written (%lld bytes)",
+	   (long long)(stat(stats, &st) ? -1 : st.st_size));
+	if (tap_failed)
+		serve_log_dump(&srv, mark);
+	serve_cleanup(&srv);
+
+	test_once();
+	test_socket_activation();
+
+	su_huge_restore();
+	mem_file_destroy(&mem);
+	return done_testing();
+}
