@@ -1,0 +1,123 @@
+/*
+ * bench.h - shared plumbing for `faultline bench`: options, timing, the
+ * result table every benchmark fills, test data, checksums and the busy
+ * second thread.
+ *
+ * A benchmark fills one struct bench_table (rows of medians, one row marked
+ * as the reference measured in the same run) and bench.c prints it as a
+ * table or turns it into JSON; benchmarks never print themselves.
+ */
+#ifndef FAULTLINE_BENCH_H
+#define FAULTLINE_BENCH_H
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define KIB (1ULL << 10)
+#define MIB (1ULL << 20)
+#define GIB (1ULL << 30)
+#define PMD_SIZE_BYTES (2ULL << 20)
+
+#define BENCH_MAX_ROWS 16
+#define BENCH_MAX_KV 16
+
+struct bench_opts {
+	bool json;		/* print one JSON object instead of a table */
+	bool quick;		/* tiny sizes, one run (make check) */
+	int runs;		/* medians of this many runs */
+	uint64_t size;		/* bytes per benchmark (0: default) */
+};
+
+struct bench_row {
+	const char *key;	/* JSON key, e.g. "copy_4k" */
+	const char *label;	/* table label */
+	double sec;		/* median seconds over the runs */
+	double samples_min;	/* fastest run */
+	double samples_max;	/* slowest run */
+	double seed;		/* seed's published value, < 0: none */
+	const char *seed_note;	/* what the seed value is, or NULL */
+	bool checksum_ok;	/* every run restored the expected bytes */
+	double thp_frac;	/* fraction THP-backed, < 0: not measured */
+};
+
+/* Extra scalar facts a benchmark reports (JSON and a line under the table). */
+struct bench_kv {
+	const char *key;
+	double val;
+};
+
+struct bench_table {
+	const char *name;	/* benchmark name */
+	const char *title;	/* one line heading */
+	const char *seed;	/* which seed it mirrors */
+	const char *seed_unit;	/* unit of the seed column, e.g. "s/GiB" */
+	const char *unit;	/* "s", "ms" or "us": how times are printed */
+	bool per_gib;		/* also print time per GiB */
+	uint64_t bytes;		/* bytes per run */
+	int runs;
+	int ref;		/* index of the reference row */
+	int nrows;
+	struct bench_row rows[BENCH_MAX_ROWS];
+	int nkv;
+	struct bench_kv kv[BENCH_MAX_KV];
+	char notes[512];	/* printed under the table */
+};
+
+/* ---- timing ------------------------------------------------------------- */
+
+double bench_now(void);			/* CLOCK_MONOTONIC, seconds */
+double bench_median(double *v, int n);	/* sorts v */
+
+/* Add a row from n samples (sorted in place); returns its index. */
+int bench_add_row(struct bench_table *t, const char *key, const char *label,
+		  double *samples, int n, bool checksum_ok, double seed);
+void bench_add_kv(struct bench_table *t, const char *key, double val);
+
+/* ---- data ---------------------------------------------------------------- */
+
+/* Fill buf (a multiple of 4 KiB) with the non-zero pattern for offset off. */
+void bench_pattern(void *buf, size_t len, uint64_t off);
+/* Checksum of len bytes (xxhash). */
+uint64_t bench_sum(const void *buf, size_t len);
+/* Checksum the pattern for [0, len) would have, without keeping it. */
+uint64_t bench_pattern_sum(uint64_t len);
+
+/* mmap len bytes of private anonymous memory aligned to 2 MiB; NULL on error. */
+void *bench_map(size_t len);
+void bench_unmap(void *p, size_t len);
+/* Populate [p, p+len) for writing in one call (faster than touching it
+ * page by page under shadow paging); 0 or -errno. */
+int bench_prefault(void *p, size_t len);
+/* Bytes of AnonHugePages of the mappings inside [addr, addr+len), or -errno. */
+int64_t bench_thp_bytes(const void *addr, size_t len);
+
+/* ---- a second thread of this process, busy on the other CPU ------------- */
+
+struct bench_busy {
+	pthread_t thread;
+	atomic_bool stop;
+	bool running;
+	void *mem;
+	size_t len;
+	uint64_t touches;
+	int cpu;
+	bool pinned;
+	cpu_set_t saved;	/* the caller's affinity before pinning */
+};
+
+/* Pin the caller to one CPU and start a thread on another touching its own
+ * memory in a loop.  Returns 0 or -errno. */
+int bench_busy_start(struct bench_busy *b);
+void bench_busy_stop(struct bench_busy *b);
+
+/* ---- the benchmarks ------------------------------------------------------ */
+
+int bench_populate(const struct bench_opts *o, struct bench_table *t);
+int bench_move(const struct bench_opts *o, struct bench_table *t);
+int bench_drop(const struct bench_opts *o, struct bench_table *t);
+
+#endif

@@ -1,0 +1,208 @@
+/*
+ * bench_quick.c - runs every `faultline bench` once on tiny sizes (--quick
+ * --json) so the benchmarks cannot rot: the JSON must have the expected keys,
+ * positive times and verified bytes.  Never a pass/fail on speed.
+ *
+ * Decision: drive the real binary (build/faultline, or $FAULTLINE_BIN) the
+ * way a user does, and parse its output with json-c.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdbool.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tap.h"
+
+static const char *bin;
+
+/* Run a shell command; its stdout into a malloc'd string; exit status. */
+static int run(const char *cmd, char **out)
+{
+	FILE *p = popen(cmd, "r");
+	size_t len = 0, cap = 0;
+	char *buf = NULL;
+	int st;
+
+	if (!p)
+		return -errno;
+	for (;;) {
+		if (cap - len < 4096) {
+			cap = cap ? cap * 2 : 65536;
+			buf = realloc(buf, cap);
+			if (!buf)
+				BAIL("out of memory");
+		}
+		size_t n = fread(buf + len, 1, cap - len - 1, p);
+
+		if (!n)
+			break;
+		len += n;
+	}
+	buf[len] = 0;
+	st = pclose(p);
+	if (out)
+		*out = buf;
+	else
+		free(buf);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 255;
+}
+
+static const char *const populate_keys[] = {
+	"memcpy_thp", "memcpy_nothp", "copy_4k", "copy_64k", "copy_2m",
+	"pread_thp", "pread_move", NULL,
+};
+static const char *const move_keys[] = {
+	"move_4k", "move_64k", "move_2m", "move_2m_thp", "move_4k_busy",
+	"move_64k_busy", "move_2m_busy", "move_2m_thp_busy", NULL,
+};
+static const char *const drop_keys[] = {
+	"drop_one", "drop_2m", "drop_4k", "drop_one_thp", "drop_one_busy",
+	"drop_2m_busy", "drop_4k_busy", NULL,
+};
+
+static const struct {
+	const char *name;
+	const char *const *keys;
+	const char *fact;	/* a key expected under "facts", or NULL */
+} benches[] = {
+	{ "populate", populate_keys, "pread_move_thp_fraction" },
+	{ "move", move_keys, "busy_extra_ns_per_ioctl_4k" },
+	{ "drop", drop_keys, NULL },
+};
+
+static json_object *get(json_object *o, const char *k)
+{
+	json_object *v = NULL;
+
+	return o && json_object_object_get_ex(o, k, &v) ? v : NULL;
+}
+
+/* Check one benchmark's JSON object. */
+static void check_bench(json_object *j, int b)
+{
+	const char *name = benches[b].name;
+	json_object *res = get(j, "results"), *ref = get(j, "reference");
+	json_object *v;
+
+	ok(j && json_object_is_type(j, json_type_object),
+	   "%s: output is a JSON object", name);
+	v = get(j, "bench");
+	ok(v && !strcmp(json_object_get_string(v), name),
+	   "%s: \"bench\" names it", name);
+	ok(json_object_get_int64(get(j, "bytes")) > 0, "%s: bytes > 0", name);
+	ok(json_object_get_int(get(j, "runs")) == 1, "%s: one run", name);
+	ok(json_object_get_boolean(get(j, "quick")), "%s: quick", name);
+	ok(res && json_object_is_type(res, json_type_object),
+	   "%s: results object", name);
+	ok(ref && get(res, json_object_get_string(ref)),
+	   "%s: reference \"%s\" is one of the results", name,
+	   ref ? json_object_get_string(ref) : "?");
+	for (const char *const *k = benches[b].keys; *k; k++) {
+		json_object *r = get(res, *k);
+		double s = json_object_get_double(get(r, "seconds"));
+
+		ok(r && s > 0 && json_object_get_double(get(r, "ratio")) > 0,
+		   "%s: %s has a positive time (%.6f s)", name, *k, s);
+		ok(json_object_get_boolean(get(r, "checksum_ok")),
+		   "%s: %s restored the right bytes", name, *k);
+		ok(get(r, "label") != NULL, "%s: %s has a label", name, *k);
+	}
+	if (benches[b].fact)
+		ok(get(get(j, "facts"), benches[b].fact) != NULL,
+		   "%s: facts.%s", name, benches[b].fact);
+	ok(json_object_get_boolean(get(j, "all_ok")), "%s: all_ok", name);
+	ok(get(j, "machine") != NULL, "%s: machine described", name);
+}
+
+static bool is_png(const char *path)
+{
+	unsigned char m[8] = { 0 };
+	FILE *f = fopen(path, "rb");
+	bool r = f && fread(m, 1, 8, f) == 8 && !memcmp(m, "\x89PNG\r\n\x1a\n", 8);
+
+	if (f)
+		fclose(f);
+	return r;
+}
+
+int main(void)
+{
+	char cmd[1024], *out = NULL;
+	int st;
+
+	bin = getenv("FAULTLINE_BIN");
+	if (!bin)
+		bin = "build/faultline";
+	if (access(bin, X_OK))
+		BAIL("%s not built (make)", bin);
+
+	snprintf(cmd, sizeof(cmd), "%s bench list", bin);
+	st = run(cmd, &out);
+	is_int(st, 0, "bench list exits 0");
+	for (size_t b = 0; b < sizeof(benches) / sizeof(*benches); b++)
+		ok(out && strstr(out, benches[b].name) != NULL,
+		   "bench list names %s", benches[b].name);
+	free(out);
+
+	snprintf(cmd, sizeof(cmd), "%s bench no-such-bench 2>/dev/null", bin);
+	is_int(run(cmd, NULL), 2, "unknown benchmark exits 2");
+
+	for (size_t b = 0; b < sizeof(benches) / sizeof(*benches); b++) {
+		snprintf(cmd, sizeof(cmd), "%s bench %s --quick --json", bin,
+			 benches[b].name);
+		st = run(cmd, &out);
+		is_int(st, 0, benches[b].name);
+		json_object *j = json_tokener_parse(out);
+
+		if (!j)
+			diag("output: %.200s", out);
+		check_bench(j, (int)b);
+		json_object_put(j);
+		free(out);
+	}
+
+	/* bench all writes one file holding every benchmark; plot draws it. */
+	char dir[] = "/tmp/faultline-bench-test-XXXXXX";
+
+	if (!mkdtemp(dir))
+		BAIL("mkdtemp: %s", strerror(errno));
+	snprintf(cmd, sizeof(cmd), "%s bench all --quick -o %s/res.json "
+		 ">/dev/null", bin, dir);
+	is_int(run(cmd, NULL), 0, "bench all --quick");
+	snprintf(cmd, sizeof(cmd), "%s/res.json", dir);
+
+	json_object *all = json_object_from_file(cmd);
+	json_object *bs = get(all, "benchmarks");
+
+	ok(bs != NULL, "bench all wrote %s with \"benchmarks\"", cmd);
+	for (size_t b = 0; b < sizeof(benches) / sizeof(*benches); b++)
+		ok(get(get(get(bs, benches[b].name), "results"),
+		       benches[b].keys[0]) != NULL,
+		   "bench all has %s", benches[b].name);
+	json_object_put(all);
+
+	if (run("command -v gnuplot >/dev/null", NULL)) {
+		skip(1 + (int)(sizeof(benches) / sizeof(*benches)),
+		     "gnuplot not installed (gnuplot-nox)");
+	} else {
+		snprintf(cmd, sizeof(cmd), "%s bench plot %s/res.json -o %s "
+			 ">/dev/null", bin, dir, dir);
+		is_int(run(cmd, NULL), 0, "bench plot");
+		for (size_t b = 0; b < sizeof(benches) / sizeof(*benches); b++) {
+			char png[256];
+
+			snprintf(png, sizeof(png), "%s/bench-%s.png", dir,
+				 benches[b].name);
+			ok(is_png(png), "plot drew %s", png);
+		}
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	run(cmd, NULL);
+	return done_testing();
+}
