@@ -593,24 +593,20 @@ struct worker {
 	ZSTD_CCtx *cctx;
 };
 
+/* memcmp against a zero block: glibc's vector memcmp, early exit on data. */
 static bool all_zero(const void *buf, size_t len)
 {
-	const uint64_t *w = buf;
-	size_t n = len / 8;
+	static const unsigned char zeros[4096];
+	const unsigned char *p = buf;
 
-	/* Blocks of 512 bytes: early exit on data, vectorisable inside. */
-	for (size_t i = 0; i < n; i += 64) {
-		size_t end = i + 64 < n ? i + 64 : n;
-		uint64_t acc = 0;
+	while (len) {
+		size_t n = len < sizeof(zeros) ? len : sizeof(zeros);
 
-		for (size_t j = i; j < end; j++)
-			acc |= w[j];
-		if (acc)
+		if (memcmp(p, zeros, n))
 			return false;
+		p += n;
+		len -= n;
 	}
-	for (size_t i = n * 8; i < len; i++)
-		if (((const unsigned char *)buf)[i])
-			return false;
 	return true;
 }
 
@@ -776,10 +772,10 @@ int image_create(const char *raw_path, const char *image_path,
 	}
 	ilen = (size_t)h.chunk_count * IMAGE_ENTRY_SIZE;
 
-	/* Batches of about 16 MiB, at least one chunk per thread. */
-	batch = (16u << 20) / o.chunk_size;
-	if (batch < o.threads)
-		batch = o.threads;
+	/* Batches of about 4 MiB (cache sized), at least two chunks per thread. */
+	batch = (4u << 20) / o.chunk_size;
+	if (batch < 2 * o.threads)
+		batch = 2 * o.threads;
 	p.level = o.level;
 	p.out_cap = ZSTD_compressBound(o.chunk_size);
 	p.jobs = calloc(batch, sizeof(*p.jobs));
