@@ -1,0 +1,108 @@
+/*
+ * engine_events.c - non-cooperative events: REMOVE (MADV_DONTNEED, balloon)
+ * makes pages read as zeros from then on, UNMAP drops regions, REMAP moves
+ * them and serving continues at the new address.
+ */
+#define _GNU_SOURCE
+#include <sys/mman.h>
+
+#include "faultline.h"
+#include "tap.h"
+#include "util.h"
+
+#define SEED 0xe7e7
+
+static struct fl_engine *serve(struct fl_source *src, uint8_t *mem,
+			       uint64_t len, uint64_t off)
+{
+	struct fl_engine_opts o = { .uffd = -1, .chunk_size = 64 << 10 };
+	struct fl_engine *e;
+	struct fl_region_desc d = { (uintptr_t)mem, len, PAGE, off,
+				    FL_REGION_REGISTER };
+
+	if (fl_engine_create(&o, &e) < 0 || fl_engine_add_region(e, &d, src) < 0 ||
+	    fl_engine_start(e, 2) < 0)
+		BAIL("engine setup: %s", fl_last_error());
+	return e;
+}
+
+int main(void)
+{
+	uint64_t len = 16 << 20;
+	char *path = make_snapshot(len, SEED, NULL, 0);
+	struct fl_source *src;
+	struct fl_stats st;
+
+	fl_source_open(path, &src);
+
+	/* REMOVE of touched and untouched pages. */
+	uint8_t *mem = map_anon(len, 0);
+	struct fl_engine *e = serve(src, mem, len, 0);
+
+	ok(same_as_file(mem, 4 << 20, 0, SEED, 0), "first 4 MiB served");
+	madvise(mem + (1 << 20), 2 << 20, MADV_DONTNEED);	/* touched */
+	madvise(mem + (8 << 20), 1 << 20, MADV_DONTNEED);	/* never touched */
+	ok(is_zero_mem(mem + (1 << 20), 2 << 20), "removed touched range reads zeros");
+	ok(is_zero_mem(mem + (8 << 20), 1 << 20), "removed untouched range reads zeros");
+	ok(same_as_file(mem, 1 << 20, 0, SEED, 0) &&
+	   same_as_file(mem + (3 << 20), 5 << 20, 3 << 20, SEED, 0) &&
+	   same_as_file(mem + (9 << 20), 7 << 20, 9 << 20, SEED, 0),
+	   "everything else still equals the snapshot");
+	memset(mem + (1 << 20), 0xab, PAGE);
+	madvise(mem + (1 << 20), PAGE, MADV_DONTNEED);
+	ok(is_zero_mem(mem + (1 << 20), PAGE), "written then removed again: zeros");
+	fl_engine_stop(e);
+	fl_engine_stats(e, &st);
+	ok(st.events >= 3, "REMOVE events applied (%llu)",
+	   (unsigned long long)st.events);
+	fl_engine_destroy(e);
+	munmap(mem, len);
+
+	/* REMAP: mremap the region elsewhere, half of it touched. */
+	mem = map_anon(len, 0);
+	e = serve(src, mem, len, 0);
+	ok(same_as_file(mem, 4 << 20, 0, SEED, 0), "before mremap: served");
+	uint8_t *hole = map_anon(len, 0);
+	uint8_t *moved = mremap(mem, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, hole);
+
+	ok(moved == hole, "region moved by mremap");
+	ok(same_as_file(moved, len, 0, SEED, 0),
+	   "after mremap every byte at the new address equals the snapshot");
+	fl_engine_destroy(e);
+	munmap(moved, len);
+
+	/* Partial REMAP: move the second half only. */
+	mem = map_anon(len, 0);
+	e = serve(src, mem, len, 0);
+	hole = map_anon(len / 2, 0);
+	moved = mremap(mem + len / 2, len / 2, len / 2,
+		       MREMAP_MAYMOVE | MREMAP_FIXED, hole);
+	ok(moved == hole && same_as_file(moved, len / 2, len / 2, SEED, 0),
+	   "second half moved alone: served from its own file offset");
+	ok(same_as_file(mem, len / 2, 0, SEED, 0), "first half still served in place");
+	fl_engine_destroy(e);
+	munmap(mem, len / 2);
+	munmap(moved, len / 2);
+
+	/* UNMAP drops the region: the engine keeps serving the other one. */
+	uint8_t *a = map_anon(4 << 20, 0), *b = map_anon(4 << 20, 0);
+	struct fl_engine_opts o = { .uffd = -1 };
+
+	fl_engine_create(&o, &e);
+	struct fl_region_desc da = { (uintptr_t)a, 4 << 20, PAGE, 0, FL_REGION_REGISTER };
+	struct fl_region_desc db = { (uintptr_t)b, 4 << 20, PAGE, 4 << 20, FL_REGION_REGISTER };
+
+	fl_engine_add_region(e, &da, src);
+	fl_engine_add_region(e, &db, src);
+	fl_engine_start(e, 1);
+	ok(same_as_file(a, PAGE, 0, SEED, 0), "region a served");
+	munmap(a, 4 << 20);
+	ok(same_as_file(b, 4 << 20, 4 << 20, SEED, 0),
+	   "after unmapping a, region b is served");
+	fl_engine_destroy(e);
+	munmap(b, 4 << 20);
+
+	fl_source_put(src);
+	unlink(path);
+	return done_testing();
+}
