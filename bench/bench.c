@@ -40,6 +40,8 @@ static const struct bench_def benches[] = {
 	  "UFFDIO_MOVE per page vs contiguous runs, +busy thread (seed 000)" },
 	{ "drop", bench_drop,
 	  "discard a populated range: one madvise vs per 2M/4K (seed 004)" },
+	{ "fault-latency", bench_fault_latency,
+	  "4 KiB random fault round trip: library and daemon (p50..max)" },
 };
 
 #define NBENCH (sizeof(benches) / sizeof(*benches))
@@ -86,6 +88,7 @@ int bench_add_row(struct bench_table *t, const char *key, const char *label,
 	r->seed = seed;
 	r->checksum_ok = checksum_ok;
 	r->thp_frac = -1;
+	r->cmp = -1;
 	return t->nrows++;
 }
 
@@ -155,6 +158,48 @@ uint64_t bench_pattern_sum(uint64_t len)
 	h = XXH3_64bits_digest(st);
 	XXH3_freeState(st);
 	return h;
+}
+
+int bench_memfile(uint64_t len, char *path, bool unlink_it)
+{
+	size_t bs = 2 * MIB;
+	uint8_t *buf = malloc(bs);
+	int fd, ret = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	snprintf(path, 64, "/tmp/faultline-bench-XXXXXX");
+	fd = mkstemp(path);
+	if (fd < 0) {
+		ret = -errno;
+		goto out;
+	}
+	if (unlink_it)
+		unlink(path);
+	for (uint64_t off = 0; off < len && !ret; off += bs) {
+		size_t n = len - off < bs ? len - off : bs;
+
+		bench_pattern(buf, n, off);
+		if (pwrite(fd, buf, n, (off_t)off) != (ssize_t)n)
+			ret = errno ? -errno : -EIO;
+	}
+	/* Clean pages: no writeback while we measure; then warm them. */
+	if (!ret)
+		fdatasync(fd);
+	for (uint64_t off = 0; off < len && !ret; off += bs) {
+		size_t n = len - off < bs ? len - off : bs;
+
+		if (pread(fd, buf, n, (off_t)off) != (ssize_t)n)
+			ret = -EIO;
+	}
+	if (ret) {
+		close(fd);
+		if (!unlink_it)
+			unlink(path);
+	}
+out:
+	free(buf);
+	return ret ? ret : fd;
 }
 
 void *bench_map(size_t len)
@@ -319,7 +364,6 @@ static void fmt_size(char *buf, size_t n, uint64_t bytes)
 static void print_table(const struct bench_table *t, FILE *f)
 {
 	double sc = unit_scale(t->unit);
-	double ref = t->rows[t->ref].sec;
 	bool thp = false, seed = false;
 	char sz[32];
 
@@ -331,7 +375,7 @@ static void print_table(const struct bench_table *t, FILE *f)
 	fprintf(f, "%s: %s\n", t->name, t->title);
 	fprintf(f, "%s per run, median of %d run%s; seed %s\n\n", sz, t->runs,
 		t->runs == 1 ? "" : "s", t->seed);
-	fprintf(f, "%-34s %10s", "case", t->unit);
+	fprintf(f, "%-40s %10s", "case", t->unit);
 	if (t->per_gib)
 		fprintf(f, " %10s", strcmp(t->unit, "s") ? "ms/GiB" : "s/GiB");
 	fprintf(f, " %7s", "vs ref");
@@ -345,10 +389,12 @@ static void print_table(const struct bench_table *t, FILE *f)
 		const struct bench_row *r = &t->rows[i];
 		double gsc = strcmp(t->unit, "s") ? 1e3 : 1;
 
-		fprintf(f, "%-34s %10.4f", r->label, r->sec * sc);
+		fprintf(f, "%-40s %10.4f", r->label, r->sec * sc);
 		if (t->per_gib)
 			fprintf(f, " %10.4f",
 				r->sec * gsc * (double)GIB / (double)t->bytes);
+		double ref = t->rows[r->cmp >= 0 ? r->cmp : t->ref].sec;
+
 		fprintf(f, " %6.2fx", ref > 0 ? r->sec / ref : 0);
 		if (thp) {
 			if (r->thp_frac >= 0)
@@ -416,7 +462,6 @@ static json_object *table_json(const struct bench_table *t,
 	json_object *j = json_object_new_object();
 	json_object *res = json_object_new_object();
 	json_object *facts = json_object_new_object();
-	double ref = t->rows[t->ref].sec;
 	bool all_ok = true;
 
 	json_object_object_add(j, "bench", json_object_new_string(t->name));
@@ -434,6 +479,7 @@ static json_object *table_json(const struct bench_table *t,
 	for (int i = 0; i < t->nrows; i++) {
 		const struct bench_row *r = &t->rows[i];
 		json_object *row = json_object_new_object();
+		double ref = t->rows[r->cmp >= 0 ? r->cmp : t->ref].sec;
 
 		json_object_object_add(row, "label",
 				       json_object_new_string(r->label));
@@ -449,6 +495,9 @@ static json_object *table_json(const struct bench_table *t,
 						       (double)t->bytes));
 		json_object_object_add(row, "ratio",
 			json_object_new_double(ref > 0 ? r->sec / ref : 0));
+		json_object_object_add(row, "ratio_to",
+			json_object_new_string(t->rows[r->cmp >= 0 ? r->cmp :
+						      t->ref].key));
 		json_object_object_add(row, "checksum_ok",
 				       json_object_new_boolean(r->checksum_ok));
 		if (r->thp_frac >= 0)
@@ -494,8 +543,10 @@ static int run_one(const struct bench_def *d, const struct bench_opts *o,
 		free(t);
 		return ret;
 	}
-	if (!o->json)
+	if (!o->json) {
 		print_table(t, stdout);
+		fflush(stdout);
+	}
 	ret = 0;
 	for (int i = 0; i < t->nrows; i++) {
 		if (!t->rows[i].checksum_ok) {

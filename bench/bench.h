@@ -42,6 +42,7 @@ struct bench_row {
 	const char *seed_note;	/* what the seed value is, or NULL */
 	bool checksum_ok;	/* every run restored the expected bytes */
 	double thp_frac;	/* fraction THP-backed, < 0: not measured */
+	int cmp;		/* row its ratio is to; -1: the reference */
 };
 
 /* Extra scalar facts a benchmark reports (JSON and a line under the table). */
@@ -92,6 +93,11 @@ void bench_unmap(void *p, size_t len);
 /* Populate [p, p+len) for writing in one call (faster than touching it
  * page by page under shadow paging); 0 or -errno. */
 int bench_prefault(void *p, size_t len);
+/* Create an unlinked-on-exit memory file in /tmp holding the pattern for
+ * [0, len), synced and read back (warm, clean page cache).  Returns the fd
+ * and its path in path (a buffer of 64 bytes), or -errno.  With unlink_it,
+ * the path is removed at once. */
+int bench_memfile(uint64_t len, char *path, bool unlink_it);
 /* Bytes of AnonHugePages of the mappings inside [addr, addr+len), or -errno. */
 int64_t bench_thp_bytes(const void *addr, size_t len);
 
@@ -119,5 +125,6 @@ void bench_busy_stop(struct bench_busy *b);
 int bench_populate(const struct bench_opts *o, struct bench_table *t);
 int bench_move(const struct bench_opts *o, struct bench_table *t);
 int bench_drop(const struct bench_opts *o, struct bench_table *t);
+int bench_fault_latency(const struct bench_opts *o, struct bench_table *t);
 
 #endif

@@ -59,47 +59,19 @@ struct pop_ctx {
 
 static int make_source(struct pop_ctx *c)
 {
-	char path[] = "/tmp/faultline-bench-XXXXXX";
-	size_t bs = 2 * MIB;
-	uint8_t *buf = malloc(bs);
-	int ret = 0;
+	char path[64];
 
-	if (!buf)
-		return -ENOMEM;
-	c->fd = mkstemp(path);
-	if (c->fd < 0) {
-		ret = -errno;
-		goto out;
-	}
-	unlink(path);
-	for (uint64_t off = 0; off < c->len; off += bs) {
-		bench_pattern(buf, bs, off);
-		if (pwrite(c->fd, buf, bs, (off_t)off) != (ssize_t)bs) {
-			ret = errno ? -errno : -EIO;
-			goto out;
-		}
-	}
-	/* Clean pages: no writeback while we measure. */
-	fdatasync(c->fd);
-	/* Warm the page cache and learn the checksum from the file itself. */
-	for (uint64_t off = 0; off < c->len; off += bs)
-		if (pread(c->fd, buf, bs, (off_t)off) != (ssize_t)bs) {
-			ret = -EIO;
-			goto out;
-		}
+	c->fd = bench_memfile(c->len, path, true);
+	if (c->fd < 0)
+		return c->fd;
 	c->src = mmap(NULL, c->len, PROT_READ, MAP_SHARED | MAP_POPULATE,
 		      c->fd, 0);
 	if (c->src == MAP_FAILED) {
 		c->src = NULL;
-		ret = -errno;
-		goto out;
+		return -errno;
 	}
 	c->want = bench_sum(c->src, c->len);
-	if (c->want != bench_pattern_sum(c->len))
-		ret = -EIO;
-out:
-	free(buf);
-	return ret;
+	return c->want == bench_pattern_sum(c->len) ? 0 : -EIO;
 }
 
 static int pread_full(int fd, void *buf, size_t len, uint64_t off)

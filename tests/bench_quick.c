@@ -66,6 +66,12 @@ static const char *const drop_keys[] = {
 	"drop_2m_busy", "drop_4k_busy", NULL,
 };
 
+static const char *const latency_keys[] = {
+	"anon_p50", "anon_p90", "anon_p99", "anon_max", "file_p50", "lib_p50",
+	"lib_p90", "lib_p99", "lib_max", "daemon_p50", "daemon_p99",
+	"daemon_max", NULL,
+};
+
 static const struct {
 	const char *name;
 	const char *const *keys;
@@ -74,6 +80,7 @@ static const struct {
 	{ "populate", populate_keys, "pread_move_thp_fraction" },
 	{ "move", move_keys, "busy_extra_ns_per_ioctl_4k" },
 	{ "drop", drop_keys, NULL },
+	{ "fault-latency", latency_keys, "faults_per_run" },
 };
 
 static json_object *get(json_object *o, const char *k)

@@ -1,0 +1,381 @@
+/*
+ * fault_latency.c - `faultline bench fault-latency`: the round trip of one
+ * 4 KiB fault at a random address (fault, read, COPY, wake), p50/p90/p99/max,
+ * served by the library in this process (fl_engine, chunk 4096) and by the
+ * daemon (`faultline serve`, a Firecracker-style client over its socket),
+ * beside the kernel's own first-touch faults on anonymous memory (the
+ * reference) and on a private mapping of the memory file (Firecracker's File
+ * backend).
+ *
+ * Decisions: every touch is one write access that keeps the data (an atomic
+ * add of 0), so each mode takes exactly one fault per page and the value read
+ * back verifies the page; pages are distinct (a shuffled permutation), so
+ * every touch faults.  Percentiles pool the samples of all runs.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "faultline.h"
+#include "fc_client.h"
+
+enum lat_mode { L_ANON, L_FILE, L_LIB, L_DAEMON, L_NMODES };
+
+static const struct {
+	const char *key, *label;
+} modes[L_NMODES] = {
+	[L_ANON]   = { "anon", "anon first touch (kernel)" },
+	[L_FILE]   = { "file", "mmap of memory file (File backend)" },
+	[L_LIB]    = { "lib", "library in-process, chunk 4K" },
+	[L_DAEMON] = { "daemon", "faultline serve, FC client, 4K" },
+};
+
+static const double pcts[] = { 50, 90, 99, 100 };
+static const char *const pct_names[] = { "p50", "p90", "p99", "max" };
+
+#define NPCT 4
+
+struct lat_ctx {
+	uint64_t len;		/* region size */
+	int nfaults;		/* per run */
+	uint64_t *order;	/* page indices, shuffled */
+	char path[64];		/* the memory file */
+	int fd;
+	double *samples[L_NMODES];
+	int nsamples[L_NMODES];
+	bool ok[L_NMODES];
+	const char *daemon_why;	/* why the daemon mode did not run */
+};
+
+static uint64_t rng_state;
+
+static uint64_t rng(void)
+{
+	uint64_t x = rng_state;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return rng_state = x;
+}
+
+static void shuffle(struct lat_ctx *c)
+{
+	uint64_t n = c->len / 4096;
+
+	for (uint64_t i = 0; i < n; i++)
+		c->order[i] = i;
+	for (uint64_t i = n - 1; i > 0; i--) {
+		uint64_t j = rng() % (i + 1), t = c->order[i];
+
+		c->order[i] = c->order[j];
+		c->order[j] = t;
+	}
+}
+
+/* Touch the first nfaults pages of the permutation, timing each one. */
+static void touch(struct lat_ctx *c, enum lat_mode m, uint8_t *p, bool data)
+{
+	double *s = c->samples[m] + c->nsamples[m];
+	bool ok = true;
+
+	for (int i = 0; i < c->nfaults; i++) {
+		uint64_t pg = c->order[i];
+		uint64_t *w = (uint64_t *)(p + pg * 4096);
+		double t0 = bench_now();
+		uint64_t v = __atomic_fetch_add(w, 0, __ATOMIC_RELAXED);
+		double t1 = bench_now();
+
+		s[i] = t1 - t0;
+		ok &= v == (data ? ~pg : 0);
+	}
+	/* The whole page, not just the word the touch read. */
+	if (data) {
+		uint8_t tmp[4096];
+
+		for (int i = 0; i < c->nfaults && ok; i++) {
+			uint64_t pg = c->order[i];
+
+			bench_pattern(tmp, 4096, pg * 4096);
+			ok = !memcmp(tmp, p + pg * 4096, 4096);
+		}
+	}
+	c->nsamples[m] += c->nfaults;
+	c->ok[m] &= ok;
+}
+
+static int run_anon(struct lat_ctx *c)
+{
+	uint8_t *p = bench_map(c->len);
+
+	if (!p)
+		return -ENOMEM;
+	madvise(p, c->len, MADV_NOHUGEPAGE);
+	touch(c, L_ANON, p, false);
+	bench_unmap(p, c->len);
+	return 0;
+}
+
+static int run_file(struct lat_ctx *c)
+{
+	uint8_t *p = mmap(NULL, c->len, PROT_READ | PROT_WRITE, MAP_PRIVATE,
+			  c->fd, 0);
+
+	if (p == MAP_FAILED)
+		return -errno;
+	madvise(p, c->len, MADV_RANDOM);	/* no fault-around */
+	touch(c, L_FILE, p, true);
+	munmap(p, c->len);
+	return 0;
+}
+
+static int run_lib(struct lat_ctx *c)
+{
+	struct fl_engine_opts eo = { .uffd = -1, .chunk_size = 4096 };
+	struct fl_source *src = NULL;
+	struct fl_engine *e = NULL;
+	uint8_t *p = bench_map(c->len);
+	int ret;
+
+	if (!p)
+		return -ENOMEM;
+	madvise(p, c->len, MADV_NOHUGEPAGE);
+	ret = fl_source_open(c->path, &src);
+	if (ret < 0)
+		goto out;
+	ret = fl_engine_create(&eo, &e);
+	if (ret < 0)
+		goto out;
+
+	struct fl_region_desc rd = {
+		.addr = (uintptr_t)p, .len = c->len, .page_size = 4096,
+		.src_offset = 0, .flags = FL_REGION_REGISTER,
+	};
+
+	ret = fl_engine_add_region(e, &rd, src);
+	if (ret < 0)
+		goto out;
+	ret = fl_engine_start(e, 1);
+	if (ret < 0)
+		goto out;
+	touch(c, L_LIB, p, true);
+	fl_engine_stop(e);
+out:
+	if (ret < 0)
+		fprintf(stderr, "faultline bench fault-latency: library: %s\n",
+			fl_last_error());
+	if (e)
+		fl_engine_destroy(e);
+	if (src)
+		fl_source_put(src);
+	bench_unmap(p, c->len);
+	return ret;
+}
+
+/* Start `faultline serve --once` on a fresh socket; returns its pid. */
+static pid_t start_daemon(struct lat_ctx *c, char *sock, size_t n)
+{
+	static int seq;
+	pid_t pid;
+
+	snprintf(sock, n, "/tmp/faultline-bench-%d-%d.sock", (int)getpid(),
+		 seq++);
+	unlink(sock);
+	pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		if (null >= 0) {
+			dup2(null, STDOUT_FILENO);
+			dup2(null, STDERR_FILENO);
+		}
+		execl("/proc/self/exe", "faultline", "serve", "--socket", sock,
+		      "--mem-file", c->path, "--chunk", "4K", "--once",
+		      (char *)NULL);
+		_exit(127);
+	}
+	return pid < 0 ? -errno : pid;
+}
+
+static void stop_daemon(pid_t pid)
+{
+	int st;
+
+	for (int i = 0; i < 200; i++) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return;
+		usleep(10000);
+	}
+	kill(pid, SIGTERM);
+	for (int i = 0; i < 100; i++) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return;
+		usleep(10000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+}
+
+static int run_daemon(struct lat_ctx *c)
+{
+	struct fc_client fc;
+	uint64_t size = c->len;
+	char sock[108];
+	pid_t pid;
+	int ret;
+
+	fc_client_init(&fc);
+	pid = start_daemon(c, sock, sizeof(sock));
+	if (pid < 0)
+		return (int)pid;
+	ret = fc_client_map(&fc, 1, &size, 4096);
+	if (ret < 0)
+		goto out;
+	madvise(fc.regions[0].addr, size, MADV_NOHUGEPAGE);
+	/* Wait for the daemon to listen (up to 5 s). */
+	for (int i = 0; i < 500; i++) {
+		ret = fc_client_connect(&fc, sock);
+		if (ret != -ENOENT && ret != -ECONNREFUSED)
+			break;
+		if (waitpid(pid, NULL, WNOHANG) == pid) {
+			pid = 0;
+			ret = -ECHILD;
+			break;
+		}
+		usleep(10000);
+	}
+	if (ret < 0)
+		goto out;
+	touch(c, L_DAEMON, fc.regions[0].addr, true);
+out:
+	if (ret < 0)
+		fprintf(stderr, "faultline bench fault-latency: daemon: %s\n",
+			ret == -ECHILD ? "faultline serve exited" :
+			strerror(-ret));
+	fc_client_close(&fc);
+	if (pid > 0)
+		stop_daemon(pid);
+	unlink(sock);
+	return ret;
+}
+
+/* Percentile of sorted v (nearest rank). */
+static double pct(const double *v, int n, double p)
+{
+	int i = (int)(p / 100 * n + 0.5) - 1;
+
+	if (i < 0)
+		i = 0;
+	if (i >= n)
+		i = n - 1;
+	return n ? v[i] : 0;
+}
+
+int bench_fault_latency(const struct bench_opts *o, struct bench_table *t)
+{
+	struct lat_ctx c = { .fd = -1 };
+	int runs = o->runs, ret = 0;
+	bool daemon = true;
+
+	c.len = o->size ? o->size : o->quick ? 16 * MIB : 256 * MIB;
+	c.nfaults = o->quick ? 500 : 10000;
+	if ((uint64_t)c.nfaults > c.len / 4096)
+		c.nfaults = (int)(c.len / 4096);
+	rng_state = 0x2545f4914f6cdd1dULL;
+	c.order = malloc(c.len / 4096 * sizeof(*c.order));
+	for (int m = 0; m < L_NMODES; m++) {
+		c.samples[m] = malloc((size_t)runs * (size_t)c.nfaults *
+				      sizeof(double));
+		c.ok[m] = true;
+		if (!c.samples[m])
+			ret = -ENOMEM;
+	}
+	if (!c.order || ret < 0) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	c.fd = bench_memfile(c.len, c.path, false);
+	if (c.fd < 0) {
+		ret = c.fd;
+		goto out;
+	}
+
+	for (int r = 0; r < runs; r++) {
+		shuffle(&c);
+		if ((ret = run_anon(&c)) < 0 || (ret = run_file(&c)) < 0 ||
+		    (ret = run_lib(&c)) < 0)
+			goto out;
+		if (daemon && run_daemon(&c) < 0) {
+			daemon = false;
+			c.daemon_why = "faultline serve did not serve the "
+				       "client (see the message above)";
+		}
+	}
+
+	t->title = "one 4 KiB fault at a random address: round trip, "
+		   "library and daemon";
+	t->seed = "003 (Firecracker UFFD handler, 4 KiB chunks: 2228 ms to "
+		  "fault 128 MiB in a nested guest = 68 us per fault)";
+	t->seed_unit = "us";
+	t->unit = "us";
+	t->per_gib = false;
+	t->bytes = c.len;
+	t->runs = runs;
+	t->ref = 0;
+	for (int m = 0; m < L_NMODES; m++) {
+		int n = c.nsamples[m];
+		static char keys[L_NMODES][NPCT][32], labels[L_NMODES][NPCT][64];
+
+		if (!n)
+			continue;
+		bench_median(c.samples[m], n);	/* sorts */
+		for (int k = 0; k < NPCT; k++) {
+			double v = pct(c.samples[m], n, pcts[k]);
+
+			snprintf(keys[m][k], sizeof(keys[m][k]), "%s_%s",
+				 modes[m].key, pct_names[k]);
+			snprintf(labels[m][k], sizeof(labels[m][k]), "%s %s",
+				 modes[m].label, pct_names[k]);
+			int i = bench_add_row(t, keys[m][k], labels[m][k], &v,
+					      1, c.ok[m], -1);
+
+			/* Compare each percentile with the kernel's own. */
+			t->rows[i].cmp = m == L_ANON ? -1 : k;
+			if (m == L_ANON && k == 0)
+				t->ref = i;
+			if ((m == L_LIB || m == L_DAEMON) && k == 0) {
+				t->rows[i].seed = 2228e3 / 32768;
+				t->rows[i].seed_note = "(mean, in-guest)";
+			}
+		}
+	}
+	bench_add_kv(t, "faults_per_run", c.nfaults);
+	snprintf(t->notes, sizeof(t->notes),
+		 "reference: first write to fresh anonymous memory (each "
+		 "percentile vs the same percentile of it).\n"
+		 "Every touch is one write fault to a distinct random page; "
+		 "%d per run, pooled over %d run%s.%s%s",
+		 c.nfaults, runs, runs == 1 ? "" : "s",
+		 c.daemon_why ? "\ndaemon mode left out: " : "",
+		 c.daemon_why ? c.daemon_why : "");
+	ret = 0;
+out:
+	if (c.fd >= 0) {
+		close(c.fd);
+		unlink(c.path);
+	}
+	for (int m = 0; m < L_NMODES; m++)
+		free(c.samples[m]);
+	free(c.order);
+	return ret;
+}
