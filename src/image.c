@@ -156,7 +156,7 @@ static int pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
 
 struct image_tls {
 	ZSTD_DCtx *dctx;
-	void *cbuf;		/* compressed bytes of the chunk being read */
+	void *cbuf;		/* compressed bytes of the chunk */
 	size_t cap;
 };
 
@@ -311,14 +311,15 @@ static int parse_index(struct image *img, const unsigned char *b)
 		else
 			bad = true;
 		if (!bad && e->kind != IMAGE_ZERO)
-			bad = e->offset < data_start || e->offset > h->data_end ||
+			bad = e->offset < data_start ||
+			      e->offset > h->data_end ||
 			      e->stored_len > h->data_end - e->offset;
 		if (bad)
 			return fl_err(-EBADMSG,
 				      "%s: chunk %llu: bad index entry at offset %llu",
 				      img->path, (unsigned long long)i,
 				      (unsigned long long)(h->index_offset +
-							   i * IMAGE_ENTRY_SIZE));
+						i * IMAGE_ENTRY_SIZE));
 	}
 	if (img->file_size >= h->data_end)
 		return 0;
@@ -684,7 +685,7 @@ static void pool_run(struct pool *p, unsigned int nworkers, ZSTD_CCtx *cctx)
 struct extent {
 	int fd;
 	uint64_t size;
-	uint64_t data;		/* [data, hole) is data; nothing in [.., data) */
+	uint64_t data;		/* [data, hole) is data, none before */
 	uint64_t hole;
 	bool valid;
 };
@@ -696,7 +697,7 @@ static bool has_data(struct extent *x, uint64_t off, uint64_t end)
 		off_t h;
 
 		if (d < 0) {
-			if (errno != ENXIO) {	/* no SEEK_DATA: all data */
+			if (errno != ENXIO) {	/* no SEEK_DATA */
 				x->data = 0;
 				x->hole = UINT64_MAX;
 				x->valid = true;
@@ -717,7 +718,7 @@ static bool has_data(struct extent *x, uint64_t off, uint64_t end)
 int image_create(const char *raw_path, const char *image_path,
 		 const struct image_create_opts *opts, struct image_info *info)
 {
-	struct image_create_opts o = opts ? *opts : (struct image_create_opts){ 0 };
+	struct image_create_opts o = { 0 };
 	struct image_header h = { 0 };
 	struct image_entry *index = NULL;
 	struct worker *workers = NULL;
@@ -733,6 +734,8 @@ int image_create(const char *raw_path, const char *image_path,
 	int rfd = -1, wfd = -1, ret;
 	size_t ilen;
 
+	if (opts)
+		o = *opts;
 	if (!o.chunk_size)
 		o.chunk_size = IMAGE_DEFAULT_CHUNK;
 	if (!o.level)
@@ -772,7 +775,7 @@ int image_create(const char *raw_path, const char *image_path,
 	}
 	ilen = (size_t)h.chunk_count * IMAGE_ENTRY_SIZE;
 
-	/* Batches of about 4 MiB (cache sized), at least two chunks per thread. */
+	/* Batches of about 4 MiB (cache sized), >= 2 chunks per thread. */
 	batch = (4u << 20) / o.chunk_size;
 	if (batch < 2 * o.threads)
 		batch = 2 * o.threads;
@@ -864,8 +867,9 @@ int image_create(const char *raw_path, const char *image_path,
 		for (unsigned int k = 0; k < n; k++) {
 			struct job *j = &p.jobs[k];
 			struct image_entry *e = &index[j->idx];
-			const void *src = j->kind == IMAGE_ZSTD ? j->out : j->in;
-			size_t len = j->kind == IMAGE_ZSTD ? j->out_len : j->len;
+			bool z = j->kind == IMAGE_ZSTD;
+			const void *src = z ? j->out : j->in;
+			size_t len = z ? j->out_len : j->len;
 
 			e->kind = j->kind;
 			e->hash = j->hash;

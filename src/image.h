@@ -40,14 +40,14 @@ struct image_header {
 	uint64_t index_offset;
 	uint64_t data_end;	/* the image file's expected size */
 	uint64_t index_hash;
-	uint32_t level;		/* zstd level the writer used (informational) */
+	uint32_t level;		/* zstd level the writer used (info) */
 };
 
 struct image_entry {
 	uint64_t offset;	/* file offset of the stored bytes; 0 if zero */
 	uint32_t stored_len;	/* bytes stored; 0 if zero */
 	uint8_t kind;		/* enum image_kind */
-	uint64_t hash;		/* XXH64 (seed 0) of the uncompressed chunk */
+	uint64_t hash;		/* XXH64 (seed 0) of the raw chunk */
 };
 
 /* ---- reader ------------------------------------------------------------- */
@@ -93,7 +93,7 @@ int image_read_chunk(struct image *img, uint64_t i, void *dst);
 struct image_create_opts {
 	uint32_t chunk_size;	/* 0: IMAGE_DEFAULT_CHUNK */
 	int level;		/* 0: IMAGE_DEFAULT_LEVEL */
-	unsigned int threads;	/* compression threads; 0: one per CPU (<= 8) */
+	unsigned int threads;	/* compressors; 0: one per CPU, <= 8 */
 };
 
 struct image_info {

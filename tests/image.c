@@ -281,13 +281,15 @@ static void copy_file(const char *from, const char *to)
 	free(b);
 }
 
-/* Flip one byte in the stored data of the first chunk of kind, return it. */
+/* Flip one byte in the stored data of the last chunk of kind. */
 static int corrupt_chunk(const char *img_path, int kind, uint64_t *idx,
 			 uint64_t *off)
 {
 	struct image *img;
-	int fd;
+	uint64_t at = 0;
+	bool found = false;
 	unsigned char c;
+	int fd;
 
 	if (image_open(img_path, &img) < 0)
 		return -1;
@@ -296,20 +298,20 @@ static int corrupt_chunk(const char *img_path, int kind, uint64_t *idx,
 			continue;
 		*idx = i;
 		*off = img->index[i].offset;
-		uint64_t at = *off + img->index[i].stored_len / 2;
-
-		image_close(img);
-		fd = open(img_path, O_RDWR);
-		if (pread(fd, &c, 1, (off_t)at) != 1)
-			return -1;
-		c ^= 0x10;
-		if (pwrite(fd, &c, 1, (off_t)at) != 1)
-			return -1;
-		close(fd);
-		return 0;
+		at = *off + img->index[i].stored_len / 2;
+		found = true;
 	}
 	image_close(img);
-	return -1;
+	if (!found)
+		return -1;
+	fd = open(img_path, O_RDWR);
+	if (fd < 0 || pread(fd, &c, 1, (off_t)at) != 1)
+		return -1;
+	c ^= 0x10;
+	if (pwrite(fd, &c, 1, (off_t)at) != 1)
+		return -1;
+	close(fd);
+	return 0;
 }
 
 static void patch_byte(const char *path, off_t at, unsigned char xor)
@@ -423,13 +425,16 @@ int main(void)
 			   (unsigned long long)info.count[IMAGE_RAW],
 			   (unsigned long long)info.count[IMAGE_ZSTD]);
 			if (!strcmp(files[f].name, "zero"))
-				ok(info.count[IMAGE_ZERO] == info.hdr.chunk_count &&
-				   info.file_size < 100 + 24 * info.hdr.chunk_count &&
+				ok(info.count[IMAGE_ZERO] ==
+				   info.hdr.chunk_count &&
+				   info.file_size <
+				   100 + 24 * info.hdr.chunk_count &&
 				   s->ops->hole(s, 0, len),
 				   "zero, chunk %uK: all chunks zero, nothing stored, hole() true",
 				   chunks[c] >> 10);
 			if (!strcmp(files[f].name, "random"))
-				ok(info.count[IMAGE_RAW] == info.hdr.chunk_count,
+				ok(info.count[IMAGE_RAW] ==
+				   info.hdr.chunk_count,
 				   "random, chunk %uK: every chunk stored raw",
 				   chunks[c] >> 10);
 			if (!strcmp(files[f].name, "mixed"))
@@ -740,8 +745,10 @@ int main(void)
 				for (int rep = 0; rep < 8; rep++)
 					for (uint64_t off = 0; off < sz;
 					     off += 512 << 10) {
-						size_t n = sz - off < (512 << 10) ?
-							   sz - off : 512 << 10;
+						size_t n = 512 << 10;
+
+						if (sz - off < n)
+							n = sz - off;
 
 						x->ops->read(x, buf, n, off);
 						done += n;

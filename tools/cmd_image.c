@@ -78,7 +78,8 @@ static int do_create(int argc, char **argv)
 			if (a[2] == 'c') {
 				uint64_t cs;
 
-				if (parse_size(v, &cs) || image_check_chunk(cs)) {
+				if (parse_size(v, &cs) ||
+				    image_check_chunk(cs)) {
 					fprintf(stderr,
 						"faultline image: --chunk %s: must be a power of two from 4K to 16M\n",
 						v);
