@@ -121,20 +121,38 @@ static inline int serve_alive(struct serve *s)
 	return 1;
 }
 
-/* Print the daemon's stderr from byte offset from on as TAP comments. */
-static inline void serve_log_dump(struct serve *s, long from)
+static inline int su_names_pid(const char *line, const char *tag);
+
+/*
+ * Print the daemon's stderr from byte offset from on as TAP comments; only
+ * the lines naming pid when pid > 0, and at most 40 lines.
+ */
+static inline void serve_log_dump_pid(struct serve *s, long from, int pid)
 {
 	FILE *f = fopen(s->log, "r");
-	char line[1024];
+	char line[1024], tag[32];
+	int n = 0;
 
 	if (!f)
 		return;
+	snprintf(tag, sizeof(tag), "(pid %d", pid);
 	fseek(f, from, SEEK_SET);
 	while (fgets(line, sizeof(line), f)) {
 		line[strcspn(line, "\n")] = 0;
+		if (pid > 0 && !su_names_pid(line, tag))
+			continue;
+		if (++n > 40) {
+			diag("daemon: ...");
+			break;
+		}
 		diag("daemon: %s", line);
 	}
 	fclose(f);
+}
+
+static inline void serve_log_dump(struct serve *s, long from)
+{
+	serve_log_dump_pid(s, from, 0);
 }
 
 static inline long serve_log_mark(struct serve *s)
@@ -281,6 +299,14 @@ static inline int su_strcasestr(const char *hay, const char *needle)
 	return strcasestr(hay, needle) != NULL;
 }
 
+/* Does line name "(pid P)" or "(pid P ...)"?  tag is "(pid P". */
+static inline int su_names_pid(const char *line, const char *tag)
+{
+	const char *p = strstr(line, tag);
+
+	return p && (p[strlen(tag)] == ')' || p[strlen(tag)] == ' ');
+}
+
 /*
  * Wait up to timeout_ms for a daemon stderr line after byte offset from that
  * starts with "faultline:", names "(pid PID)" when pid > 0, and contains
@@ -295,7 +321,7 @@ static inline int serve_log_find(struct serve *s, long from, int pid,
 	char pidtag[32];
 	char line[2048];
 
-	snprintf(pidtag, sizeof(pidtag), "(pid %d)", pid);
+	snprintf(pidtag, sizeof(pidtag), "(pid %d", pid);
 	for (;;) {
 		FILE *f = fopen(s->log, "r");
 
@@ -307,14 +333,15 @@ static inline int serve_log_find(struct serve *s, long from, int pid,
 				line[strcspn(line, "\n")] = 0;
 				if (strncmp(line, "faultline:", 10))
 					continue;
-				if (pid > 0 && !strstr(line, pidtag))
+				if (pid > 0 && !su_names_pid(line, pidtag))
 					continue;
 				for (int i = 0; kw && kw[i] && !hit; i++)
 					hit = su_strcasestr(line, kw[i]);
 				if (!hit)
 					continue;
 				if (out)
-					snprintf(out, outlen, "%s", line);
+					snprintf(out, outlen, "%.*s",
+						 (int)outlen - 1, line);
 				fclose(f);
 				return 1;
 			}
@@ -584,9 +611,11 @@ static inline pid_t su_spawn(int (*fn)(void *), void *arg)
 	return pid;
 }
 
+#define SU_TIMEOUT	(-1000)
+
 /*
- * Reap a child, killing it after timeout_ms: its exit code, or -signal
- * (-SIGALRM means it hung on a fault and its alarm fired).
+ * Reap a child, killing it after timeout_ms: its exit code, -signal
+ * (-SIGALRM means it hung on a fault and its alarm fired), or SU_TIMEOUT.
  */
 static inline int su_reap(pid_t pid, unsigned int timeout_ms)
 {
@@ -603,7 +632,9 @@ static inline int su_reap(pid_t pid, unsigned int timeout_ms)
 		if (su_now_ms() - t0 >= timeout_ms) {
 			kill(pid, SIGKILL);
 			waitpid(pid, &st, 0);
-			return -SIGKILL;
+			diag("child %d still running after %u ms: killed",
+			     (int)pid, timeout_ms);
+			return SU_TIMEOUT;
 		}
 		su_sleep_ms(2);
 	}
@@ -695,6 +726,7 @@ static inline int su_verifier_start(struct su_verifier *v,
 {
 	int stop[2], res[2];
 
+	memset(v, 0, sizeof(*v));
 	if (pipe2(stop, O_CLOEXEC) || pipe2(res, O_CLOEXEC))
 		return -errno;
 	a->stop_fd = stop[0];

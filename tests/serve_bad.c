@@ -1,0 +1,621 @@
+/*
+ * serve_bad.c - `faultline serve` facing bad clients: every malformed
+ * Firecracker handshake gets a one-line log naming the field and that
+ * session is closed, while a concurrent good client keeps being served
+ * every byte right; a stale socket file is replaced; a uid not allowed is
+ * refused; a source that fails under a running client poisons or kills.
+ *
+ * Decision: each bad handshake carries a real, registered uffd (unless the
+ * case is about the fd), so only the field under test is wrong.
+ */
+#define _GNU_SOURCE
+#include <grp.h>
+#include <setjmp.h>
+
+#include "serve_util.h"
+
+#define MIB		(1ULL << 20)
+#define FILE_SIZE	(16 * MIB)
+#define NOBODY		65534
+
+static struct mem_file mem;
+static struct serve srv;
+
+enum fd_kind { FD_UFFD, FD_NONE, FD_TWO };
+
+struct bad_case {
+	const char *name;
+	const char *json;	/* {A} {B} region addresses, {S} size, ... */
+	enum fd_kind fds;
+	const char *field;	/* the log line must name this, if set */
+	const char *kw[6];	/* ... and contain one of these, if any */
+	int eof;		/* shutdown(SHUT_WR) right after sending */
+	int slow;		/* the daemon may wait for more: check last */
+};
+
+/*
+ * {A} region 0, {B} region 1 (both {S} = 4 MiB, registered), {A1} = A + 1,
+ * {AH} = A + 2 MiB, {F} = file size, {F2} = twice it, {FH} = F - 2 MiB.
+ */
+#define REG(addr, size, off) \
+	"{\"base_host_virt_addr\":" addr ",\"size\":" size ",\"offset\":" \
+	off ",\"page_size\":4096,\"page_size_kib\":4096}"
+#define GOOD	REG("{A}", "{S}", "0")
+
+/* A case whose log line must name field. */
+#define FIELD(n, j, f)	{ .name = n, .json = j, .fds = FD_UFFD, .field = f }
+/* A case whose log line must contain one of the keywords. */
+#define KW(n, j, ...)	{ .name = n, .json = j, .fds = FD_UFFD, \
+			  .kw = { __VA_ARGS__ } }
+
+static const struct bad_case cases[] = {
+	KW("not JSON", "hello, faultline", "json"),
+	{ .name = "truncated JSON, socket kept open",
+	  .json = "[{\"base_host_virt_addr\":{A},\"size\":{S},\"offs",
+	  .kw = { "json", "truncat", "incomplete" }, .slow = 1 },
+	{ .name = "truncated JSON, then EOF",
+	  .json = "[{\"base_host_virt_addr\":{A},\"size\":{S},\"offs",
+	  .kw = { "json", "truncat", "incomplete" }, .eof = 1 },
+	KW("JSON then garbage", "[" GOOD "]}{", "json", "trailing",
+	   "garbage", "after"),
+	FIELD("address as a string",
+	      "[{\"base_host_virt_addr\":\"{A}\",\"size\":{S},\"offset\":0,"
+	      "\"page_size\":4096,\"page_size_kib\":4096}]",
+	      "base_host_virt_addr"),
+	FIELD("size as a bool", "[" REG("{A}", "true", "0") "]", "size"),
+	FIELD("offset as an object", "[" REG("{A}", "{S}", "{}") "]",
+	      "offset"),
+	FIELD("page_size as a string",
+	      "[{\"base_host_virt_addr\":{A},\"size\":{S},\"offset\":0,"
+	      "\"page_size\":\"4096\"}]", "page_size"),
+	FIELD("size as a float", "[" REG("{A}", "4194304.5", "0") "]",
+	      "size"),
+	KW("region not an object", "[42]", "object", "region"),
+	FIELD("negative size", "[" REG("{A}", "-4194304", "0") "]", "size"),
+	FIELD("negative offset", "[" REG("{A}", "{S}", "-4096") "]",
+	      "offset"),
+	/* Out of range for u64: the value sent, or "range", not a clamp. */
+	{ .name = "size 2^64",
+	  .json = "[" REG("{A}", "18446744073709551616", "0") "]",
+	  .field = "size",
+	  .kw = { "18446744073709551616", "range", "too large", "overflow" } },
+	{ .name = "address 10^23",
+	  .json = "[" REG("99999999999999999999999", "{S}", "0") "]",
+	  .field = "base_host_virt_addr",
+	  .kw = { "99999999999999999999999", "range", "too large",
+		  "overflow" } },
+	FIELD("missing base_host_virt_addr",
+	      "[{\"size\":{S},\"offset\":0,\"page_size\":4096}]",
+	      "base_host_virt_addr"),
+	FIELD("missing size",
+	      "[{\"base_host_virt_addr\":{A},\"offset\":0,\"page_size\":4096}]",
+	      "size"),
+	FIELD("missing offset",
+	      "[{\"base_host_virt_addr\":{A},\"size\":{S},\"page_size\":4096}]",
+	      "offset"),
+	{ .name = "no fd", .json = "[" GOOD "]", .fds = FD_NONE,
+	  .kw = { "fd", "descriptor" } },
+	{ .name = "two fds", .json = "[" GOOD "]", .fds = FD_TWO,
+	  .kw = { "fd", "descriptor" } },
+	KW("huge region count", NULL /* built */, "region", "too many",
+	   "too long", "too large", "longer"),
+	FIELD("offset outside the file", "[" REG("{A}", "{S}", "{F}") "]",
+	      "offset"),
+	FIELD("size outside the file", "[" REG("{A}", "{F2}", "0") "]",
+	      "size"),
+	FIELD("offset+size past the end", "[" REG("{A}", "{S}", "{FH}") "]",
+	      "size"),
+	FIELD("offset+size overflows",
+	      "[" REG("{A}", "{S}", "18446744073709547520") "]", "offset"),
+	FIELD("unaligned address", "[" REG("{A1}", "{S}", "0") "]",
+	      "base_host_virt_addr"),
+	FIELD("unaligned size", "[" REG("{A}", "4097", "0") "]", "size"),
+	FIELD("zero size", "[" REG("{A}", "0", "0") "]", "size"),
+	FIELD("page_size 8192",
+	      "[{\"base_host_virt_addr\":{A},\"size\":{S},\"offset\":0,"
+	      "\"page_size\":8192,\"page_size_kib\":8192}]", "page_size"),
+	FIELD("page_size_kib 8192 (older sender)",
+	      "[{\"base_host_virt_addr\":{A},\"size\":{S},\"offset\":0,"
+	      "\"page_size_kib\":8192}]", "page_size"),
+	KW("overlapping regions", "[" GOOD "," REG("{AH}", "{S}", "{S}") "]",
+	   "overlap"),
+	KW("same region twice", "[" GOOD "," GOOD "]", "overlap"),
+	KW("empty array", "[]", "empty", "region"),
+	KW("an object, not an array", GOOD, "array"),
+	{ .name = "null", .json = "null", .kw = { "array" }, .slow = 1 },
+	{ .name = "a number", .json = "4096", .kw = { "array" }, .slow = 1 },
+};
+
+#define NCASES (sizeof(cases) / sizeof(*cases))
+
+/* Expand the {X} tokens of t into out. */
+static void expand(const char *t, char *out, size_t len,
+		   const struct fc_client *c)
+{
+	uint64_t a = (uintptr_t)c->regions[0].addr;
+	uint64_t b = (uintptr_t)c->regions[1].addr;
+	const struct { const char *tok; uint64_t v; } tab[] = {
+		{ "{A}", a }, { "{B}", b }, { "{S}", 4 * MIB },
+		{ "{A1}", a + 1 }, { "{AH}", a + 2 * MIB },
+		{ "{F}", FILE_SIZE }, { "{F2}", 2 * FILE_SIZE },
+		{ "{FH}", FILE_SIZE - 2 * MIB },
+	};
+	size_t n = 0;
+
+	while (*t && n + 24 < len) {
+		size_t i, k = sizeof(tab) / sizeof(*tab);
+
+		for (i = 0; i < k; i++)
+			if (!strncmp(t, tab[i].tok, strlen(tab[i].tok)))
+				break;
+		if (i < k) {
+			n += (size_t)snprintf(out + n, len - n, "%llu",
+					      (unsigned long long)tab[i].v);
+			t += strlen(tab[i].tok);
+		} else {
+			out[n++] = *t++;
+		}
+	}
+	out[n] = 0;
+}
+
+/* 10000 well-formed 4 KiB regions: more than any VM has. */
+static char *huge_count_json(const struct fc_client *c)
+{
+	const int n = 10000;
+	size_t len = (size_t)n * 140 + 8, o = 0;
+	char *j = malloc(len);
+	uint64_t a = (uintptr_t)c->regions[0].addr;
+
+	o += (size_t)snprintf(j + o, len - o, "[");
+	for (int i = 0; i < n; i++)
+		o += (size_t)snprintf(j + o, len - o,
+			"%s{\"base_host_virt_addr\":%llu,\"size\":4096,"
+			"\"offset\":%d,\"page_size\":4096,"
+			"\"page_size_kib\":4096}", i ? "," : "",
+			(unsigned long long)(a + (uint64_t)(i % 1024) * 4096),
+			(i % 1024) * 4096);
+	snprintf(j + o, len - o, "]");
+	return j;
+}
+
+/* Wait up to timeout_ms for the daemon to close sock: 1 if it did. */
+static int closed_by_daemon(int sock, unsigned int timeout_ms)
+{
+	uint64_t t0 = su_now_ms();
+	char buf[256];
+
+	for (;;) {
+		struct pollfd p = { .fd = sock, .events = POLLIN };
+		int left = (int)(timeout_ms - (su_now_ms() - t0));
+
+		if (left <= 0 || poll(&p, 1, left) <= 0)
+			return 0;
+		ssize_t n = recv(sock, buf, sizeof(buf), MSG_DONTWAIT);
+
+		if (n == 0 || (n < 0 && errno == ECONNRESET))
+			return 1;
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			return 0;
+		/* the daemon may say something first: read on */
+	}
+}
+
+/*
+ * One bad handshake, sent from its own child process so that its log line
+ * is told apart by pid.  The child waits for the daemon to close the
+ * session: exit 0 if it did, 1 if not.
+ */
+static int case_main(void *arg)
+{
+	const struct bad_case *bc = arg;
+	uint64_t sizes[2] = { 4 * MIB, 4 * MIB };
+	struct fc_client c;
+	char json[4096];
+	char *big = NULL;
+	int fds[2], nfds = 0, ret, sock;
+
+	if (fc_client_map(&c, 2, sizes, FC_PAGE_4K))
+		return 10;
+	if (bc->json)
+		expand(bc->json, json, sizeof(json), &c);
+	else
+		big = huge_count_json(&c);
+	if (bc->fds == FD_UFFD || bc->fds == FD_TWO)
+		fds[nfds++] = c.uffd;
+	if (bc->fds == FD_TWO)
+		fds[nfds++] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	sock = fc_connect_unix(srv.sock);
+	if (sock < 0)
+		return 11;
+	/* A daemon that stops reading must not block us forever. */
+	setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO,
+		   &(struct timeval){ .tv_sec = 3 }, sizeof(struct timeval));
+	ret = fc_send_handshake(sock, big ? big : json, fds, nfds);
+	if (ret < 0 && ret != -EPIPE && ret != -ECONNRESET &&
+	    ret != -EAGAIN)
+		diag("%s: sendmsg: %s", bc->name, strerror(-ret));
+	if (bc->eof)
+		shutdown(sock, SHUT_WR);
+	return closed_by_daemon(sock, bc->slow ? 12000 : 5000) ? 0 : 1;
+}
+
+struct case_run {
+	const struct bad_case *bc;
+	pid_t pid;
+	long mark;
+	uint64_t t0;
+};
+
+static void start_case(struct case_run *cr, const struct bad_case *bc)
+{
+	cr->bc = bc;
+	cr->t0 = su_now_ms();
+	cr->mark = serve_log_mark(&srv);
+	cr->pid = su_spawn(case_main, (void *)bc);
+}
+
+/* Does line name the case's field and one of its keywords? */
+static int line_matches(const struct bad_case *bc, const char *line)
+{
+	int hit = !bc->kw[0];
+
+	if (bc->field && !strcasestr(line, bc->field))
+		return 0;
+	for (int i = 0; bc->kw[i] && !hit; i++)
+		hit = strcasestr(line, bc->kw[i]) != NULL;
+	return hit;
+}
+
+/* Expect the log line (within timeout_ms) and the daemon's close. */
+static void finish_case(struct case_run *cr, unsigned int timeout_ms)
+{
+	const struct bad_case *bc = cr->bc;
+	char line[1024] = "";
+	int found = 0, r;
+	uint64_t ms;
+
+	/* the session's verdict: its last line */
+	if (serve_log_find(&srv, cr->mark, cr->pid, (const char *[]){
+				   "closed", "bad", "refus", "reject",
+				   "error", NULL }, timeout_ms, line,
+			   sizeof(line)))
+		found = line_matches(bc, line);
+	r = su_reap(cr->pid, 15000);
+	ms = su_now_ms() - cr->t0;
+	if (bc->field)
+		ok(found, "%s: logged, naming %s%s%s", bc->name, bc->field,
+		   bc->kw[0] ? " and " : "", bc->kw[0] ? bc->kw[0] : "");
+	else
+		ok(found, "%s: logged (%s)", bc->name, bc->kw[0]);
+	if (line[0])
+		diag("  %s", line);
+	else
+		serve_log_dump_pid(&srv, cr->mark, cr->pid);
+	is_int(r, 0, "... and the session closed by the daemon");
+	if (ms > 1000)
+		diag("  (%s: verdict after %llu ms)", bc->name,
+		     (unsigned long long)ms);
+}
+
+/* ---- the stale socket, and uids ------------------------------------------- */
+
+static void test_stale_socket(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct serve s;
+	struct su_client_args a = {
+		.mem = &mem, .nregions = 1, .sizes = { 4 * MIB },
+		.page_size = FC_PAGE_4K, .stop_fd = -1, .result_fd = -1,
+	};
+	int fd, r;
+
+	serve_init(&s);
+	strcpy(sa.sun_path, s.sock);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	ok(fd >= 0 && !bind(fd, (struct sockaddr *)&sa, sizeof(sa)),
+	   "stale socket file left by a dead daemon");
+	close(fd);
+	r = serve_start(&s, mem.path, NULL);
+	ok(!r, "daemon starts over the stale socket file");
+	if (r) {
+		serve_cleanup(&s);
+		return;
+	}
+	a.sock = s.sock;
+	is_int(su_reap(su_spawn(su_client_main, &a), SU_CHILD_TIMEOUT * 1000),
+	       0, "... and serves on it");
+	serve_stop(&s);
+	serve_cleanup(&s);
+}
+
+struct uid_arg {
+	const char *sock;
+	int expect_served;	/* 1: verify every byte; 0: expect EOF */
+};
+
+static int drop_to_nobody(void)
+{
+	if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY)) {
+		diag("setuid(%d): %s", NOBODY, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Map and register as root (as a jailer would), connect as nobody. */
+static int nobody_client(void *p)
+{
+	const struct uid_arg *u = p;
+	uint64_t size = 4 * MIB;
+	struct fc_client c;
+	int ret;
+
+	if (fc_client_map(&c, 1, &size, FC_PAGE_4K))
+		return 10;
+	if (drop_to_nobody())
+		return 11;
+	ret = fc_client_connect(&c, u->sock);
+	if (ret == -EACCES)
+		return 20;	/* the socket's mode kept us out */
+	if (!u->expect_served && (ret == -EPIPE || ret == -ECONNRESET))
+		return 0;	/* closed on accept, before the handshake */
+	if (ret < 0) {
+		diag("nobody: connect: %s", strerror(-ret));
+		return 12;
+	}
+	if (!u->expect_served)
+		return closed_by_daemon(c.sock, 3000) ? 0 : 13;
+	ret = su_verify_client(&mem, &c, SU_FORWARD, "nobody client");
+	fc_client_close(&c);
+	return ret ? 1 : 0;
+}
+
+static void test_uids(void)
+{
+	static const char *const only_root[] = { "--allow-uid", "0", NULL };
+	static const char *const with_nobody[] = {
+		"--allow-uid", "0,65534", NULL };
+	struct uid_arg u;
+	struct serve s;
+	char line[1024];
+	const char *kw[] = { "uid", "allow", "65534", NULL };
+	long mark;
+	pid_t pid;
+	int r;
+
+	/* The socket is 0600: nobody cannot even connect. */
+	serve_init(&s);
+	chmod(s.dir, 0755);
+	if (serve_start(&s, mem.path, NULL)) {
+		ok(0, "daemon for the uid tests");
+		serve_cleanup(&s);
+		return;
+	}
+	u.sock = s.sock;
+	u.expect_served = 0;
+	is_int(su_reap(su_spawn(nobody_client, &u), 10000), 20,
+	       "uid 65534 cannot connect to the 0600 socket (EACCES)");
+	serve_stop(&s);
+	serve_cleanup(&s);
+
+	/* Socket opened up by the admin, --allow-uid 0: refused by uid. */
+	serve_init(&s);
+	chmod(s.dir, 0755);
+	if (serve_start(&s, mem.path, only_root)) {
+		ok(0, "daemon with --allow-uid 0");
+		serve_cleanup(&s);
+		return;
+	}
+	chmod(s.sock, 0666);
+	mark = serve_log_mark(&s);
+	u.sock = s.sock;
+	pid = su_spawn(nobody_client, &u);
+	r = su_reap(pid, 10000);
+	is_int(r, 0, "--allow-uid 0: uid 65534's session is closed");
+	r = serve_log_find(&s, mark, pid, kw, 2000, line, sizeof(line));
+	ok(r, "--allow-uid 0: refusal logged naming the uid");
+	if (r)
+		diag("  %s", line);
+	else
+		serve_log_dump(&s, mark);
+	ok(serve_alive(&s), "daemon still running after the refusal");
+	serve_stop(&s);
+	serve_cleanup(&s);
+
+	/* --allow-uid 0,65534: served. */
+	serve_init(&s);
+	chmod(s.dir, 0755);
+	if (serve_start(&s, mem.path, with_nobody)) {
+		ok(0, "daemon with --allow-uid 0,65534");
+		serve_cleanup(&s);
+		return;
+	}
+	chmod(s.sock, 0666);
+	u.sock = s.sock;
+	u.expect_served = 1;
+	is_int(su_reap(su_spawn(nobody_client, &u), SU_CHILD_TIMEOUT * 1000),
+	       0, "--allow-uid 0,65534: uid 65534 is served every byte");
+	serve_stop(&s);
+	serve_cleanup(&s);
+}
+
+/* ---- a source that fails under a running client --------------------------- */
+
+static sigjmp_buf bus_jmp;
+static volatile void *bus_addr;
+
+static void on_bus(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	bus_addr = si->si_addr;
+	siglongjmp(bus_jmp, 1);
+}
+
+struct src_arg {
+	const char *sock;
+	uint64_t seed;
+};
+
+/*
+ * The daemon's file was cut to 4 MiB after it started; we map 16 MiB.
+ * 0: SIGBUS at the page past the end; 3: the handshake was refused instead
+ * (also correct); 1: data was served for a page that has none.
+ */
+static int source_client(void *p)
+{
+	const struct src_arg *s = p;
+	struct sigaction sa = { .sa_sigaction = on_bus,
+				.sa_flags = SA_SIGINFO };
+	uint64_t size = FILE_SIZE, w;
+	struct fc_client c;
+	volatile uint8_t *a;
+
+	alarm(8);	/* a fault nobody answers: SIGALRM */
+	if (fc_client_map(&c, 1, &size, FC_PAGE_4K))
+		return 10;
+	if (fc_client_connect(&c, s->sock))
+		return 11;
+	if (closed_by_daemon(c.sock, 300))
+		return 3;
+	a = c.regions[0].addr;
+	memcpy(&w, (void *)a, 8);
+	if (w != su_word(0, s->seed)) {
+		diag("source client: page 0 is wrong");
+		return 2;
+	}
+	sigaction(SIGBUS, &sa, NULL);
+	if (sigsetjmp(bus_jmp, 1) == 0) {
+		uint8_t v = a[12 * MIB + 8];
+
+		diag("source client: read 0x%02x where the file has no data",
+		     v);
+		return 1;
+	}
+	if ((uintptr_t)bus_addr >> 12 != ((uintptr_t)a + 12 * MIB) >> 12) {
+		diag("SIGBUS at %p, want page of %p", (void *)bus_addr,
+		     (void *)(a + 12 * MIB));
+		return 4;
+	}
+	fc_client_close(&c);
+	return 0;
+}
+
+static void test_source_error(const char *policy)
+{
+	const char *const extra[] = { "--on-source-error", policy, NULL };
+	struct mem_file m;
+	struct serve s;
+	struct src_arg sa;
+	int r;
+
+	if (mem_file_create(&m, FILE_SIZE, 0xbadbadULL << 40)) {
+		ok(0, "memory file");
+		return;
+	}
+	serve_init(&s);
+	if (serve_start(&s, m.path, extra)) {
+		ok(0, "daemon --on-source-error %s", policy);
+		mem_file_destroy(&m);
+		serve_cleanup(&s);
+		return;
+	}
+	/* the snapshot shrinks underneath the daemon */
+	munmap((void *)m.map, m.size);
+	m.map = NULL;
+	if (ftruncate(m.fd, 4 * MIB))
+		diag("ftruncate: %s", strerror(errno));
+	sa.sock = s.sock;
+	sa.seed = m.seed;
+	r = su_reap(su_spawn(source_client, &sa), 15000);
+	if (r == 3) {
+		ok(1, "--on-source-error %s: handshake past the file refused",
+		   policy);
+	} else if (!strcmp(policy, "poison")) {
+		is_int(r, 0, "--on-source-error poison: SIGBUS on the page "
+		       "the source cannot produce");
+	} else {
+		ok(r < 0 && r != -SIGALRM && r != SU_TIMEOUT,
+		   "--on-source-error kill: client killed (result %d)", r);
+		if (r == -SIGALRM)
+			diag("the client hung on a fault nobody answered");
+	}
+	ok(serve_alive(&s), "--on-source-error %s: daemon still running",
+	   policy);
+	if (tap_failed)
+		serve_log_dump(&s, 0);
+	if (!serve_alive(&s))
+		diag("daemon wait status 0x%x", s.status);
+	serve_stop(&s);
+	serve_cleanup(&s);
+	mem_file_destroy(&m);
+}
+
+int main(void)
+{
+	struct su_client_args good = {
+		.mem = &mem, .nregions = 2, .sizes = { 8 * MIB, 8 * MIB },
+		.page_size = FC_PAGE_4K, .order = SU_STRIDE,
+	};
+	struct case_run slow[8];
+	int nslow = 0;
+	struct su_verifier v;
+	unsigned long rounds, fails;
+	int base_fds, r;
+
+	alarm(120);
+	signal(SIGPIPE, SIG_IGN);
+	if (getenv("ONLY") && !strcmp(getenv("ONLY"), "source")) {
+		test_source_error("poison");
+		test_source_error("kill");
+		return done_testing();
+	}
+	r = mem_file_create(&mem, FILE_SIZE, 0xfeedULL << 48 ^ getpid());
+	if (r)
+		BAIL("memory file: %s", strerror(-r));
+	serve_init(&srv);
+	if (serve_start(&srv, mem.path, NULL))
+		BAIL("cannot start %s serve", serve_bin());
+	base_fds = proc_fds(srv.pid, NULL);
+
+	good.sock = srv.sock;
+	if (su_verifier_start(&v, &good))
+		BAIL("cannot start the good client");
+	/*
+	 * Cases the daemon may only settle by its handshake timeout run
+	 * beside the others and are checked last.
+	 */
+	for (size_t i = 0; i < NCASES; i++)
+		if (cases[i].slow)
+			start_case(&slow[nslow++], &cases[i]);
+	for (size_t i = 0; i < NCASES; i++) {
+		struct case_run cr;
+
+		if (cases[i].slow)
+			continue;
+		start_case(&cr, &cases[i]);
+		finish_case(&cr, 3000);
+	}
+	for (int i = 0; i < nslow; i++)
+		finish_case(&slow[i], 12000);
+	r = su_verifier_stop(&v, &rounds, &fails);
+	ok(r == 0 && rounds > 0 && fails == 0,
+	   "good client meanwhile: %lu sessions, %lu wrong (result %d)",
+	   rounds, fails, r);
+	ok(serve_alive(&srv), "daemon survived every bad handshake");
+	is_int(proc_fds_settle(srv.pid, "userfaultfd", 0, 3000), 0,
+	       "no uffd kept from the bad sessions");
+	r = proc_fds_settle(srv.pid, NULL, base_fds, 3000);
+	ok(r <= base_fds, "daemon fd count back to %d (now %d)", base_fds, r);
+	serve_stop(&srv);
+	serve_cleanup(&srv);
+
+	test_stale_socket();
+	test_uids();
+	test_source_error("poison");
+	test_source_error("kill");
+
+	mem_file_destroy(&mem);
+	return done_testing();
+}
