@@ -508,6 +508,7 @@ static void test_source_error(const char *policy)
 	struct mem_file m;
 	struct serve s;
 	struct src_arg sa;
+	pid_t pid;
 	int r;
 
 	if (mem_file_create(&m, FILE_SIZE, 0xbadbadULL << 40)) {
@@ -528,10 +529,19 @@ static void test_source_error(const char *policy)
 		diag("ftruncate: %s", strerror(errno));
 	sa.sock = s.sock;
 	sa.seed = m.seed;
-	r = su_reap(su_spawn(source_client, &sa), 15000);
+	pid = su_spawn(source_client, &sa);
+	r = su_reap(pid, 15000);
 	if (r == 3) {
-		ok(1, "--on-source-error %s: handshake past the file refused",
+		/* closed on us: a refusal only if the daemon said so */
+		const char *kw[] = { "file", "size", "offset", NULL };
+
+		ok(serve_alive(&s) &&
+		   serve_log_find(&s, 0, pid, kw, 1000, NULL, 0),
+		   "--on-source-error %s: handshake past the file refused",
 		   policy);
+		if (!serve_alive(&s))
+			diag("no: the daemon died (status 0x%x), which closed "
+			     "the client's socket", s.status);
 	} else if (!strcmp(policy, "poison")) {
 		is_int(r, 0, "--on-source-error poison: SIGBUS on the page "
 		       "the source cannot produce");

@@ -426,6 +426,9 @@ static inline int proc_fds_settle(pid_t pid, const char *match, int want,
 
 /* ---- memory files --------------------------------------------------------- */
 
+static inline void su_catch_fatal(void);
+static char su_unlink_paths[8][128];
+
 struct mem_file {
 	char path[128];
 	int fd;
@@ -452,6 +455,12 @@ static inline int mem_file_create(struct mem_file *m, uint64_t size,
 	m->fd = mkstemp(m->path);
 	if (m->fd < 0)
 		return -errno;
+	for (int i = 0; i < 8; i++)
+		if (!su_unlink_paths[i][0]) {
+			strcpy(su_unlink_paths[i], m->path);
+			break;
+		}
+	su_catch_fatal();
 	m->size = size;
 	m->seed = seed;
 	buf = malloc(chunk);
@@ -484,8 +493,12 @@ static inline void mem_file_destroy(struct mem_file *m)
 		munmap((void *)m->map, m->size);
 	if (m->fd > 0)
 		close(m->fd);
-	if (m->path[0])
+	if (m->path[0]) {
 		unlink(m->path);
+		for (int i = 0; i < 8; i++)
+			if (!strcmp(su_unlink_paths[i], m->path))
+				su_unlink_paths[i][0] = 0;
+	}
 	m->map = NULL;
 	m->fd = -1;
 	m->path[0] = 0;
@@ -601,6 +614,7 @@ static inline pid_t su_spawn(int (*fn)(void *), void *arg)
 					    SIGSEGV, SIGBUS, SIGABRT };
 
 		su_huge_old = -1;	/* the parent restores the pool */
+		memset(su_unlink_paths, 0, sizeof(su_unlink_paths));
 		for (size_t i = 0; i < sizeof(sigs) / sizeof(*sigs); i++)
 			signal(sigs[i], SIG_DFL);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -803,11 +817,24 @@ static inline void su_huge_restore(void)
 	}
 }
 
-static void su_huge_signal(int sig)
+/* On a fatal signal in the test itself: undo what would outlive it. */
+static void su_fatal_signal(int sig)
 {
 	su_huge_restore();
+	for (int i = 0; i < 8; i++)
+		if (su_unlink_paths[i][0])
+			unlink(su_unlink_paths[i]);
 	signal(sig, SIG_DFL);
 	raise(sig);
+}
+
+static inline void su_catch_fatal(void)
+{
+	static const int sigs[] = { SIGALRM, SIGTERM, SIGINT, SIGHUP,
+				    SIGSEGV, SIGBUS, SIGABRT };
+
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(*sigs); i++)
+		signal(sigs[i], su_fatal_signal);
 }
 
 /*
@@ -825,13 +852,7 @@ static inline int su_huge_reserve(long n)
 		return 0;
 	su_huge_old = old;
 	atexit(su_huge_restore);
-	signal(SIGALRM, su_huge_signal);
-	signal(SIGTERM, su_huge_signal);
-	signal(SIGINT, su_huge_signal);
-	signal(SIGHUP, su_huge_signal);
-	signal(SIGSEGV, su_huge_signal);
-	signal(SIGBUS, su_huge_signal);
-	signal(SIGABRT, su_huge_signal);
+	su_catch_fatal();
 	if (su_write_long(SU_NR_HUGE, old + n - (free_now > 0 ? free_now : 0)))
 		return -EACCES;
 	if (su_read_long(SU_FREE_HUGE) < n)
