@@ -51,10 +51,20 @@ struct fl_engine_opts {
 	int on_error;		/* enum fl_on_error */
 	int client_pid;		/* for FL_ON_ERROR_KILL; 0: unknown */
 	unsigned int flags;	/* FL_ENGINE_* */
+	uint64_t readahead_max;	/* largest prefetch window; 0: FL_DEFAULT_READAHEAD */
+	unsigned int quiet_ms;	/* background restore starts after this long
+				 * without faults; 0: FL_DEFAULT_QUIET_MS */
 };
+
+#define FL_DEFAULT_READAHEAD	(8u << 20)
+#define FL_DEFAULT_QUIET_MS	20
 
 /* The engine closes an adopted uffd when it is destroyed. */
 #define FL_ENGINE_OWN_UFFD	(1u << 0)
+/* No readahead of sequential fault streams (on by default). */
+#define FL_ENGINE_NO_PREFETCH	(1u << 1)
+/* No background restore when faults go quiet (on by default). */
+#define FL_ENGINE_NO_BACKGROUND	(1u << 2)
 
 #define FL_DEFAULT_CHUNK	(64u << 10)
 #define FL_MAX_CHUNK		(2u << 20)
@@ -77,7 +87,11 @@ int fl_engine_uffd(const struct fl_engine *e);
 int fl_engine_add_region(struct fl_engine *e, const struct fl_region_desc *r,
 			 struct fl_source *src);
 
-/* Serve on nthreads threads of the engine's own until fl_engine_stop(). */
+/*
+ * Serve on nthreads threads of the engine's own until fl_engine_stop(), plus
+ * one filler thread for prefetch and background restore (unless both are
+ * disabled).  The caller-driven mode below has no filler.
+ */
 int fl_engine_start(struct fl_engine *e, unsigned int nthreads);
 /* Or drive it yourself: poll this fd for POLLIN, then call process. */
 int fl_engine_fd(const struct fl_engine *e);
@@ -100,6 +114,9 @@ struct fl_stats {
 	uint64_t pages_copied;
 	uint64_t pages_zeroed;	/* served with ZEROPAGE or a zeroed huge page */
 	uint64_t pages_poisoned;
+	uint64_t pages_prefetched;	/* filled ahead of sequential faults */
+	uint64_t pages_background;	/* filled by background restore */
+	uint64_t restore_complete;	/* 1 once nothing is left missing */
 	uint64_t bytes_copied;
 	uint64_t eexist;	/* populated behind our back, woken */
 	uint64_t eagain;	/* retried after applying pending events */

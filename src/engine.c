@@ -60,7 +60,7 @@ static void zero_init(void)
 	zero_buf = p == MAP_FAILED ? NULL : p;
 }
 
-static uint64_t now_ns(void)
+uint64_t now_ns(void)
 {
 	struct timespec ts;
 
@@ -82,7 +82,7 @@ static void stat_add(_Atomic uint64_t *c, uint64_t v)
 
 /* ---- workers ------------------------------------------------------------ */
 
-static struct worker *worker_new(void)
+struct worker *worker_new(void)
 {
 	struct worker *w = calloc(1, sizeof(*w));
 
@@ -96,7 +96,7 @@ static struct worker *worker_new(void)
 	return w;
 }
 
-static void worker_free(struct worker *w)
+void worker_free(struct worker *w)
 {
 	if (!w)
 		return;
@@ -126,6 +126,7 @@ static int queue_push(struct worker *w, uint64_t addr, uint64_t t)
 
 static void drop_region(struct fl_engine *e, int i)
 {
+	prefetch_forget(e, e->regions[i]);
 	region_free(e->regions[i]);
 	e->regions[i] = e->regions[--e->nregions];
 }
@@ -142,6 +143,7 @@ static int add_region_locked(struct fl_engine *e, struct region *r)
 		e->cap = cap;
 	}
 	e->regions[e->nregions++] = r;
+	prefetch_regions_changed(e);
 	return 0;
 }
 
@@ -211,6 +213,7 @@ static int read_batch(struct fl_engine *e, struct worker *w)
 			continue;
 		}
 		stat_add(&e->st.faults, 1);
+		atomic_store_explicit(&e->last_fault_ns, t, memory_order_relaxed);
 		if (queue_push(w, m->arg.pagefault.address, t) < 0) {
 			n = -ENOMEM;
 			break;
@@ -277,7 +280,7 @@ static int source_failed(struct fl_engine *e, struct region *r, uint64_t pg,
  */
 static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
 			uint64_t npg, bool zero, const void *data,
-			enum page_state prior)
+			enum page_state prior, _Atomic uint64_t *counter)
 {
 	uint64_t base = region_page_addr(r, pg), len = npg << r->page_shift;
 	bool hugetlb = r->page_size >= HUGE_2M;
@@ -303,6 +306,8 @@ static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
 			 done >> r->page_shift);
 		if (!zero)
 			stat_add(&e->st.bytes_copied, done);
+		if (counter)
+			stat_add(counter, done >> r->page_shift);
 		off += done;
 		if (ret != -EEXIST)
 			break;
@@ -330,7 +335,8 @@ static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
 
 /* Resolve the claimed run [pg, pg+npg), all of them formerly prior. */
 static int fill_run(struct fl_engine *e, struct worker *w, struct region *r,
-		    uint64_t pg, uint64_t npg, enum page_state prior)
+		    uint64_t pg, uint64_t npg, enum page_state prior,
+		    _Atomic uint64_t *counter)
 {
 	struct fl_source *src = r->src;
 	uint64_t off = r->src_off + (pg << r->page_shift);
@@ -351,22 +357,26 @@ static int fill_run(struct fl_engine *e, struct worker *w, struct region *r,
 		}
 		zero = is_zero(data, len);
 	}
-	return fill_claimed(e, r, pg, npg, zero, data, prior);
+	return fill_claimed(e, r, pg, npg, zero, data, prior, counter);
 }
 
 /*
- * Fill every missing or removed page of [first, last) in runs.  Pages busy
- * in another worker are left to it: its COPY wakes our faulting thread too.
+ * Fill every missing (and, for faults, removed) page of [first, last) in
+ * runs.  Pages busy in another worker are left to it: its COPY wakes our
+ * faulting thread too.  Prefetch never fills removed pages: the memory was
+ * given back (balloon) and stays unpopulated until touched.
  */
-static int fill_range(struct fl_engine *e, struct worker *w, struct region *r,
-		      uint64_t first, uint64_t last)
+int engine_fill_range(struct fl_engine *e, struct worker *w, struct region *r,
+		      uint64_t first, uint64_t last, enum fill_scope scope,
+		      _Atomic uint64_t *counter)
 {
 	uint64_t i = first;
 
 	while (i < last) {
 		enum page_state s = region_get(r, i);
 
-		if (s != PG_MISSING && s != PG_REMOVED) {
+		if (s != PG_MISSING &&
+		    (s != PG_REMOVED || scope != FILL_MISSING_AND_REMOVED)) {
 			i++;
 			continue;
 		}
@@ -376,7 +386,7 @@ static int fill_range(struct fl_engine *e, struct worker *w, struct region *r,
 			j++;
 		if (j == i)
 			continue;	/* lost the race: look again */
-		int ret = fill_run(e, w, r, i, j - i, s);
+		int ret = fill_run(e, w, r, i, j - i, s, counter);
 
 		if (ret < 0)
 			return ret;
@@ -408,7 +418,10 @@ static int serve(struct fl_engine *e, struct worker *w, const struct pending *p)
 	if (region_get(r, pg) == PG_PRESENT)
 		uffd_wake(e->uffd, region_page_addr(r, pg), r->page_size);
 	else
-		ret = fill_range(e, w, r, first, last);
+		ret = engine_fill_range(e, w, r, first, last,
+					FILL_MISSING_AND_REMOVED, NULL);
+	if (ret == 0 && e->prefetch)
+		prefetch_after_fault(e, r, pg, first, last);
 	pthread_rwlock_unlock(&e->lock);
 	if (ret == 0) {
 		stats_record_latency(&e->st, now_ns() - p->t_read);
@@ -512,6 +525,13 @@ int fl_engine_create(const struct fl_engine_opts *opts, struct fl_engine **out)
 	if (!e)
 		return -ENOMEM;
 	e->chunk = chunk;
+	e->prefetch = !(opts->flags & FL_ENGINE_NO_PREFETCH);
+	e->background = !(opts->flags & FL_ENGINE_NO_BACKGROUND);
+	e->ra_max = opts->readahead_max ? opts->readahead_max : FL_DEFAULT_READAHEAD;
+	e->quiet_ns = (uint64_t)(opts->quiet_ms ? opts->quiet_ms :
+				 FL_DEFAULT_QUIET_MS) * 1000000ull;
+	pthread_mutex_init(&e->ra_lock, NULL);
+	pthread_cond_init(&e->ra_cond, NULL);
 	e->on_error = opts->on_error;
 	e->client_pid = opts->client_pid;
 	pthread_rwlockattr_t attr;
@@ -649,6 +669,14 @@ int fl_engine_start(struct fl_engine *e, unsigned int nthreads)
 		}
 		e->nthreads++;
 	}
+	if (e->prefetch || e->background) {
+		int ret = prefetch_start(e);
+
+		if (ret < 0) {
+			fl_engine_stop(e);
+			return fl_err(ret, "cannot start the prefetch thread");
+		}
+	}
 	return 0;
 }
 
@@ -676,6 +704,7 @@ int fl_engine_stop(struct fl_engine *e)
 	uint64_t one = 1;
 
 	atomic_store(&e->stopping, true);
+	prefetch_stop(e);
 	if (write(e->stopfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		return -errno;
 	for (unsigned int i = 0; i < e->nthreads; i++)
@@ -705,5 +734,7 @@ void fl_engine_destroy(struct fl_engine *e)
 	worker_free(e->process_worker);
 	pthread_rwlock_destroy(&e->lock);
 	pthread_mutex_destroy(&e->process_lock);
+	pthread_mutex_destroy(&e->ra_lock);
+	pthread_cond_destroy(&e->ra_cond);
 	free(e);
 }

@@ -13,6 +13,7 @@
 #include "uffd.h"
 
 struct engine_stats {
+	_Atomic uint64_t pages_prefetched, pages_background;
 	_Atomic uint64_t faults, events, pages_copied, pages_zeroed;
 	_Atomic uint64_t pages_poisoned, bytes_copied, eexist, eagain;
 	_Atomic uint64_t source_errors, lat_ns_sum, lat_ns_max;
@@ -20,6 +21,14 @@ struct engine_stats {
 };
 
 struct worker;
+
+/* A readahead window queued for the filler thread (pages of r). */
+struct ra_job {
+	struct region *r;
+	uint64_t next, end, marker;
+};
+
+#define RA_JOBS 16
 
 struct fl_engine {
 	int uffd;
@@ -49,8 +58,45 @@ struct fl_engine {
 	pthread_mutex_t process_lock;	/* fl_engine_process() callers */
 	struct worker *process_worker;
 
+	/* Prefetch and background restore (prefetch.c). */
+	bool prefetch, background;
+	uint64_t ra_max;		/* largest readahead window, bytes */
+	uint64_t quiet_ns;		/* background waits this long after a fault */
+	pthread_mutex_t ra_lock;	/* jobs and every region's ra_* fields */
+	pthread_cond_t ra_cond;
+	struct ra_job jobs[RA_JOBS];
+	int njobs;
+	bool filler_running;
+	pthread_t filler;
+	_Atomic uint64_t last_fault_ns;
+	int bg_region;			/* background cursor */
+	uint64_t bg_page;
+	atomic_bool restored;		/* background found nothing missing */
+
 	struct engine_stats st;
 };
+
+/* Which pages a fill may take: a fault fills removed pages too (as zeros). */
+enum fill_scope { FILL_MISSING, FILL_MISSING_AND_REMOVED };
+
+struct worker *worker_new(void);
+void worker_free(struct worker *w);
+uint64_t now_ns(void);
+/* Fill [first, last) of r; the engine lock must be held (shared). */
+int engine_fill_range(struct fl_engine *e, struct worker *w, struct region *r,
+		      uint64_t first, uint64_t last, enum fill_scope scope,
+		      _Atomic uint64_t *counter);
+
+/* prefetch.c */
+int prefetch_start(struct fl_engine *e);
+void prefetch_stop(struct fl_engine *e);
+/* A fault on page pg of r was served by filling [first, last). */
+void prefetch_after_fault(struct fl_engine *e, struct region *r, uint64_t pg,
+			  uint64_t first, uint64_t last);
+/* r is going away (engine lock held exclusively). */
+void prefetch_forget(struct fl_engine *e, struct region *r);
+/* Regions changed (engine lock held exclusively): restart background. */
+void prefetch_regions_changed(struct fl_engine *e);
 
 void stats_record_latency(struct engine_stats *st, uint64_t ns);
 

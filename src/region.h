@@ -33,6 +33,12 @@ struct region {
 	uint64_t src_off;	/* source offset of the region's first byte */
 	struct fl_source *src;
 	_Atomic uint8_t *state;	/* npages bytes, enum page_state */
+
+	/* Readahead stream (prefetch.c), under the engine's ra_lock; pages. */
+	uint64_t ra_prev_end;	/* end of the last fault's chunk */
+	uint64_t ra_end;	/* end of the current readahead window */
+	uint64_t ra_size;	/* its size */
+	uint64_t ra_marker;	/* page left unfilled: a fault there = progress */
 };
 
 int region_new(const struct fl_region_desc *d, struct fl_source *src,

@@ -34,6 +34,9 @@ int fl_engine_stats(const struct fl_engine *e, struct fl_stats *o)
 	o->pages_copied = atomic_load(&s->pages_copied);
 	o->pages_zeroed = atomic_load(&s->pages_zeroed);
 	o->pages_poisoned = atomic_load(&s->pages_poisoned);
+	o->pages_prefetched = atomic_load(&s->pages_prefetched);
+	o->pages_background = atomic_load(&s->pages_background);
+	o->restore_complete = atomic_load(&e->restored);
 	o->bytes_copied = atomic_load(&s->bytes_copied);
 	o->eexist = atomic_load(&s->eexist);
 	o->eagain = atomic_load(&s->eagain);
@@ -85,6 +88,9 @@ char *fl_stats_json(const struct fl_stats *s)
 	put_u64(o, "pages_copied", s->pages_copied);
 	put_u64(o, "pages_zeroed", s->pages_zeroed);
 	put_u64(o, "pages_poisoned", s->pages_poisoned);
+	put_u64(o, "pages_prefetched", s->pages_prefetched);
+	put_u64(o, "pages_background", s->pages_background);
+	put_u64(o, "restore_complete", s->restore_complete);
 	put_u64(o, "bytes_copied", s->bytes_copied);
 	put_u64(o, "eexist", s->eexist);
 	put_u64(o, "eagain", s->eagain);

@@ -1,0 +1,252 @@
+/*
+ * prefetch.c - copy ahead of the client instead of in its way.
+ *
+ * One filler thread per engine does two jobs, both under the engine lock
+ * held shared and in pieces small enough that a fault reader never waits
+ * long for it:
+ *
+ * Readahead: each region tracks a stream.  A fault whose chunk starts where
+ * the previous fault's chunk ended starts a window after it; the window is
+ * filled by the filler while the client works on the chunk it just got.
+ * One page in the middle of each window (the marker) is left unfilled, as
+ * the kernel's page cache does with PG_readahead: when the client faults on
+ * it, it is half-way through the window and the next, twice larger window
+ * (up to ra_max) is queued.  Random faults start no window, so a sparse or
+ * random client gets no more than it touches.
+ *
+ * Background restore: once no fault has arrived for quiet_ns, the filler
+ * walks every region for missing pages and fills them in 2 MiB pieces,
+ * pausing whenever faults come back, so that a restore always completes
+ * (QEMU postcopy and CRIU lazy-pages do the same).  Removed pages are never
+ * filled ahead of a fault: the client gave that memory back.
+ */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine.h"
+
+#define PIECE_BYTES	(512u << 10)	/* readahead work per lock hold */
+#define BG_BYTES	(2u << 20)	/* background work per lock hold */
+
+static uint64_t pages_of(const struct region *r, uint64_t bytes)
+{
+	uint64_t n = bytes >> r->page_shift;
+
+	return n ? n : 1;
+}
+
+/* Called with the engine lock shared, after the fault's chunk is filled. */
+void prefetch_after_fault(struct fl_engine *e, struct region *r, uint64_t pg,
+			  uint64_t first, uint64_t last)
+{
+	uint64_t start, size, chunk = last - first;
+
+	pthread_mutex_lock(&e->ra_lock);
+	if (r->ra_size && (pg == r->ra_marker || first == r->ra_end)) {
+		/* Progress through the window: queue the next, larger one. */
+		start = r->ra_end > last ? r->ra_end : last;
+		size = r->ra_size * 2;
+	} else if (first && first == r->ra_prev_end) {
+		/* Two chunks in a row: a sequential stream starts. */
+		start = last;
+		size = chunk * 4;
+	} else {
+		r->ra_prev_end = last;
+		pthread_mutex_unlock(&e->ra_lock);
+		return;
+	}
+	r->ra_prev_end = last;
+	if (size > pages_of(r, e->ra_max))
+		size = pages_of(r, e->ra_max);
+	if (start >= r->npages || e->njobs == RA_JOBS) {
+		pthread_mutex_unlock(&e->ra_lock);
+		return;
+	}
+	uint64_t end = start + size < r->npages ? start + size : r->npages;
+
+	r->ra_size = size;
+	r->ra_end = end;
+	r->ra_marker = start + (end - start) / 2;
+	e->jobs[e->njobs++] = (struct ra_job){ r, start, end, r->ra_marker };
+	pthread_cond_signal(&e->ra_cond);
+	pthread_mutex_unlock(&e->ra_lock);
+}
+
+void prefetch_forget(struct fl_engine *e, struct region *r)
+{
+	pthread_mutex_lock(&e->ra_lock);
+	for (int i = 0; i < e->njobs; i++) {
+		if (e->jobs[i].r != r)
+			continue;
+		memmove(&e->jobs[i], &e->jobs[i + 1],
+			sizeof(*e->jobs) * (size_t)(e->njobs - i - 1));
+		e->njobs--;
+		i--;
+	}
+	e->bg_region = 0;
+	e->bg_page = 0;
+	pthread_mutex_unlock(&e->ra_lock);
+}
+
+void prefetch_regions_changed(struct fl_engine *e)
+{
+	pthread_mutex_lock(&e->ra_lock);
+	e->bg_region = 0;
+	e->bg_page = 0;
+	atomic_store(&e->restored, false);
+	pthread_cond_signal(&e->ra_cond);
+	pthread_mutex_unlock(&e->ra_lock);
+}
+
+/* One piece of the oldest readahead job.  Engine lock held shared. */
+static void readahead_piece(struct fl_engine *e, struct worker *w)
+{
+	pthread_mutex_lock(&e->ra_lock);
+	if (!e->njobs) {
+		pthread_mutex_unlock(&e->ra_lock);
+		return;
+	}
+	struct ra_job j = e->jobs[0];
+	uint64_t stop = j.next + pages_of(j.r, PIECE_BYTES);
+
+	if (stop > j.end)
+		stop = j.end;
+	e->jobs[0].next = stop;
+	if (stop == j.end)
+		memmove(&e->jobs[0], &e->jobs[1],
+			sizeof(*e->jobs) * (size_t)--e->njobs);
+	pthread_mutex_unlock(&e->ra_lock);
+
+	_Atomic uint64_t *c = &e->st.pages_prefetched;
+
+	if (j.marker >= j.next && j.marker < stop) {
+		engine_fill_range(e, w, j.r, j.next, j.marker, FILL_MISSING, c);
+		engine_fill_range(e, w, j.r, j.marker + 1, stop, FILL_MISSING, c);
+	} else {
+		engine_fill_range(e, w, j.r, j.next, stop, FILL_MISSING, c);
+	}
+}
+
+/*
+ * One background piece: the next missing pages from the cursor.  Returns
+ * false when no region has a missing page left.  Engine lock held shared.
+ */
+static bool background_piece(struct fl_engine *e, struct worker *w)
+{
+	pthread_mutex_lock(&e->ra_lock);
+	int ri = e->bg_region;
+	uint64_t pg = e->bg_page;
+
+	pthread_mutex_unlock(&e->ra_lock);
+	for (int scanned = 0; scanned <= e->nregions; scanned++) {
+		if (ri >= e->nregions) {
+			ri = 0;
+			pg = 0;
+		}
+		if (!e->nregions)
+			return false;
+		struct region *r = e->regions[ri];
+
+		while (pg < r->npages && region_get(r, pg) != PG_MISSING)
+			pg++;
+		if (pg < r->npages) {
+			uint64_t end = pg + pages_of(r, BG_BYTES);
+
+			if (end > r->npages)
+				end = r->npages;
+			engine_fill_range(e, w, r, pg, end, FILL_MISSING,
+					  &e->st.pages_background);
+			pthread_mutex_lock(&e->ra_lock);
+			e->bg_region = ri;
+			e->bg_page = end;
+			pthread_mutex_unlock(&e->ra_lock);
+			return true;
+		}
+		ri++;
+		pg = 0;
+	}
+	return false;
+}
+
+static void wait_ns(struct fl_engine *e, uint64_t ns)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)(ns / 1000000000ull);
+	ts.tv_nsec += (long)(ns % 1000000000ull);
+	if (ts.tv_nsec >= 1000000000l) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000l;
+	}
+	pthread_cond_timedwait(&e->ra_cond, &e->ra_lock, &ts);
+}
+
+static bool filler_stopped(struct fl_engine *e)
+{
+	return atomic_load(&e->stopping) || atomic_load(&e->finished);
+}
+
+static void *filler(void *arg)
+{
+	struct fl_engine *e = arg;
+	struct worker *w = worker_new();
+
+	if (!w)
+		return NULL;
+	pthread_mutex_lock(&e->ra_lock);
+	while (!filler_stopped(e)) {
+		if (e->njobs) {
+			pthread_mutex_unlock(&e->ra_lock);
+			pthread_rwlock_rdlock(&e->lock);
+			readahead_piece(e, w);
+			pthread_rwlock_unlock(&e->lock);
+			pthread_mutex_lock(&e->ra_lock);
+			continue;
+		}
+		if (!e->background || atomic_load(&e->restored)) {
+			wait_ns(e, 1000000000ull);
+			continue;
+		}
+		uint64_t since = now_ns() - atomic_load(&e->last_fault_ns);
+
+		if (since < e->quiet_ns) {
+			wait_ns(e, e->quiet_ns - since);
+			continue;
+		}
+		pthread_mutex_unlock(&e->ra_lock);
+		pthread_rwlock_rdlock(&e->lock);
+		bool more = background_piece(e, w);
+
+		pthread_rwlock_unlock(&e->lock);
+		pthread_mutex_lock(&e->ra_lock);
+		if (!more)
+			atomic_store(&e->restored, true);
+	}
+	pthread_mutex_unlock(&e->ra_lock);
+	worker_free(w);
+	return NULL;
+}
+
+int prefetch_start(struct fl_engine *e)
+{
+	atomic_store(&e->last_fault_ns, now_ns());
+	int ret = pthread_create(&e->filler, NULL, filler, e);
+
+	if (ret)
+		return -ret;
+	e->filler_running = true;
+	return 0;
+}
+
+void prefetch_stop(struct fl_engine *e)
+{
+	if (!e->filler_running)
+		return;
+	pthread_mutex_lock(&e->ra_lock);
+	pthread_cond_broadcast(&e->ra_cond);
+	pthread_mutex_unlock(&e->ra_lock);
+	pthread_join(e->filler, NULL);
+	e->filler_running = false;
+}

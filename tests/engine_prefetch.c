@@ -1,0 +1,115 @@
+/*
+ * engine_prefetch.c - readahead and background restore fill the right bytes:
+ * a linear client gets pages filled ahead of it (and every byte equal to the
+ * snapshot), a random client gets no readahead, an idle client gets its
+ * whole memory restored in the background, and removed pages are never
+ * filled ahead of a fault.
+ */
+#include <time.h>
+
+#include "faultline.h"
+#include "tap.h"
+#include "util.h"
+
+#define SEED 0xfe7c
+#define LEN (64ull << 20)
+
+static struct fl_engine *serve(struct fl_source *src, uint8_t *mem,
+			       unsigned int flags)
+{
+	struct fl_engine_opts o = { .uffd = -1, .flags = flags };
+	struct fl_engine *e;
+	struct fl_region_desc d = { (uintptr_t)mem, LEN, PAGE, 0,
+				    FL_REGION_REGISTER };
+
+	if (fl_engine_create(&o, &e) < 0 || fl_engine_add_region(e, &d, src) < 0 ||
+	    fl_engine_start(e, 1) < 0)
+		BAIL("engine: %s", fl_last_error());
+	return e;
+}
+
+static struct fl_stats finish(struct fl_engine *e)
+{
+	struct fl_stats st;
+
+	fl_engine_stop(e);
+	fl_engine_stats(e, &st);
+	fl_engine_destroy(e);
+	return st;
+}
+
+int main(void)
+{
+	char *path = make_snapshot(LEN, SEED, NULL, 0);
+	struct fl_source *src;
+	struct fl_stats st;
+	uint8_t *mem;
+	unsigned int seed = 3;
+
+	fl_source_open(path, &src);
+
+	/* Linear: readahead kicks in. */
+	mem = map_anon(LEN, 0);
+	struct fl_engine *e = serve(src, mem, FL_ENGINE_NO_BACKGROUND);
+
+	ok(same_as_file(mem, LEN, 0, SEED, 0), "linear: every byte right");
+	st = finish(e);
+	ok(st.pages_prefetched > LEN / PAGE / 2,
+	   "linear: most pages prefetched (%llu of %llu)",
+	   (unsigned long long)st.pages_prefetched,
+	   (unsigned long long)(LEN / PAGE));
+	ok(st.faults < LEN / (64 << 10) / 4,
+	   "linear: far fewer faults than chunks (%llu)",
+	   (unsigned long long)st.faults);
+	is_int(st.pages_copied, LEN / PAGE, "linear: each page copied once");
+	munmap(mem, LEN);
+
+	/* Random: no stream, no readahead. */
+	mem = map_anon(LEN, 0);
+	e = serve(src, mem, FL_ENGINE_NO_BACKGROUND);
+	int good = 1;
+
+	for (int i = 0; i < 200; i++) {
+		uint64_t pg = (uint64_t)rand_r(&seed) % (LEN / PAGE);
+
+		good &= same_as_file(mem + pg * PAGE, PAGE, pg * PAGE, SEED, 0);
+	}
+	ok(good, "random: sampled pages right");
+	st = finish(e);
+	ok(st.pages_prefetched < st.pages_copied / 4,
+	   "random: little readahead (%llu of %llu)",
+	   (unsigned long long)st.pages_prefetched,
+	   (unsigned long long)st.pages_copied);
+	munmap(mem, LEN);
+
+	/* Idle: background restore completes the memory. */
+	mem = map_anon(LEN, 0);
+	e = serve(src, mem, 0);
+	ok(same_as_file(mem, PAGE, 0, SEED, 0), "background: first page");
+	madvise(mem + (8 << 20), 1 << 20, MADV_DONTNEED);	/* balloon */
+	for (int i = 0; i < 300; i++) {
+		struct fl_stats s;
+
+		fl_engine_stats(e, &s);
+		if (s.restore_complete)
+			break;
+		usleep(10000);
+	}
+	fl_engine_stats(e, &st);
+	ok(st.restore_complete, "background: restore completed while idle");
+	is_int(st.faults, 1, "background: no fault but the first");
+	is_int(st.pages_copied, LEN / PAGE - 256,
+	       "background: every page but the removed ones filled");
+	ok(is_zero_mem(mem + (8 << 20), 1 << 20),
+	   "removed range, touched after the restore, reads zeros");
+	st = finish(e);
+	is_int(st.pages_zeroed, 256, "removed pages served as zero pages on touch");
+	ok(same_as_file(mem, 8 << 20, 0, SEED, 0) &&
+	   same_as_file(mem + (9 << 20), LEN - (9 << 20), 9 << 20, SEED, 0),
+	   "background: every byte right");
+	munmap(mem, LEN);
+
+	fl_source_put(src);
+	unlink(path);
+	return done_testing();
+}
