@@ -298,6 +298,32 @@ static void finish_case(struct case_run *cr, unsigned int timeout_ms)
 		     (unsigned long long)ms);
 }
 
+/* 64 connections that never send a handshake must not stall a good one. */
+static void test_idle_connections(void)
+{
+	struct su_client_args a = {
+		.sock = srv.sock, .mem = &mem, .nregions = 1,
+		.sizes = { 8 * MIB }, .page_size = FC_PAGE_4K,
+		.stop_fd = -1, .result_fd = -1,
+	};
+	int idle[64], n = 0, r;
+	uint64_t t0;
+
+	for (int i = 0; i < 64; i++) {
+		idle[n] = fc_connect_unix(srv.sock);
+		if (idle[n] >= 0)
+			n++;
+	}
+	t0 = su_now_ms();
+	r = su_reap(su_spawn(su_client_main, &a), 10000);
+	ok(r == 0 && su_now_ms() - t0 < 3000,
+	   "with %d silent connections open, a client is served in %llu ms",
+	   n, (unsigned long long)(su_now_ms() - t0));
+	for (int i = 0; i < n; i++)
+		close(idle[i]);
+	ok(serve_alive(&srv), "daemon alive after the silent connections");
+}
+
 /* ---- the stale socket, and uids ------------------------------------------- */
 
 static void test_stale_socket(void)
@@ -618,6 +644,7 @@ int main(void)
 	       "no uffd kept from the bad sessions");
 	r = proc_fds_settle(srv.pid, NULL, base_fds, 3000);
 	ok(r <= base_fds, "daemon fd count back to %d (now %d)", base_fds, r);
+	test_idle_connections();
 	serve_stop(&srv);
 	serve_cleanup(&srv);
 

@@ -259,6 +259,98 @@ static int shape_client(void *arg)
 	return ret ? 1 : 0;
 }
 
+/* The JSON in two writes 50 ms apart (the fd with the first): a stream. */
+static int split_client(void *unused)
+{
+	uint64_t size = 4 * MIB;
+	struct fc_client c;
+	char json[512];
+	size_t half;
+	int sock, ret;
+
+	(void)unused;
+	if (fc_client_map(&c, 1, &size, FC_PAGE_4K) ||
+	    fc_client_json(&c, json, sizeof(json)) < 0)
+		return 10;
+	sock = fc_connect_unix(srv.sock);
+	if (sock < 0)
+		return 11;
+	half = strlen(json) / 2;
+	char first[512];
+
+	memcpy(first, json, half);
+	first[half] = 0;
+	if (fc_send_handshake(sock, first, &c.uffd, 1) < 0)
+		return 12;
+	su_sleep_ms(50);
+	if (send(sock, json + half, strlen(json + half), MSG_NOSIGNAL) < 0)
+		return 12;
+	c.sock = sock;
+	ret = su_verify_client(&mem, &c, SU_STRIDE, "split client");
+	fc_client_close(&c);
+	return ret ? 1 : 0;
+}
+
+/* SIGTERM while a client restores: it must still get every byte. */
+struct drain_arg {
+	const char *sock;
+	int half_w;	/* written when half the region is verified */
+};
+
+static int drain_client(void *arg)
+{
+	const struct drain_arg *d = arg;
+	uint64_t size = 32 * MIB;
+	struct fc_client c;
+	int ret;
+
+	if (fc_client_map(&c, 1, &size, FC_PAGE_4K) ||
+	    fc_client_connect(&c, d->sock))
+		return 10;
+	if (su_verify(&mem, c.regions[0].addr, 0, 4 * MIB, 4096, SU_FORWARD,
+		      NULL))
+		return 1;
+	if (write(d->half_w, "h", 1) != 1)
+		return 11;
+	su_sleep_ms(100);	/* the daemon has had its SIGTERM by now */
+	ret = su_verify_client(&mem, &c, SU_REVERSE, "draining client");
+	fc_client_close(&c);
+	return ret ? 1 : 0;
+}
+
+static void test_drain(void)
+{
+	struct serve s;
+	struct drain_arg d;
+	int p[2], r, st;
+	pid_t pid;
+	char ch;
+
+	serve_init(&s);
+	if (serve_start(&s, mem.path, NULL) || pipe2(p, O_CLOEXEC)) {
+		ok(0, "daemon for the SIGTERM test");
+		serve_cleanup(&s);
+		return;
+	}
+	d.sock = s.sock;
+	d.half_w = p[1];
+	pid = su_spawn(drain_client, &d);
+	close(p[1]);
+	if (read(p[0], &ch, 1) == 1)
+		kill(s.pid, SIGTERM);
+	close(p[0]);
+	r = su_reap(pid, SU_CHILD_TIMEOUT * 1000);
+	is_int(r, 0, "SIGTERM mid-restore: the running client still gets "
+	       "every byte");
+	st = serve_wait(&s, 5000);
+	ok(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	   "... and the daemon exits 0 once it is done (status 0x%x)", st);
+	if (st < 0)
+		serve_stop(&s);
+	ok(!su_listening(s.sock), "... no longer listening");
+	serve_cleanup(&s);
+}
+
 /* Balloon on hugetlb: ZEROPAGE does not work there, zeros are copied. */
 static int huge_balloon(void *unused)
 {
@@ -326,6 +418,8 @@ static void test_regions(void)
 	r = run_one(&a);
 	is_int(r, 0, "3 regions at out-of-order offsets with gaps");
 
+	r = su_reap(su_spawn(split_client, NULL), SU_CHILD_TIMEOUT * 1000);
+	is_int(r, 0, "handshake JSON split over two writes 50 ms apart");
 	for (size_t i = 0; i < sizeof(shapes) / sizeof(*shapes); i++) {
 		r = su_reap(su_spawn(shape_client, (void *)shapes[i].json),
 			    SU_CHILD_TIMEOUT * 1000);
@@ -519,6 +613,7 @@ int main(void)
 
 	test_once();
 	test_socket_activation();
+	test_drain();
 
 	su_huge_restore();
 	mem_file_destroy(&mem);
