@@ -2,12 +2,15 @@
  * serve_basic.c - `faultline serve` against Firecracker-style clients: one
  * and several regions, 4 KiB and real 2 MiB hugetlb pages, 8 concurrent
  * clients, writes, two threads faulting the same pages, balloon-style
- * MADV_DONTNEED (REMOVE events), no leaked uffd, --once, socket activation.
+ * MADV_DONTNEED (REMOVE events), holes in the memory file, accepted handshake
+ * shapes, no leaked uffd, --once, socket activation, draining on SIGTERM.
  *
  * Every client is a forked process that verifies each byte it was served
  * against the memory file, so a hung fault fails one test, not the run.
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
+#include <linux/falloc.h>
 #include <pthread.h>
 
 #include "serve_util.h"
@@ -573,6 +576,12 @@ int main(void)
 			      ((uint64_t)getpid() << 32));
 	if (ret)
 		BAIL("memory file: %s", strerror(-ret));
+	/* Holes, as in a sparse snapshot: 2 MiB aligned, and one page. */
+	if (fallocate(mem.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		      20 * MIB, 2 * MIB) ||
+	    fallocate(mem.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		      30 * MIB + 4096, 4096))
+		diag("cannot punch holes: %s", strerror(errno));
 
 	serve_init(&srv);
 	snprintf(stats, sizeof(stats), "%s/stats.json", srv.dir);
