@@ -81,7 +81,10 @@ int fc_client_map_at(struct fc_client *c, int nregions, const uint64_t *sizes,
 		c->nregions = i + 1;
 	}
 
-	/* Firecracker: UffdBuilder close_on_exec, non_blocking, !user_mode_only. */
+	/*
+	 * Firecracker's UffdBuilder: close_on_exec, non_blocking, and not
+	 * user_mode_only (vCPU faults come from KVM, in the kernel).
+	 */
 	ret = uffd_open(O_CLOEXEC | O_NONBLOCK);
 	if (ret < 0)
 		goto fail;
@@ -212,7 +215,7 @@ int fc_client_connect(struct fc_client *c, const char *sock_path)
 		return sock;
 	ret = fc_send_handshake(sock, json, &c->uffd, 1);
 	if (ret >= 0 && (size_t)ret != strlen(json))
-		ret = -EMSGSIZE;	/* a short send: Firecracker errors out */
+		ret = -EMSGSIZE;	/* short send: Firecracker fails */
 	if (ret < 0) {
 		close(sock);
 		return ret;

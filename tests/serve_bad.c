@@ -43,7 +43,8 @@ struct bad_case {
 #define GOOD	REG("{A}", "{S}", "0")
 
 /* A case whose log line must name field. */
-#define FIELD(n, j, f)	{ .name = n, .json = j, .fds = FD_UFFD, .field = f }
+#define FIELD(n, j, f)	{ .name = n, .json = j, .fds = FD_UFFD, \
+			  .field = f }
 /* A case whose log line must contain one of the keywords. */
 #define KW(n, j, ...)	{ .name = n, .json = j, .fds = FD_UFFD, \
 			  .kw = { __VA_ARGS__ } }
@@ -324,7 +325,7 @@ static void test_idle_connections(void)
 	ok(serve_alive(&srv), "daemon alive after the silent connections");
 }
 
-/* ---- the stale socket, and uids ------------------------------------------- */
+/* ---- the stale socket, and uids------------------------------------------- */
 
 static void test_stale_socket(void)
 {
@@ -466,7 +467,7 @@ static void test_uids(void)
 	serve_cleanup(&s);
 }
 
-/* ---- a source that fails under a running client --------------------------- */
+/* ---- a source that fails under a running client--------------------------- */
 
 static sigjmp_buf bus_jmp;
 static volatile void *bus_addr;

@@ -38,7 +38,7 @@ static int run_one(struct su_client_args *a)
 	return su_reap(su_spawn(su_client_main, a), SU_CHILD_TIMEOUT * 1000);
 }
 
-/* ---- writes and concurrent faults on the same pages ---------------------- */
+/* ---- writes and concurrent faults on the same pages----------------------- */
 
 struct touch_arg {
 	const struct fc_client *c;
@@ -93,7 +93,7 @@ static int write_and_threads(void *unused)
 	return bad;
 }
 
-/* ---- balloon: MADV_DONTNEED of a touched and an untouched range ----------- */
+/* ---- balloon: MADV_DONTNEED of a touched and an untouched range----------- */
 
 static int balloon(void *unused)
 {
@@ -142,7 +142,7 @@ static int balloon(void *unused)
 	return bad;
 }
 
-/* ---- hugetlb -------------------------------------------------------------- */
+/* ---- hugetlb-------------------------------------------------------------- */
 
 /* KiB of hugetlb memory mapped in the VMA at addr (smaps Private_Hugetlb). */
 static long hugetlb_kb(void *addr)
@@ -188,7 +188,8 @@ static int huge_client(void *arg)
 
 		if (kb != (long)(c.regions[i].size >> 10)) {
 			diag("region %d: %ld KiB of hugetlb mapped, want %llu",
-			     i, kb, (unsigned long long)c.regions[i].size >> 10);
+			     i, kb,
+			     (unsigned long long)c.regions[i].size >> 10);
 			bad |= 2;
 		}
 	}
@@ -196,7 +197,7 @@ static int huge_client(void *arg)
 	return bad;
 }
 
-/* ---- handshakes in other accepted shapes ---------------------------------- */
+/* ---- handshakes in other accepted shapes---------------------------------- */
 
 /* {A} = the region's address, {S} = its size (4 MiB, at offset 0). */
 static const struct {
@@ -387,7 +388,7 @@ static int huge_balloon(void *unused)
 	return bad;
 }
 
-/* ---- tests ------------------------------------------------------------------ */
+/* ---- tests---------------------------------------------------------------- */
 
 static void test_regions(void)
 {

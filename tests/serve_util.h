@@ -58,14 +58,14 @@ static inline void su_sleep_ms(unsigned int ms)
 		;
 }
 
-/* ---- the daemon ---------------------------------------------------------- */
+/* ---- the daemon----------------------------------------------------------- */
 
 struct serve {
 	pid_t pid;
 	char dir[64];		/* private temp dir: socket and logs */
-	char sock[108];		/* socket path (set before start to override) */
+	char sock[108];		/* socket path (may be preset) */
 	char log[128];		/* the daemon's stderr */
-	int listen_fd;		/* >= 0: socket activation, passed as fd 3 */
+	int listen_fd;		/* >= 0: socket activation, as fd 3 */
 	int status;		/* wait status once reaped */
 	int reaped;
 };
@@ -353,7 +353,7 @@ static inline int serve_log_find(struct serve *s, long from, int pid,
 	}
 }
 
-/* ---- /proc probes --------------------------------------------------------- */
+/* ---- /proc probes--------------------------------------------------------- */
 
 /* Number of open fds of pid; with match, only those whose link has it. */
 static inline int proc_fds(pid_t pid, const char *match)
@@ -424,7 +424,7 @@ static inline int proc_fds_settle(pid_t pid, const char *match, int want,
 	}
 }
 
-/* ---- memory files --------------------------------------------------------- */
+/* ---- memory files--------------------------------------------------------- */
 
 static inline void su_catch_fatal(void);
 static char su_unlink_paths[8][128];
@@ -434,7 +434,7 @@ struct mem_file {
 	int fd;
 	uint64_t size;
 	uint64_t seed;
-	const uint8_t *map;	/* the whole file, read-only: what to expect */
+	const uint8_t *map;	/* the whole file, read-only: expected */
 };
 
 static inline uint64_t su_word(uint64_t off, uint64_t seed)
@@ -504,7 +504,7 @@ static inline void mem_file_destroy(struct mem_file *m)
 	m->path[0] = 0;
 }
 
-/* ---- verification ----------------------------------------------------------- */
+/* ---- verification--------------------------------------------------------- */
 
 enum su_order { SU_FORWARD, SU_REVERSE, SU_STRIDE };
 
@@ -600,7 +600,7 @@ static inline int su_is_zero(const void *addr, uint64_t len)
 
 static long su_huge_old = -1;
 
-/* ---- client children ------------------------------------------------------ */
+/* ---- client children------------------------------------------------------ */
 
 /* Fork; the child runs fn(arg) with an alarm and exits with its result. */
 static inline pid_t su_spawn(int (*fn)(void *), void *arg)
@@ -777,7 +777,7 @@ static inline int su_verifier_stop(struct su_verifier *v,
 	return st;
 }
 
-/* ---- hugetlb pool ----------------------------------------------------------- */
+/* ---- hugetlb pool--------------------------------------------------------- */
 
 
 static inline long su_read_long(const char *path)
@@ -807,7 +807,8 @@ static inline int su_write_long(const char *path, long v)
 }
 
 #define SU_NR_HUGE	"/proc/sys/vm/nr_hugepages"
-#define SU_FREE_HUGE	"/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages"
+#define SU_FREE_HUGE	\
+	"/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages"
 
 static inline void su_huge_restore(void)
 {
