@@ -29,7 +29,8 @@ struct fl_source;
 
 /*
  * Open a snapshot source.  spec is a path to a raw memory file (the regions'
- * contents concatenated, as Firecracker writes it).  Sources are reference
+ * contents concatenated, as Firecracker writes it) or to a faultline image
+ * (docs/image-format.md, recognised by its magic).  Sources are reference
  * counted and may be shared by many engines.
  */
 int fl_source_open(const char *spec, struct fl_source **out);

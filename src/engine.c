@@ -9,8 +9,8 @@
  * faults with the lock shared.  A fault is served by filling its chunk: runs
  * of pages claimed in the state map (so no page is filled twice), each run
  * resolved with one ioctl: ZEROPAGE (or a zeroed copy on hugetlb) when it is
- * removed, a source hole, or all zero; COPY straight from the source's
- * mapping otherwise.
+ * removed, a source hole, or all zero; otherwise COPY from the worker's
+ * buffer, filled by the source.
  *
  * Kernel rules folded in (KERNEL-FACTS.md): EEXIST -> mark present and WAKE;
  * EAGAIN -> un-claim, read and apply pending events, retry; ESRCH -> the
@@ -43,7 +43,7 @@ struct pending {
 };
 
 struct worker {
-	void *buf;		/* FL_MAX_CHUNK bytes for sources without map() */
+	void *buf;		/* FL_MAX_CHUNK bytes: the source reads here */
 	struct pending *q;	/* faults read, not yet served */
 	int qhead, qlen, qcap;
 	struct uffd_msg msgs[MSG_BATCH];
@@ -323,8 +323,6 @@ static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
 
 	uint64_t left = (off >> r->page_shift) + pg;
 
-	if (ret == -EFAULT && !zero)	/* the source mapping failed */
-		return source_failed(e, r, left, pg + npg - left, -EIO);
 	region_set(r, left, pg + npg - left, prior);
 	if (ret == -EAGAIN)
 		stat_add(&e->st.eagain, 1);
@@ -347,14 +345,11 @@ static int fill_run(struct fl_engine *e, struct worker *w, struct region *r,
 	if (!zero && src->ops->hole && src->ops->hole(src, off, len))
 		zero = true;
 	if (!zero) {
-		data = src->ops->map ? src->ops->map(src, off, len) : NULL;
-		if (!data) {
-			int ret = src->ops->read(src, w->buf, len, off);
+		int ret = src->ops->read(src, w->buf, len, off);
 
-			if (ret < 0)
-				return source_failed(e, r, pg, npg, ret);
-			data = w->buf;
-		}
+		if (ret < 0)
+			return source_failed(e, r, pg, npg, ret);
+		data = w->buf;
 		zero = is_zero(data, len);
 	}
 	return fill_claimed(e, r, pg, npg, zero, data, prior, counter);

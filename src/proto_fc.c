@@ -76,9 +76,10 @@ static int get_u64(json_object *obj, int i, const char *key, uint64_t *out)
 			      "handshake region %d: field '%s' must not be negative, got %s",
 			      i, key, show(v));
 	*out = json_object_get_uint64(v);
-	if (errno)
+	/* json-c saturates numbers beyond 2^64-1; none of ours can be that. */
+	if (errno || *out == UINT64_MAX)
 		return fl_err(-EINVAL,
-			      "handshake region %d: field '%s' out of range: %s",
+			      "handshake region %d: field '%s' out of range (above 2^64-2): %s",
 			      i, key, show(v));
 	return 0;
 }

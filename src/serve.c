@@ -47,6 +47,7 @@ struct session {
 	struct fc_parser *parser;
 	int uffd;
 	int nfds;		/* fds received so far: exactly one is valid */
+	bool got_bytes;		/* some of the handshake arrived */
 	struct fl_engine *engine;
 	int nregions;
 	uint64_t bytes;
@@ -358,10 +359,12 @@ static void handshake_input(struct daemon *d, struct session *s)
 		return;
 	take_fds(s, &mh);
 	if (n <= 0) {
-		session_end(d, s, n == 0 ? "client closed before the handshake"
-				 : "receive failed");
+		session_end(d, s, n < 0 ? "receive failed" : s->got_bytes ?
+			    "bad handshake: truncated JSON (the client closed the socket mid-array)" :
+			    "client closed before the handshake");
 		return;
 	}
+	s->got_bytes = true;
 	if (mh.msg_flags & MSG_CTRUNC || s->nfds > 1) {
 		char why[96];
 

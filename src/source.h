@@ -2,10 +2,10 @@
  * source.h - where page contents come from, behind one small vtable.
  *
  * A source is a byte-addressable snapshot of known size.  read() fills a
- * buffer; map(), when a source can offer it, returns a pointer the kernel can
- * copy from directly (one copy instead of two); hole() reports ranges known to
- * be zero without reading them; hint() announces a future read.
- * Implementations: source_file.c (raw memory file).
+ * buffer; hole() reports ranges known to be zero without reading them;
+ * hint() announces a future read.
+ * Implementations: source_file.c (raw memory file), source_image.c
+ * (compressed chunked image, docs/image-format.md).
  */
 #ifndef FAULTLINE_SOURCE_H
 #define FAULTLINE_SOURCE_H
@@ -21,8 +21,6 @@ struct fl_source_ops {
 	const char *name;
 	/* Read exactly len bytes at off into buf: 0, or -errno. */
 	int (*read)(struct fl_source *s, void *buf, size_t len, uint64_t off);
-	/* Optional: a stable pointer to [off, off+len), or NULL. */
-	const void *(*map)(struct fl_source *s, uint64_t off, size_t len);
 	/* Optional: true if [off, off+len) is known to read as zeros. */
 	bool (*hole)(struct fl_source *s, uint64_t off, size_t len);
 	/* Optional: [off, off+len) will be read soon. */
