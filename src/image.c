@@ -30,6 +30,7 @@
 #include "faultline.h"
 #include "error.h"
 #include "image.h"
+#include "source.h"
 
 /* ---- little-endian helpers ---------------------------------------------- */
 
@@ -115,26 +116,6 @@ static void encode_entry(unsigned char *b, const struct image_entry *e)
 
 /* ---- I/O helpers -------------------------------------------------------- */
 
-/* Read exactly len bytes; -EIO on end of file. */
-static int pread_full(int fd, void *buf, size_t len, uint64_t off)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pread(fd, (char *)buf + done, len - done,
-				  (off_t)(off + done));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
 static int pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
 {
 	size_t done = 0;
@@ -215,7 +196,7 @@ bool image_has_magic(const char *path)
 
 	if (fd < 0)
 		return false;
-	yes = pread_full(fd, magic, sizeof(magic), 0) == 0 &&
+	yes = source_pread_full(fd, magic, sizeof(magic), 0) == 0 &&
 	      !memcmp(magic, IMAGE_MAGIC, IMAGE_MAGIC_LEN);
 	close(fd);
 	return yes;
@@ -372,7 +353,7 @@ int image_open(const char *path, struct image **out)
 			     path, (unsigned long long)img->file_size);
 		goto fail;
 	}
-	ret = pread_full(img->fd, hb, sizeof(hb), 0);
+	ret = source_pread_full(img->fd, hb, sizeof(hb), 0);
 	if (ret < 0) {
 		fl_err(ret, "%s: cannot read header: %s", path, strerror(-ret));
 		goto fail;
@@ -400,7 +381,7 @@ int image_open(const char *path, struct image **out)
 		ret = fl_err(-ENOMEM, "%s: no memory for the index", path);
 		goto fail;
 	}
-	ret = pread_full(img->fd, ib, ilen, img->hdr.index_offset);
+	ret = source_pread_full(img->fd, ib, ilen, img->hdr.index_offset);
 	if (ret < 0) {
 		fl_err(ret, "%s: cannot read index: %s", path, strerror(-ret));
 		goto fail;
@@ -450,14 +431,14 @@ int image_read_chunk(struct image *img, uint64_t i, void *dst)
 		memset(dst, 0, len);
 		return 0;
 	case IMAGE_RAW:
-		ret = pread_full(img->fd, dst, len, e->offset);
+		ret = source_pread_full(img->fd, dst, len, e->offset);
 		break;
 	default:
 		t = tls_get(e->stored_len);
 		if (!t)
 			return fl_err(-ENOMEM, "%s: chunk %llu: no memory",
 				      img->path, (unsigned long long)i);
-		ret = pread_full(img->fd, t->cbuf, e->stored_len, e->offset);
+		ret = source_pread_full(img->fd, t->cbuf, e->stored_len, e->offset);
 		if (ret < 0)
 			break;
 		n = ZSTD_decompressDCtx(t->dctx, dst, len, t->cbuf,
@@ -852,7 +833,7 @@ int image_create(const char *raw_path, const char *image_path,
 				continue;
 			}
 			work = true;
-			ret = pread_full(rfd, j->in, j->len, off);
+			ret = source_pread_full(rfd, j->in, j->len, off);
 			if (ret < 0) {
 				fl_err(ret, "%s: read at offset %llu: %s",
 				       raw_path, (unsigned long long)off,

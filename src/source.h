@@ -39,6 +39,9 @@ struct fl_source {
 void source_init(struct fl_source *s, const struct fl_source_ops *ops,
 		 uint64_t size, const char *desc);
 
+/* Read exactly len bytes at off: 0, -errno, or -EIO at end of file. */
+int source_pread_full(int fd, void *buf, size_t len, uint64_t off);
+
 /* Constructors, one per implementation; return 0 or -errno. */
 int source_file_open(const char *path, struct fl_source **out);
 int source_image_open(const char *path, struct fl_source **out);

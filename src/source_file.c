@@ -31,24 +31,9 @@ struct source_file {
 
 static int file_read(struct fl_source *s, void *buf, size_t len, uint64_t off)
 {
-	struct source_file *f = to_file(s);
-	size_t done = 0;
-
 	if (off > s->size || len > s->size - off)
 		return -ERANGE;
-	while (done < len) {
-		ssize_t n = pread(f->fd, (char *)buf + done, len - done,
-				  (off_t)(off + done));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;	/* truncated underneath us */
-		done += (size_t)n;
-	}
-	return 0;
+	return source_pread_full(to_file(s)->fd, buf, len, off);
 }
 
 static bool file_hole(struct fl_source *s, uint64_t off, size_t len)
