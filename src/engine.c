@@ -417,12 +417,28 @@ static int serve(struct fl_engine *e, struct worker *w, const struct pending *p)
 					FILL_MISSING_AND_REMOVED, NULL);
 	if (ret == 0 && e->prefetch)
 		prefetch_after_fault(e, r, pg, first, last);
+	/* r may be gone once the lock is dropped: keep what is needed. */
+	uint64_t pgaddr = region_page_addr(r, pg), psz = r->page_size;
+
 	pthread_rwlock_unlock(&e->lock);
-	if (ret == 0) {
+	if (ret == -ENOMEM) {
+		/*
+		 * No page to fill it with (an empty hugetlb pool): SIGBUS, as
+		 * the kernel itself answers such a fault.  Waking the thread
+		 * would only make it fault again, forever.
+		 */
+		uint64_t done;
+
+		fl_err(ret, "0x%llx: out of memory (hugetlb pool empty?)",
+		       (unsigned long long)p->addr);
+		stat_add(&e->st.pages_poisoned, 1);
+		uffd_poison(e->uffd, pgaddr, psz, 0, &done);
+		ret = 0;
+	} else if (ret == 0) {
 		stats_record_latency(&e->st, now_ns() - p->t_read);
 	} else if (ret != -EAGAIN && ret != -ESRCH) {
 		/* VMA gone (ENOENT) or a bug: never leave the thread asleep. */
-		uffd_wake(e->uffd, region_page_addr(r, pg), r->page_size);
+		uffd_wake(e->uffd, pgaddr, psz);
 		ret = 0;
 	}
 	return ret;

@@ -155,8 +155,12 @@ static bool background_piece(struct fl_engine *e, struct worker *w)
 
 			if (end > r->npages)
 				end = r->npages;
-			engine_fill_range(e, w, r, pg, end, FILL_MISSING,
-					  &e->st.pages_background);
+			int ret = engine_fill_range(e, w, r, pg, end,
+						    FILL_MISSING,
+						    &e->st.pages_background);
+
+			if (ret == -ENOMEM)
+				return false;	/* pool empty: faults only */
 			pthread_mutex_lock(&e->ra_lock);
 			e->bg_region = ri;
 			e->bg_page = end;
