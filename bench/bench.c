@@ -42,6 +42,8 @@ static const struct bench_def benches[] = {
 	  "discard a populated range: one madvise vs per 2M/4K (seed 004)" },
 	{ "fault-latency", bench_fault_latency,
 	  "4 KiB random fault round trip: library and daemon (p50..max)" },
+	{ "kvm-restore", bench_restore,
+	  "touch 128 MiB after a restore, per backend and chunk (seed 003)" },
 };
 
 #define NBENCH (sizeof(benches) / sizeof(*benches))

@@ -126,5 +126,6 @@ int bench_populate(const struct bench_opts *o, struct bench_table *t);
 int bench_move(const struct bench_opts *o, struct bench_table *t);
 int bench_drop(const struct bench_opts *o, struct bench_table *t);
 int bench_fault_latency(const struct bench_opts *o, struct bench_table *t);
+int bench_restore(const struct bench_opts *o, struct bench_table *t);
 
 #endif
