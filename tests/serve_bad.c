@@ -632,7 +632,7 @@ int main(void)
 		if (cases[i].slow)
 			continue;
 		start_case(&cr, &cases[i]);
-		finish_case(&cr, 3000);
+		finish_case(&cr, 10000);
 	}
 	for (int i = 0; i < nslow; i++)
 		finish_case(&slow[i], 12000);
