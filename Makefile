@@ -11,6 +11,7 @@ BUILD   := build
 VERSION := 0.1.0
 
 DEB_PKGS := gcc make pkg-config perl libjson-c-dev libzstd-dev libxxhash-dev \
+	    nginx-light iproute2 gnuplot-nox \
 	    libcurl4-openssl-dev
 PC_LIBS  := json-c libzstd libxxhash libcurl
 

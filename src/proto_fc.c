@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 struct fc_parser {
 	json_tokener *tok;
 	size_t total;
+	bool started;		/* the opening '[' was seen */
 };
 
 int fc_parser_new(struct fc_parser **out)
@@ -182,6 +184,19 @@ static int parse_array(json_object *arr, uint64_t src_size,
 int fc_parser_feed(struct fc_parser *p, const char *buf, size_t len,
 		   uint64_t src_size, struct fl_region_desc *out, int max)
 {
+	/*
+	 * The message is an array: say so at its first byte rather than wait
+	 * for the end of a number or literal that may never come.
+	 */
+	for (size_t i = 0; !p->started && i < len; i++) {
+		if (strchr(" \t\r\n", buf[i]))
+			continue;
+		if (buf[i] != '[')
+			return fl_err(-EINVAL,
+				      "handshake: expected a JSON array of regions, got '%c' at byte %zu",
+				      buf[i], p->total + i);
+		p->started = true;
+	}
 	p->total += len;
 	if (p->total > FC_HANDSHAKE_MAX)
 		return fl_err(-E2BIG, "handshake: longer than %d bytes",
