@@ -1,0 +1,20 @@
+/*
+ * send.h - the live post-copy sender (`faultline send`, src/send.c).
+ */
+#ifndef FAULTLINE_SEND_H
+#define FAULTLINE_SEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct send_config {
+	const char *listen;	/* ADDR:PORT ([v6]:PORT); ADDR may be empty */
+	const char *mem_file;
+	uint32_t block_size;	/* 0: PEER_DEF_BLOCK */
+	bool once;		/* exit after one receiver got every block */
+};
+
+/* Serve receivers until SIGTERM/SIGINT (or --once): 0 or -errno. */
+int send_run(const struct send_config *c);
+
+#endif

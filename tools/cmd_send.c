@@ -1,0 +1,74 @@
+/*
+ * cmd_send.c - `faultline send`: option parsing for the live post-copy
+ * sender (src/send.c); the receiving side is `faultline serve --mem-file
+ * tcp://HOST:PORT`.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "faultline.h"
+#include "send.h"
+
+static const char usage[] =
+	"usage: faultline send --listen ADDR:PORT --mem-file FILE\n"
+	"       [--block-size SIZE] [--once]\n";
+
+int cmd_send(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "listen", required_argument, NULL, 'l' },
+		{ "mem-file", required_argument, NULL, 'm' },
+		{ "block-size", required_argument, NULL, 'b' },
+		{ "once", no_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	struct send_config c = { 0 };
+	uint64_t v;
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "l:m:b:oh", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'l': c.listen = optarg; break;
+		case 'm': c.mem_file = optarg; break;
+		case 'o': c.once = true; break;
+		case 'b':
+			if (parse_size(optarg, &v) < 0 || v < 4096 ||
+			    v > (2u << 20) || (v & (v - 1))) {
+				fprintf(stderr, "faultline send: --block-size "
+					"'%s': must be a power of two from 4K "
+					"to 2M\n", optarg);
+				return 2;
+			}
+			c.block_size = (uint32_t)v;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "faultline send: argument '%s': unexpected\n",
+			argv[optind]);
+		return 2;
+	}
+	if (!c.listen || !c.mem_file) {
+		fprintf(stderr, "faultline send: --listen and --mem-file are "
+			"required\n%s", usage);
+		return 2;
+	}
+	int ret = send_run(&c);
+
+	if (ret < 0) {
+		fprintf(stderr, "faultline send: %s\n", *fl_last_error() ?
+			fl_last_error() : strerror(-ret));
+		return 1;
+	}
+	return 0;
+}
