@@ -34,6 +34,22 @@ struct fl_source;
  * counted and may be shared by many engines.
  */
 int fl_source_open(const char *spec, struct fl_source **out);
+/*
+ * spec may also be an http:// or https:// URL of either kind of file (read
+ * with HTTP range requests in 512 KiB blocks; presigned URLs are passed
+ * through untouched).  Remote blocks can be kept in a local cache directory,
+ * so a second restore on the same host reads nothing remote.
+ */
+struct fl_source_opts {
+	const char *cache_dir;		/* NULL: no local block cache */
+	uint64_t cache_max_bytes;	/* bound on the cache; 0: FL_DEFAULT_CACHE_MAX */
+};
+
+#define FL_DEFAULT_CACHE_MAX	(4ull << 30)
+
+/* fl_source_open with options (opts may be NULL). */
+int fl_source_open_ex(const char *spec, const struct fl_source_opts *opts,
+		      struct fl_source **out);
 uint64_t fl_source_size(const struct fl_source *src);
 struct fl_source *fl_source_get(struct fl_source *src);
 void fl_source_put(struct fl_source *src);

@@ -323,13 +323,73 @@ static int parse_index(struct image *img, const unsigned char *b)
 		      (unsigned long long)h->data_end);
 }
 
-int image_open(const char *path, struct image **out)
+static int image_pread(struct image *img, void *buf, size_t len, uint64_t off)
+{
+	if (img->read)
+		return img->read(img->read_arg, buf, len, off);
+	return source_pread_full(img->fd, buf, len, off);
+}
+
+/* Read and validate header and index of img (fd or reader set up). */
+static int image_load(struct image *img)
 {
 	unsigned char hb[IMAGE_HEADER_SIZE];
 	unsigned char *ib = NULL;
+	const char *path = img->path;
+	size_t ilen;
+	int ret;
+
+	if (img->file_size < IMAGE_HEADER_SIZE)
+		return fl_err(-EBADMSG,
+			      "%s: %llu bytes, too short for an image header",
+			      path, (unsigned long long)img->file_size);
+	ret = image_pread(img, hb, sizeof(hb), 0);
+	if (ret < 0)
+		return img->read ? ret :
+		       fl_err(ret, "%s: cannot read header: %s", path,
+			      strerror(-ret));
+	ret = parse_header(img, hb);
+	if (ret < 0)
+		return ret;
+	if (img->hdr.chunk_count > SIZE_MAX / IMAGE_ENTRY_SIZE ||
+	    img->hdr.chunk_count > SIZE_MAX / sizeof(*img->index))
+		return fl_err(-EFBIG, "%s: index too large", path);
+	ilen = (size_t)img->hdr.chunk_count * IMAGE_ENTRY_SIZE;
+	if (img->file_size < img->hdr.index_offset + ilen)
+		return fl_err(-EBADMSG,
+			      "%s: index at offset %llu (%zu bytes) is past the end of the file (%llu bytes): image truncated",
+			      path, (unsigned long long)img->hdr.index_offset,
+			      ilen, (unsigned long long)img->file_size);
+	ib = malloc(ilen ? ilen : 1);
+	img->index = calloc(img->hdr.chunk_count ? img->hdr.chunk_count : 1,
+			    sizeof(*img->index));
+	if (!ib || !img->index) {
+		ret = fl_err(-ENOMEM, "%s: no memory for the index", path);
+		goto out;
+	}
+	ret = image_pread(img, ib, ilen, img->hdr.index_offset);
+	if (ret < 0) {
+		if (!img->read)
+			fl_err(ret, "%s: cannot read index: %s", path,
+			       strerror(-ret));
+		goto out;
+	}
+	if (XXH64(ib, ilen, 0) != img->hdr.index_hash) {
+		ret = fl_err(-EBADMSG,
+			     "%s: index checksum mismatch at offset %llu", path,
+			     (unsigned long long)img->hdr.index_offset);
+		goto out;
+	}
+	ret = parse_index(img, ib);
+out:
+	free(ib);
+	return ret;
+}
+
+int image_open(const char *path, struct image **out)
+{
 	struct image *img;
 	struct stat st;
-	size_t ilen;
 	int ret;
 
 	img = calloc(1, sizeof(*img));
@@ -347,61 +407,38 @@ int image_open(const char *path, struct image **out)
 		goto fail;
 	}
 	img->file_size = (uint64_t)st.st_size;
-	if (img->file_size < IMAGE_HEADER_SIZE) {
-		ret = fl_err(-EBADMSG,
-			     "%s: %llu bytes, too short for an image header",
-			     path, (unsigned long long)img->file_size);
-		goto fail;
-	}
-	ret = source_pread_full(img->fd, hb, sizeof(hb), 0);
-	if (ret < 0) {
-		fl_err(ret, "%s: cannot read header: %s", path, strerror(-ret));
-		goto fail;
-	}
-	ret = parse_header(img, hb);
+	ret = image_load(img);
 	if (ret < 0)
 		goto fail;
-	if (img->hdr.chunk_count > SIZE_MAX / IMAGE_ENTRY_SIZE ||
-	    img->hdr.chunk_count > SIZE_MAX / sizeof(*img->index)) {
-		ret = fl_err(-EFBIG, "%s: index too large", path);
-		goto fail;
-	}
-	ilen = (size_t)img->hdr.chunk_count * IMAGE_ENTRY_SIZE;
-	if (img->file_size < img->hdr.index_offset + ilen) {
-		ret = fl_err(-EBADMSG,
-			     "%s: index at offset %llu (%zu bytes) is past the end of the file (%llu bytes): image truncated",
-			     path, (unsigned long long)img->hdr.index_offset,
-			     ilen, (unsigned long long)img->file_size);
-		goto fail;
-	}
-	ib = malloc(ilen ? ilen : 1);
-	img->index = calloc(img->hdr.chunk_count ? img->hdr.chunk_count : 1,
-			    sizeof(*img->index));
-	if (!ib || !img->index) {
-		ret = fl_err(-ENOMEM, "%s: no memory for the index", path);
-		goto fail;
-	}
-	ret = source_pread_full(img->fd, ib, ilen, img->hdr.index_offset);
-	if (ret < 0) {
-		fl_err(ret, "%s: cannot read index: %s", path, strerror(-ret));
-		goto fail;
-	}
-	if (XXH64(ib, ilen, 0) != img->hdr.index_hash) {
-		ret = fl_err(-EBADMSG,
-			     "%s: index checksum mismatch at offset %llu", path,
-			     (unsigned long long)img->hdr.index_offset);
-		goto fail;
-	}
-	ret = parse_index(img, ib);
-	if (ret < 0)
-		goto fail;
-	free(ib);
 	*out = img;
 	return 0;
 fail:
-	free(ib);
 	image_close(img);
 	return ret;
+}
+
+int image_open_reader(const char *name, uint64_t file_size,
+		      int (*read)(void *arg, void *buf, size_t len,
+				  uint64_t off),
+		      void *arg, struct image **out)
+{
+	struct image *img = calloc(1, sizeof(*img));
+	int ret;
+
+	if (!img)
+		return -ENOMEM;
+	snprintf(img->path, sizeof(img->path), "%s", name);
+	img->fd = -1;
+	img->read = read;
+	img->read_arg = arg;
+	img->file_size = file_size;
+	ret = image_load(img);
+	if (ret < 0) {
+		image_close(img);
+		return ret;
+	}
+	*out = img;
+	return 0;
 }
 
 void image_close(struct image *img)
@@ -431,14 +468,14 @@ int image_read_chunk(struct image *img, uint64_t i, void *dst)
 		memset(dst, 0, len);
 		return 0;
 	case IMAGE_RAW:
-		ret = source_pread_full(img->fd, dst, len, e->offset);
+		ret = image_pread(img, dst, len, e->offset);
 		break;
 	default:
 		t = tls_get(e->stored_len);
 		if (!t)
 			return fl_err(-ENOMEM, "%s: chunk %llu: no memory",
 				      img->path, (unsigned long long)i);
-		ret = source_pread_full(img->fd, t->cbuf, e->stored_len, e->offset);
+		ret = image_pread(img, t->cbuf, e->stored_len, e->offset);
 		if (ret < 0)
 			break;
 		n = ZSTD_decompressDCtx(t->dctx, dst, len, t->cbuf,
@@ -455,6 +492,8 @@ int image_read_chunk(struct image *img, uint64_t i, void *dst)
 				      img->path, (unsigned long long)i,
 				      (unsigned long long)e->offset, n, len);
 	}
+	if (ret < 0 && img->read)
+		return ret;	/* the reader named its input */
 	if (ret == -EIO)
 		return fl_err(-EIO,
 			      "%s: chunk %llu at offset %llu: short read: image truncated",

@@ -53,7 +53,9 @@ struct image_entry {
 /* ---- reader ------------------------------------------------------------- */
 
 struct image {
-	int fd;
+	int fd;			/* -1 when read below supplies the bytes */
+	int (*read)(void *arg, void *buf, size_t len, uint64_t off);
+	void *read_arg;
 	struct image_header hdr;
 	struct image_entry *index;	/* hdr.chunk_count entries */
 	uint64_t file_size;
@@ -70,6 +72,15 @@ bool image_has_magic(const char *path);
  */
 int image_open(const char *path, struct image **out);
 void image_close(struct image *img);
+/*
+ * The same over a reader instead of a file (an image fetched over HTTP):
+ * read() fills exactly len bytes at off of a file_size-byte image, 0 or
+ * -errno with its own message; name is used in messages.
+ */
+int image_open_reader(const char *name, uint64_t file_size,
+		      int (*read)(void *arg, void *buf, size_t len,
+				  uint64_t off),
+		      void *arg, struct image **out);
 
 /* Uncompressed length of chunk i (the last one may be short). */
 static inline size_t image_chunk_len(const struct image *img, uint64_t i)

@@ -498,7 +498,10 @@ int serve_run(const struct serve_config *cfg)
 	sigset_t set;
 	int ret;
 
-	ret = fl_source_open(cfg->mem_file, &d.src);
+	struct fl_source_opts so = { .cache_dir = cfg->cache_dir,
+				     .cache_max_bytes = cfg->cache_max };
+
+	ret = fl_source_open_ex(cfg->mem_file, &so, &d.src);
 	if (ret < 0)
 		return ret;
 	ret = listen_on(&d, cfg->socket_path);

@@ -21,6 +21,8 @@ struct serve_config {
 	int nallow;			/* 0: the daemon's uid and root */
 	int on_error;			/* enum fl_on_error */
 	int handshake_timeout_ms;
+	const char *cache_dir;		/* local block cache for a URL source */
+	uint64_t cache_max;		/* its bound; 0: FL_DEFAULT_CACHE_MAX */
 };
 
 /* Run until SIGTERM (and drained) or, with once, the first session's end. */

@@ -1,10 +1,12 @@
 /*
  * source.c - the source vtable's common part: reference counting and the
- * choice of implementation from a spec string.
+ * choice of implementation from a spec string (a URL, an image by its
+ * magic, or a raw memory file).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "faultline.h"
@@ -40,13 +42,29 @@ void source_init(struct fl_source *s, const struct fl_source_ops *ops,
 	snprintf(s->desc, sizeof(s->desc), "%s", desc);
 }
 
-int fl_source_open(const char *spec, struct fl_source **out)
+static bool is_url(const char *spec)
 {
+	return !strncasecmp(spec, "http://", 7) ||
+	       !strncasecmp(spec, "https://", 8);
+}
+
+int fl_source_open_ex(const char *spec, const struct fl_source_opts *opts,
+		      struct fl_source **out)
+{
+	static const struct fl_source_opts none;
+
 	if (!spec || !*spec || !out)
 		return fl_err(-EINVAL, "source: empty path");
+	if (is_url(spec))
+		return source_http_open(spec, opts ? opts : &none, out);
 	if (image_has_magic(spec))
 		return source_image_open(spec, out);
 	return source_file_open(spec, out);
+}
+
+int fl_source_open(const char *spec, struct fl_source **out)
+{
+	return fl_source_open_ex(spec, NULL, out);
 }
 
 uint64_t fl_source_size(const struct fl_source *src)

@@ -5,7 +5,8 @@
  * buffer; hole() reports ranges known to be zero without reading them;
  * hint() announces a future read.
  * Implementations: source_file.c (raw memory file), source_image.c
- * (compressed chunked image, docs/image-format.md).
+ * (compressed chunked image, docs/image-format.md), source_http.c (either
+ * of them behind an http:// or https:// URL).
  */
 #ifndef FAULTLINE_SOURCE_H
 #define FAULTLINE_SOURCE_H
@@ -16,6 +17,7 @@
 #include <sys/types.h>
 
 struct fl_source;
+struct fl_source_opts;
 
 struct fl_source_ops {
 	const char *name;
@@ -45,5 +47,14 @@ int source_pread_full(int fd, void *buf, size_t len, uint64_t off);
 /* Constructors, one per implementation; return 0 or -errno. */
 int source_file_open(const char *path, struct fl_source **out);
 int source_image_open(const char *path, struct fl_source **out);
+/*
+ * An image whose bytes are read from lower (takes over the caller's
+ * reference, also on failure); name is used in messages.
+ */
+int source_image_over(struct fl_source *lower, const char *name,
+		      struct fl_source **out);
+/* An http:// or https:// URL of a raw memory file or an image. */
+int source_http_open(const char *url, const struct fl_source_opts *o,
+		     struct fl_source **out);
 
 #endif

@@ -11,7 +11,8 @@
  * image.c), so engine threads read concurrently.  Every decompression is
  * hash-checked; a bad chunk fails the read with -EBADMSG / -EIO and a
  * message naming the chunk, and is never cached.  No map(): the bytes only
- * exist after decompression.
+ * exist after decompression.  The image's bytes come from a file, or
+ * from another source (source_image_over: an image fetched over HTTP).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -40,6 +41,7 @@ struct slot {
 struct source_image {
 	struct fl_source base;
 	struct image *img;
+	struct fl_source *lower;	/* holds the image's bytes, or NULL */
 	pthread_mutex_t mu;
 	uint64_t clock;
 	unsigned int nslots;
@@ -173,9 +175,14 @@ static void image_src_hint(struct fl_source *s, uint64_t off, size_t len)
 		if (e->offset + e->stored_len > end)
 			end = e->offset + e->stored_len;
 	}
-	if (start < end)
+	if (start >= end)
+		return;
+	if (img->fd >= 0)
 		posix_fadvise(img->fd, (off_t)start, (off_t)(end - start),
 			      POSIX_FADV_WILLNEED);
+	else if (to_image(s)->lower->ops->hint)
+		to_image(s)->lower->ops->hint(to_image(s)->lower, start,
+					      end - start);
 }
 
 static void image_src_destroy(struct fl_source *s)
@@ -186,6 +193,7 @@ static void image_src_destroy(struct fl_source *s)
 		free(si->slots[k].buf);
 	pthread_mutex_destroy(&si->mu);
 	image_close(si->img);
+	fl_source_put(si->lower);
 	free(si);
 }
 
@@ -197,26 +205,60 @@ static const struct fl_source_ops image_ops = {
 	.destroy = image_src_destroy,
 };
 
-int source_image_open(const char *path, struct fl_source **out)
+static int image_src_new(struct image *img, struct fl_source *lower,
+			 const char *desc, struct fl_source **out)
 {
-	struct source_image *si;
-	struct image *img;
+	struct source_image *si = calloc(1, sizeof(*si));
 	unsigned int n;
-	int ret = image_open(path, &img);
 
-	if (ret < 0)
-		return ret;
-	si = calloc(1, sizeof(*si));
-	if (!si) {
-		image_close(img);
+	if (!si)
 		return -ENOMEM;
-	}
 	si->img = img;
+	si->lower = lower;
 	n = CACHE_BYTES / img->hdr.chunk_size;
 	si->nslots = n < CACHE_MIN_SLOTS ? CACHE_MIN_SLOTS :
 		     n > CACHE_MAX_SLOTS ? CACHE_MAX_SLOTS : n;
 	pthread_mutex_init(&si->mu, NULL);
-	source_init(&si->base, &image_ops, img->hdr.total_size, path);
+	source_init(&si->base, &image_ops, img->hdr.total_size, desc);
 	*out = &si->base;
 	return 0;
+}
+
+int source_image_open(const char *path, struct fl_source **out)
+{
+	struct image *img;
+	int ret = image_open(path, &img);
+
+	if (ret < 0)
+		return ret;
+	ret = image_src_new(img, NULL, path, out);
+	if (ret < 0)
+		image_close(img);
+	return ret;
+}
+
+static int lower_read(void *arg, void *buf, size_t len, uint64_t off)
+{
+	struct fl_source *lower = arg;
+
+	return lower->ops->read(lower, buf, len, off);
+}
+
+int source_image_over(struct fl_source *lower, const char *name,
+		      struct fl_source **out)
+{
+	struct image *img;
+	int ret = image_open_reader(name, lower->size, lower_read, lower,
+				    &img);
+
+	if (ret < 0) {
+		fl_source_put(lower);
+		return ret;
+	}
+	ret = image_src_new(img, lower, lower->desc, out);
+	if (ret < 0) {
+		image_close(img);
+		fl_source_put(lower);
+	}
+	return ret;
 }

@@ -12,9 +12,10 @@
 #include "serve.h"
 
 static const char usage[] =
-	"usage: faultline serve --socket PATH --mem-file FILE [--chunk SIZE]\n"
+	"usage: faultline serve --socket PATH --mem-file FILE|URL [--chunk SIZE]\n"
 	"       [--threads N] [--stats-json FILE] [--once] [--allow-uid UID,...]\n"
-	"       [--on-source-error poison|kill]\n";
+	"       [--on-source-error poison|kill]\n"
+	"       [--cache DIR] [--cache-max SIZE]\n";
 
 static int parse_uids(const char *arg, struct serve_config *c)
 {
@@ -52,6 +53,8 @@ int cmd_serve(int argc, char **argv)
 		{ "once", no_argument, NULL, 'o' },
 		{ "allow-uid", required_argument, NULL, 'u' },
 		{ "on-source-error", required_argument, NULL, 'e' },
+		{ "cache", required_argument, NULL, 256 },
+		{ "cache-max", required_argument, NULL, 257 },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -89,6 +92,13 @@ int cmd_serve(int argc, char **argv)
 			else
 				return bad("--on-source-error", optarg,
 					   "must be poison or kill");
+			break;
+		case 256: c.cache_dir = optarg; break;
+		case 257:
+			if (parse_size(optarg, &c.cache_max) < 0 ||
+			    c.cache_max < (1 << 20))
+				return bad("--cache-max", optarg,
+					   "must be a size of at least 1M");
 			break;
 		case 'h':
 			fputs(usage, stdout);

@@ -1,0 +1,37 @@
+/*
+ * http_cache.h - a size-bounded local cache of remote blocks (`--cache DIR`)
+ * for the HTTP source.
+ */
+#ifndef FAULTLINE_HTTP_CACHE_H
+#define FAULTLINE_HTTP_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct http_cache;
+
+/*
+ * Open (creating if needed) the cache directory dir, bounded to max_bytes
+ * of block files.  0 or -errno with a message naming dir.
+ */
+int http_cache_open(const char *dir, uint64_t max_bytes,
+		    struct http_cache **out);
+void http_cache_close(struct http_cache *c);
+
+/*
+ * Copy block `block` (len bytes) of the object named by key into dst.
+ * True only if the cached block exists and its XXH64 checks; a bad block
+ * is removed (dst then holds garbage: the caller fetches it again).
+ */
+bool http_cache_get(struct http_cache *c, uint64_t key, uint64_t block,
+		    void *dst, size_t len);
+
+/* Store a block; failures only cost a later refetch, so none is reported. */
+void http_cache_put(struct http_cache *c, uint64_t key, uint64_t block,
+		    const void *src, size_t len);
+
+/* Bytes of block files the cache holds (this process's view). */
+uint64_t http_cache_bytes(struct http_cache *c);
+
+#endif

@@ -1,0 +1,479 @@
+/*
+ * http.c - the HTTP source against a real nginx: every byte of a raw memory
+ * file and of its image read by URL (random ranges across blocks), an
+ * engine serving a region from the URL, presigned-style query strings, the
+ * local block cache (a second restore fetches no block, a corrupt block is
+ * refetched), nginx killed mid-restore (-EIO naming the URL after the
+ * retries, poisoned pages, success if it comes back in time), and a 404.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+
+#include "faultline.h"
+#include "image.h"
+#include "source.h"
+#include "tap.h"
+#include "util.h"
+#include "http_util.h"
+
+#define SEED	0x4e77
+#define BLK	(512u << 10)
+#define FSIZE	((8ull << 20) + 3 * PAGE + 123)
+
+static struct nginx ng;
+static uint8_t *want;		/* the raw file's bytes */
+static char raw_url[256], img_url[256];
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Random ranges (some across blocks, some whole blocks) read right? */
+static int random_reads(struct fl_source *s, int n, unsigned int seed)
+{
+	uint8_t *buf = malloc(3 * BLK);
+	int bad = 0;
+
+	for (int i = 0; i < n; i++) {
+		uint64_t len = 1 + (uint64_t)rand_r(&seed) % (3 * BLK / 2);
+		uint64_t off;
+
+		if (i % 5 == 0) {	/* straddle a block boundary */
+			uint64_t b = 1 + (uint64_t)rand_r(&seed) %
+					 (FSIZE / BLK - 1);
+
+			off = b * BLK - 1 - (uint64_t)rand_r(&seed) % 4096;
+		} else {
+			off = (uint64_t)rand_r(&seed) % FSIZE;
+		}
+		if (i % 7 == 0)
+			off = off / BLK * BLK, len = BLK;	/* whole block */
+		if (off + len > FSIZE)
+			len = FSIZE - off;
+		memset(buf, 0xa5, len);
+		int ret = s->ops->read(s, buf, len, off);
+
+		if (ret || memcmp(buf, want + off, len)) {
+			if (bad++ < 3)
+				diag("read %llu@%llu: %d %s",
+				     (unsigned long long)len,
+				     (unsigned long long)off, ret,
+				     fl_last_error());
+		}
+	}
+	free(buf);
+	return bad;
+}
+
+static int read_all(struct fl_source *s)
+{
+	uint8_t *buf = malloc(FSIZE);
+	int ret = s->ops->read(s, buf, FSIZE, 0);
+
+	if (!ret && memcmp(buf, want, FSIZE))
+		ret = -EBADMSG;
+	free(buf);
+	return ret;
+}
+
+/* ---- an engine serving the URL ------------------------------------------ */
+
+struct toucher {
+	uint8_t *mem;
+	uint64_t len;
+	unsigned int seed;
+	int bad;
+};
+
+static void *touch_random(void *arg)
+{
+	struct toucher *t = arg;
+	uint64_t npages = t->len / PAGE;
+
+	for (uint64_t i = 0; i < npages / 2; i++) {
+		uint64_t pg = (uint64_t)rand_r(&t->seed) % npages;
+
+		if (memcmp(t->mem + pg * PAGE, want + pg * PAGE, PAGE))
+			t->bad++;
+	}
+	return NULL;
+}
+
+static void engine_serves(const char *url, const char *what)
+{
+	uint64_t len = FSIZE / PAGE * PAGE;
+	struct fl_engine_opts o = { .uffd = -1, .chunk_size = 64 << 10 };
+	struct fl_source *src = NULL;
+	struct fl_engine *e = NULL;
+	uint8_t *mem = map_anon(len, 0);
+	struct toucher t[2];
+	pthread_t th[2];
+	int ret, bad = 0, all;
+
+	ret = fl_source_open(url, &src);
+	if (!ret)
+		ret = fl_engine_create(&o, &e);
+	struct fl_region_desc d = { (uintptr_t)mem, len, PAGE, 0,
+				    FL_REGION_REGISTER };
+	if (!ret)
+		ret = fl_engine_add_region(e, &d, src);
+	if (!ret)
+		ret = fl_engine_start(e, 2);
+	if (ret) {
+		ok(0, "%s: engine set up: %s", what, fl_last_error());
+		return;
+	}
+	for (int i = 0; i < 2; i++) {
+		t[i] = (struct toucher){ mem, len, 31u * i + 7, 0 };
+		pthread_create(&th[i], NULL, touch_random, &t[i]);
+	}
+	for (int i = 0; i < 2; i++) {
+		pthread_join(th[i], NULL);
+		bad += t[i].bad;
+	}
+	all = !memcmp(mem, want, len);
+	ok(!bad && all, "%s: engine serving the URL: %d wrong pages, full compare %s",
+	   what, bad, all ? "equal" : "DIFFERS");
+	fl_engine_destroy(e);
+	fl_source_put(src);
+	munmap(mem, len);
+}
+
+/* ---- SIGBUS from a poisoned page ---------------------------------------- */
+
+static __thread sigjmp_buf *volatile bus_jmp;
+
+static void on_bus(int sig)
+{
+	(void)sig;
+	if (bus_jmp)
+		siglongjmp(*bus_jmp, 1);
+	abort();
+}
+
+static int touch_gets_sigbus(volatile uint8_t *p)
+{
+	sigjmp_buf jb;
+	int got = 0;
+
+	if (sigsetjmp(jb, 1) == 0) {
+		bus_jmp = &jb;
+		(void)*p;
+	} else {
+		got = 1;
+	}
+	bus_jmp = NULL;
+	return got;
+}
+
+/* ---- cache helpers -------------------------------------------------------- */
+
+/* Requests for block ranges (not the 4 KiB probe at open) since from. */
+static long block_requests(long from)
+{
+	return nginx_requests(&ng) - from -
+	       nginx_requests_matching(&ng, from, "bytes=0-4095");
+}
+
+static int corrupt_block_file(const char *dir, uint64_t block)
+{
+	char suffix[32], path[512];
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int done = -1;
+
+	snprintf(suffix, sizeof(suffix), "-%08llx.blk",
+		 (unsigned long long)block);
+	while (d && (de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+
+		if (n < strlen(suffix) ||
+		    strcmp(de->d_name + n - strlen(suffix), suffix))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		int fd = open(path, O_RDWR);
+		uint8_t b;
+
+		if (fd >= 0 && pread(fd, &b, 1, 40 + 1000) == 1) {
+			b ^= 0x40;
+			if (pwrite(fd, &b, 1, 40 + 1000) == 1)
+				done = 0;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	if (d)
+		closedir(d);
+	return done;
+}
+
+static void cache_tests(void)
+{
+	char dir[256];
+	struct fl_source_opts o = { .cache_max_bytes = 64 << 20 };
+	struct fl_source *s = NULL;
+	char signed_url[512];
+	long mark;
+	int ret;
+
+	snprintf(dir, sizeof(dir), "%s/cache", ng.dir);
+	o.cache_dir = dir;
+
+	mark = nginx_requests(&ng);
+	ret = fl_source_open_ex(raw_url, &o, &s);
+	ret = ret ? ret : read_all(s);
+	fl_source_put(s);
+	long cold = block_requests(mark);
+
+	ok(ret == 0 && cold >= (long)(FSIZE / BLK),
+	   "cold cache: whole file right, %ld block requests", cold);
+
+	mark = nginx_requests(&ng);
+	ret = fl_source_open_ex(raw_url, &o, &s);
+	ret = ret ? ret : read_all(s);
+	ret = ret ? ret : random_reads(s, 40, 5);
+	fl_source_put(s);
+	ok(ret == 0 && block_requests(mark) == 0,
+	   "warm cache: second open reads no block remotely (%ld requests, %ld of them the open's 4 KiB probe)",
+	   nginx_requests(&ng) - mark,
+	   nginx_requests_matching(&ng, mark, "bytes=0-4095"));
+
+	/* A presigned URL re-signed for this restore still hits. */
+	snprintf(signed_url, sizeof(signed_url),
+		 "%s?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Expires=300&X-Amz-Signature=0123abcd%%2Fef",
+		 raw_url);
+	mark = nginx_requests(&ng);
+	ret = fl_source_open_ex(signed_url, &o, &s);
+	ret = ret ? ret : read_all(s);
+	fl_source_put(s);
+	ok(ret == 0 && block_requests(mark) == 0 &&
+	   nginx_requests_matching(&ng, mark, "X-Amz-Signature=0123abcd%2Fef") >= 1,
+	   "presigned-style URL passed through untouched, served from the cache");
+
+	ok(corrupt_block_file(dir, 3) == 0, "corrupted cached block 3");
+	mark = nginx_requests(&ng);
+	ret = fl_source_open_ex(raw_url, &o, &s);
+	ret = ret ? ret : read_all(s);
+	fl_source_put(s);
+	ok(ret == 0 && block_requests(mark) == 1 &&
+	   nginx_requests_matching(&ng, mark, "bytes=1572864-2097151") == 1,
+	   "corrupt block detected and refetched (%ld block requests)",
+	   block_requests(mark));
+	mark = nginx_requests(&ng);
+	ret = fl_source_open_ex(raw_url, &o, &s);
+	ret = ret ? ret : read_all(s);
+	fl_source_put(s);
+	ok(ret == 0 && block_requests(mark) == 0,
+	   "refetched block was cached again");
+
+	/* The image through the cache too. */
+	fl_source_open_ex(img_url, &o, &s);
+	ret = s ? read_all(s) : -1;
+	fl_source_put(s);
+	mark = nginx_requests(&ng);
+	s = NULL;
+	ret = ret ? ret : fl_source_open_ex(img_url, &o, &s);
+	ret = ret ? ret : read_all(s);
+	fl_source_put(s);
+	ok(ret == 0 && block_requests(mark) == 0,
+	   "image: second open reads no block remotely");
+
+	/* A small bound evicts. */
+	struct fl_source_opts small = { .cache_dir = dir,
+					.cache_max_bytes = 2 << 20 };
+	uint64_t used = 0;
+	DIR *d;
+	struct dirent *de;
+
+	fl_source_open_ex(raw_url, &small, &s);
+	fl_source_put(s);
+	d = opendir(dir);
+	while (d && (de = readdir(d))) {
+		struct stat st;
+		char p[512];
+
+		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+		if (strstr(de->d_name, ".blk") && !stat(p, &st))
+			used += (uint64_t)st.st_size;
+	}
+	if (d)
+		closedir(d);
+	ok(used > 0 && used <= (2 << 20),
+	   "cache bound 2 MiB: %llu bytes left after eviction",
+	   (unsigned long long)used);
+}
+
+/* ---- failures ------------------------------------------------------------- */
+
+struct bg_read {
+	struct fl_source *s;
+	uint64_t off;
+	size_t len;
+	int ret;
+	uint8_t *buf;
+};
+
+static void *bg_read_main(void *arg)
+{
+	struct bg_read *r = arg;
+
+	r->ret = r->s->ops->read(r->s, r->buf, r->len, r->off);
+	return NULL;
+}
+
+static void failure_tests(void)
+{
+	struct fl_source *s = NULL;
+	uint8_t *buf = malloc(BLK);
+	char missing[300];
+	double t0, dt;
+	int ret;
+
+	snprintf(missing, sizeof(missing), "http://127.0.0.1:%d/missing.mem",
+		 ng.port);
+	ret = fl_source_open(missing, &s);
+	ok(ret == -EIO && strstr(fl_last_error(), missing) &&
+	   strstr(fl_last_error(), "404"),
+	   "404 fails at open: %d, \"%s\"", ret, fl_last_error());
+
+	/* nginx killed mid-restore */
+	ret = fl_source_open(raw_url, &s);
+	ret = ret ? ret : s->ops->read(s, buf, BLK, 0);
+	nginx_kill(&ng);
+	t0 = now_s();
+	int r2 = ret ? ret : s->ops->read(s, buf, BLK, 5 * BLK);
+	dt = now_s() - t0;
+	ok(ret == 0 && r2 == -EIO && strstr(fl_last_error(), raw_url) &&
+	   dt > 0.5,
+	   "nginx killed: read fails with -EIO after %.2f s of retries: \"%s\"",
+	   dt, fl_last_error());
+
+	/* ... and back within the retry window */
+	struct bg_read r = { s, 6 * BLK + 100, BLK, -1, buf };
+	pthread_t th;
+
+	pthread_create(&th, NULL, bg_read_main, &r);
+	usleep(150 * 1000);
+	int started = nginx_start(&ng);
+
+	pthread_join(th, NULL);
+	ok(started == 0 && r.ret == 0 && !memcmp(buf, want + r.off, BLK),
+	   "nginx restarted within the retry window: read succeeds");
+	fl_source_put(s);
+
+	/* An engine whose source fails poisons the page (never wrong data). */
+	uint64_t len = 4 << 20;
+	struct fl_engine_opts o = { .uffd = -1, .chunk_size = 64 << 10,
+				    .flags = FL_ENGINE_NO_PREFETCH |
+					     FL_ENGINE_NO_BACKGROUND };
+	struct fl_engine *e = NULL;
+	uint8_t *mem = map_anon(len, 0);
+	struct fl_stats st = { 0 };
+	struct sigaction sa = { .sa_handler = on_bus }, old;
+	int bus1, bus0;
+
+	s = NULL;
+	ret = fl_source_open(raw_url, &s);
+	ret = ret ? ret : fl_engine_create(&o, &e);
+	struct fl_region_desc d = { (uintptr_t)mem, len, PAGE, 0,
+				    FL_REGION_REGISTER };
+	ret = ret ? ret : fl_engine_add_region(e, &d, s);
+	ret = ret ? ret : fl_engine_start(e, 1);
+	sigaction(SIGBUS, &sa, &old);
+	bus0 = ret ? 1 : touch_gets_sigbus(mem);
+	bus0 = bus0 || memcmp(mem, want, PAGE);
+	nginx_kill(&ng);
+	bus1 = ret ? 0 : touch_gets_sigbus(mem + (3 << 20));
+	sigaction(SIGBUS, &old, NULL);
+	if (e) {
+		fl_engine_stop(e);
+		fl_engine_stats(e, &st);
+	}
+	ok(!ret && !bus0 && bus1 && st.source_errors >= 1 &&
+	   st.pages_poisoned >= 1,
+	   "engine: page right while nginx ran; SIGBUS (poisoned) after it died (%llu source errors)",
+	   (unsigned long long)st.source_errors);
+	fl_engine_destroy(e);
+	fl_source_put(s);
+	munmap(mem, len);
+	free(buf);
+}
+
+int main(void)
+{
+	uint64_t zeros[] = { 2 << 20, 1 << 20 };
+	struct image_create_opts io = { .chunk_size = 64 << 10 };
+	char raw_path[256], img_path[256];
+	struct fl_source *s;
+	double t0 = now_s();
+	char *tmp;
+	int ret;
+
+	if (!nginx_binary())
+		skip_all("nginx not installed (apt-get install nginx-light)");
+	if (nginx_setup(&ng) < 0)
+		BAIL("cannot set up nginx in /tmp");
+	signal(SIGPIPE, SIG_IGN);
+	tmp = make_snapshot(FSIZE, SEED, zeros, 1);
+	snprintf(raw_path, sizeof(raw_path), "%s/raw.mem", ng.www);
+	snprintf(img_path, sizeof(img_path), "%s/snap.fli", ng.www);
+	if (rename(tmp, raw_path) < 0)
+		BAIL("cannot move %s", tmp);
+	free(tmp);
+	chmod(raw_path, 0644);
+	if (image_create(raw_path, img_path, &io, NULL) < 0)
+		BAIL("image_create: %s", fl_last_error());
+	want = malloc(FSIZE);
+	int fd = open(raw_path, O_RDONLY);
+
+	if (fd < 0 || pread(fd, want, FSIZE, 0) != (ssize_t)FSIZE)
+		BAIL("cannot read back %s", raw_path);
+	close(fd);
+	snprintf(raw_url, sizeof(raw_url), "http://127.0.0.1:%d/raw.mem",
+		 ng.port);
+	snprintf(img_url, sizeof(img_url), "http://127.0.0.1:%d/snap.fli",
+		 ng.port);
+	ok(nginx_start(&ng) == 0, "nginx listening on 127.0.0.1:%d", ng.port);
+
+	ret = fl_source_open(raw_url, &s);
+	ok(ret == 0 && fl_source_size(s) == FSIZE,
+	   "raw file by URL: size %llu", ret ? 0ull :
+	   (unsigned long long)fl_source_size(s));
+	if (ret)
+		BAIL("%s", fl_last_error());
+	ok(random_reads(s, 150, 1) == 0 && read_all(s) == 0,
+	   "raw: random ranges and the whole file equal the file");
+	fl_source_put(s);
+
+	ret = fl_source_open(img_url, &s);
+	ok(ret == 0 && fl_source_size(s) == FSIZE &&
+	   !strcmp(s->ops->name, "image"),
+	   "image by URL recognised by its magic: size %llu",
+	   ret ? 0ull : (unsigned long long)fl_source_size(s));
+	if (ret)
+		BAIL("%s", fl_last_error());
+	ok(random_reads(s, 150, 2) == 0 && read_all(s) == 0,
+	   "image: random ranges and the whole file equal the file");
+	fl_source_put(s);
+
+	engine_serves(raw_url, "raw");
+	engine_serves(img_url, "image");
+	cache_tests();
+	failure_tests();
+
+	nginx_cleanup(&ng);
+	ok(!port_open(ng.port), "nginx stopped");
+	diag("%.1f s", now_s() - t0);
+	free(want);
+	return done_testing();
+}
