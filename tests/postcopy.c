@@ -124,6 +124,8 @@ static int net_setup(void)
 	    run("ip -n %s link set %s up", ns_src, veth_s) ||
 	    run("ip -n %s link set %s up", ns_dst, veth_d))
 		return -1;
+	if (getenv("FL_POSTCOPY_NOSHAPE"))	/* for measurements */
+		return 0;
 	if (!run("tc -n %s qdisc add dev %s root netem delay 2ms "
 		 "limit 100000 2>/dev/null", ns_src, veth_s) &&
 	    !run("tc -n %s qdisc add dev %s root netem delay 2ms "
@@ -160,8 +162,12 @@ static int sender_start(void)
 		if (fd >= 0)
 			dup2(fd, 2);
 		snprintf(listen, sizeof(listen), "%s:%s", addr_s, PORT);
+		/* FL_POSTCOPY_BLOCK: the sender's block size, to measure */
+		const char *bs = getenv("FL_POSTCOPY_BLOCK");
+
 		execl(serve_bin(), serve_bin(), "send", "--listen", listen,
-		      "--mem-file", mem.path, (char *)NULL);
+		      "--mem-file", mem.path, "--block-size", bs ? bs : "64K",
+		      (char *)NULL);
 		_exit(127);
 	}
 	senders[i] = pid;
@@ -484,6 +490,39 @@ static void resume(void)
 	fl_source_put(s);
 }
 
+/* (4b) the link down for longer than the TCP timeouts, then up again. */
+static void link_flap(void)
+{
+	struct fl_source *s = NULL;
+	char sp[128];
+	int a = sender_start();
+
+	snprintf(sp, sizeof(sp), "%s?retry_ms=10000", spec);
+	if (fl_source_open(sp, &s)) {
+		ok(0, "link flap: open: %s", fl_last_error());
+		return;
+	}
+	uint64_t nb = pstats(s).nblocks;
+	int ret = wait_have(s, nb / 4, 10000);
+	uint64_t at = pstats(s).blocks_have;
+
+	run("ip -n %s link set %s down", ns_dst, veth_d);
+	su_sleep_ms(4500);
+	run("ip -n %s link set %s up", ns_dst, veth_d);
+	if (!ret)
+		ret = wait_have(s, nb, 15000);
+	struct peer_stats st = pstats(s);
+
+	ok(ret == 0 && read_all_equal(s) == 0,
+	   "link down 4.5 s at %llu of %llu blocks, then up: whole file, "
+	   "equal (%llu sessions, %llu payload bytes received)",
+	   (unsigned long long)at, (unsigned long long)nb,
+	   (unsigned long long)st.connects,
+	   (unsigned long long)st.bytes_received);
+	fl_source_put(s);
+	sender_stop(a, SIGTERM);
+}
+
 /* (5) the sender gone for good: -EIO after the retry window, never wrong. */
 static void sender_gone(void)
 {
@@ -612,6 +651,7 @@ int main(void)
 	if (n != 3)
 		dump_log(a);
 	resume();
+	link_flap();
 	sender_gone();
 	daemon_e2e();
 	return done_testing();
