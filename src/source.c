@@ -57,6 +57,8 @@ int fl_source_open_ex(const char *spec, const struct fl_source_opts *opts,
 		return fl_err(-EINVAL, "source: empty path");
 	if (is_url(spec))
 		return source_http_open(spec, opts ? opts : &none, out);
+	if (!strncmp(spec, "tcp://", 6))
+		return source_peer_open(spec, out);
 	if (image_has_magic(spec))
 		return source_image_open(spec, out);
 	return source_file_open(spec, out);

@@ -10,6 +10,7 @@ int cmd_probe(int argc, char **argv);	/* tools/cmd_probe.c */
 int cmd_serve(int argc, char **argv);	/* tools/cmd_serve.c */
 int cmd_bench(int argc, char **argv);	/* bench/bench.c */
 int cmd_image(int argc, char **argv);	/* tools/cmd_image.c */
+int cmd_send(int argc, char **argv);	/* tools/cmd_send.c */
 
 /* Parse "4096", "64K", "2M", "1G" into bytes; -EINVAL if malformed. */
 int parse_size(const char *s, uint64_t *out);

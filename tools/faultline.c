@@ -20,6 +20,7 @@ static const struct command commands[] = {
 	{ "serve", cmd_serve, "serve Firecracker UFFD clients on a socket" },
 	{ "bench", cmd_bench, "run a benchmark (bench list)" },
 	{ "image", cmd_image, "create, inspect, verify snapshot images" },
+	{ "send", cmd_send, "send a memory file to a post-copy destination" },
 };
 
 int parse_size(const char *s, uint64_t *out)
