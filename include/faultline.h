@@ -34,6 +34,7 @@ struct fl_source;
  * counted and may be shared by many engines.
  */
 int fl_source_open(const char *spec, struct fl_source **out);
+
 /*
  * spec may also be an http:// or https:// URL of either kind of file (read
  * with HTTP range requests in 512 KiB blocks; presigned URLs are passed
@@ -105,6 +106,18 @@ int fl_engine_add_region(struct fl_engine *e, const struct fl_region_desc *r,
 			 struct fl_source *src);
 
 /*
+ * Working-set traces (REAP).  fl_engine_record() starts recording, as
+ * snapshot offsets, every chunk a fault fills, in order; record with
+ * FL_ENGINE_NO_PREFETCH | FL_ENGINE_NO_BACKGROUND so that every first touch
+ * faults.  fl_engine_save_trace() writes the trace.  fl_engine_replay()
+ * loads one, sorts and coalesces it, and has the filler thread fill those
+ * runs first (DONTWAKE, one WAKE per piece) when the engine starts.
+ */
+int fl_engine_record(struct fl_engine *e);
+int fl_engine_save_trace(struct fl_engine *e, const char *path);
+int fl_engine_replay(struct fl_engine *e, const char *path);
+
+/*
  * Serve on nthreads threads of the engine's own until fl_engine_stop(), plus
  * one filler thread for prefetch and background restore (unless both are
  * disabled).  The caller-driven mode below has no filler.
@@ -133,6 +146,7 @@ struct fl_stats {
 	uint64_t pages_poisoned;
 	uint64_t pages_prefetched;	/* filled ahead of sequential faults */
 	uint64_t pages_background;	/* filled by background restore */
+	uint64_t pages_replayed;	/* filled from a working-set trace */
 	uint64_t restore_complete;	/* 1 once nothing is left missing */
 	uint64_t bytes_copied;
 	uint64_t eexist;	/* populated behind our back, woken */

@@ -280,8 +280,10 @@ static int source_failed(struct fl_engine *e, struct region *r, uint64_t pg,
  */
 static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
 			uint64_t npg, bool zero, const void *data,
-			enum page_state prior, _Atomic uint64_t *counter)
+			enum page_state prior, unsigned int how,
+			_Atomic uint64_t *counter)
 {
+	uint64_t mode = how & FILL_DONTWAKE ? UFFDIO_COPY_MODE_DONTWAKE : 0;
 	uint64_t base = region_page_addr(r, pg), len = npg << r->page_shift;
 	bool hugetlb = r->page_size >= HUGE_2M;
 	uint64_t off = 0;
@@ -293,12 +295,12 @@ static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
 		uint64_t done = 0;
 
 		if (zero && !hugetlb)
-			ret = uffd_zeropage(e->uffd, base + off, len - off, 0,
-					    &done);
+			ret = uffd_zeropage(e->uffd, base + off, len - off,
+					    mode, &done);
 		else
 			ret = uffd_copy(e->uffd, base + off,
-					(const char *)data + off, len - off, 0,
-					&done);
+					(const char *)data + off, len - off,
+					mode, &done);
 		uint64_t first = (off >> r->page_shift) + pg;
 
 		region_set(r, first, done >> r->page_shift, PG_PRESENT);
@@ -334,7 +336,7 @@ static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
 /* Resolve the claimed run [pg, pg+npg), all of them formerly prior. */
 static int fill_run(struct fl_engine *e, struct worker *w, struct region *r,
 		    uint64_t pg, uint64_t npg, enum page_state prior,
-		    _Atomic uint64_t *counter)
+		    unsigned int how, _Atomic uint64_t *counter)
 {
 	struct fl_source *src = r->src;
 	uint64_t off = r->src_off + (pg << r->page_shift);
@@ -352,7 +354,7 @@ static int fill_run(struct fl_engine *e, struct worker *w, struct region *r,
 		data = w->buf;
 		zero = is_zero(data, len);
 	}
-	return fill_claimed(e, r, pg, npg, zero, data, prior, counter);
+	return fill_claimed(e, r, pg, npg, zero, data, prior, how, counter);
 }
 
 /*
@@ -362,7 +364,7 @@ static int fill_run(struct fl_engine *e, struct worker *w, struct region *r,
  * given back (balloon) and stays unpopulated until touched.
  */
 int engine_fill_range(struct fl_engine *e, struct worker *w, struct region *r,
-		      uint64_t first, uint64_t last, enum fill_scope scope,
+		      uint64_t first, uint64_t last, unsigned int how,
 		      _Atomic uint64_t *counter)
 {
 	uint64_t i = first;
@@ -370,8 +372,7 @@ int engine_fill_range(struct fl_engine *e, struct worker *w, struct region *r,
 	while (i < last) {
 		enum page_state s = region_get(r, i);
 
-		if (s != PG_MISSING &&
-		    (s != PG_REMOVED || scope != FILL_MISSING_AND_REMOVED)) {
+		if (s != PG_MISSING && (s != PG_REMOVED || !(how & FILL_REMOVED))) {
 			i++;
 			continue;
 		}
@@ -381,7 +382,7 @@ int engine_fill_range(struct fl_engine *e, struct worker *w, struct region *r,
 			j++;
 		if (j == i)
 			continue;	/* lost the race: look again */
-		int ret = fill_run(e, w, r, i, j - i, s, counter);
+		int ret = fill_run(e, w, r, i, j - i, s, how, counter);
 
 		if (ret < 0)
 			return ret;
@@ -413,8 +414,11 @@ static int serve(struct fl_engine *e, struct worker *w, const struct pending *p)
 	if (region_get(r, pg) == PG_PRESENT)
 		uffd_wake(e->uffd, region_page_addr(r, pg), r->page_size);
 	else
-		ret = engine_fill_range(e, w, r, first, last,
-					FILL_MISSING_AND_REMOVED, NULL);
+		ret = engine_fill_range(e, w, r, first, last, FILL_REMOVED,
+					NULL);
+	if (ret == 0 && e->rec)
+		trace_add(e->rec, r->src_off + (first << r->page_shift),
+			  (last - first) << r->page_shift);
 	if (ret == 0 && e->prefetch)
 		prefetch_after_fault(e, r, pg, first, last);
 	/* r may be gone once the lock is dropped: keep what is needed. */
@@ -543,6 +547,7 @@ int fl_engine_create(const struct fl_engine_opts *opts, struct fl_engine **out)
 				 FL_DEFAULT_QUIET_MS) * 1000000ull;
 	pthread_mutex_init(&e->ra_lock, NULL);
 	pthread_cond_init(&e->ra_cond, NULL);
+	trace_init(&e->replay);
 	e->on_error = opts->on_error;
 	e->client_pid = opts->client_pid;
 	pthread_rwlockattr_t attr;
@@ -662,6 +667,41 @@ int fl_engine_add_region(struct fl_engine *e, const struct fl_region_desc *d,
 	return ret;
 }
 
+int fl_engine_record(struct fl_engine *e)
+{
+	if (e->rec)
+		return 0;
+	struct trace *t = malloc(sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	trace_init(t);
+	e->rec = t;
+	return 0;
+}
+
+int fl_engine_save_trace(struct fl_engine *e, const char *path)
+{
+	if (!e->rec)
+		return fl_err(-EINVAL, "trace %s: the engine is not recording",
+			      path);
+	return trace_save(e->rec, path);
+}
+
+int fl_engine_replay(struct fl_engine *e, const char *path)
+{
+	pthread_mutex_lock(&e->ra_lock);
+	trace_free(&e->replay);
+	trace_init(&e->replay);
+	int ret = trace_load(&e->replay, path);
+
+	e->replay_next = 0;
+	e->replay_off = 0;
+	pthread_cond_signal(&e->ra_cond);
+	pthread_mutex_unlock(&e->ra_lock);
+	return ret;
+}
+
 int fl_engine_start(struct fl_engine *e, unsigned int nthreads)
 {
 	if (!nthreads || nthreads > 64)
@@ -680,7 +720,7 @@ int fl_engine_start(struct fl_engine *e, unsigned int nthreads)
 		}
 		e->nthreads++;
 	}
-	if (e->prefetch || e->background) {
+	if (e->prefetch || e->background || e->replay.n) {
 		int ret = prefetch_start(e);
 
 		if (ret < 0) {
@@ -747,5 +787,10 @@ void fl_engine_destroy(struct fl_engine *e)
 	pthread_mutex_destroy(&e->process_lock);
 	pthread_mutex_destroy(&e->ra_lock);
 	pthread_cond_destroy(&e->ra_cond);
+	trace_free(&e->replay);
+	if (e->rec) {
+		trace_free(e->rec);
+		free(e->rec);
+	}
 	free(e);
 }

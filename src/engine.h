@@ -10,10 +10,11 @@
 
 #include "faultline.h"
 #include "region.h"
+#include "trace.h"
 #include "uffd.h"
 
 struct engine_stats {
-	_Atomic uint64_t pages_prefetched, pages_background;
+	_Atomic uint64_t pages_prefetched, pages_background, pages_replayed;
 	_Atomic uint64_t faults, events, pages_copied, pages_zeroed;
 	_Atomic uint64_t pages_poisoned, bytes_copied, eexist, eagain;
 	_Atomic uint64_t source_errors, lat_ns_sum, lat_ns_max;
@@ -73,18 +74,28 @@ struct fl_engine {
 	uint64_t bg_page;
 	atomic_bool restored;		/* background found nothing missing */
 
+	/* Working-set traces (trace.c): record faults, replay a trace. */
+	struct trace *rec;		/* non-NULL while recording */
+	struct trace replay;		/* sorted, coalesced runs to fill */
+	size_t replay_next;		/* cursor into replay.runs */
+	uint64_t replay_off;		/* bytes of that run already done */
+
 	struct engine_stats st;
 };
 
-/* Which pages a fill may take: a fault fills removed pages too (as zeros). */
-enum fill_scope { FILL_MISSING, FILL_MISSING_AND_REMOVED };
+/*
+ * How to fill: a fault fills removed pages too (as zeros); prefetch fills
+ * missing pages only, without waking, and wakes the range once after.
+ */
+#define FILL_REMOVED	(1u << 0)
+#define FILL_DONTWAKE	(1u << 1)
 
 struct worker *worker_new(void);
 void worker_free(struct worker *w);
 uint64_t now_ns(void);
 /* Fill [first, last) of r; the engine lock must be held (shared). */
 int engine_fill_range(struct fl_engine *e, struct worker *w, struct region *r,
-		      uint64_t first, uint64_t last, enum fill_scope scope,
+		      uint64_t first, uint64_t last, unsigned int how,
 		      _Atomic uint64_t *counter);
 
 /* prefetch.c */

@@ -14,6 +14,9 @@
  * (up to ra_max) is queued.  Random faults start no window, so a sparse or
  * random client gets no more than it touches.
  *
+ * Trace replay: a recorded working set (trace.c), sorted and coalesced, is
+ * filled right after readahead and before background restore.
+ *
  * Background restore: once no fault has arrived for quiet_ns, the filler
  * walks every region for missing pages and fills them in 2 MiB pieces,
  * pausing whenever faults come back, so that a restore always completes
@@ -23,8 +26,10 @@
 #include <errno.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "engine.h"
+#include "uffd.h"
 
 #define PIECE_BYTES	(512u << 10)	/* readahead work per lock hold */
 #define BG_BYTES	(2u << 20)	/* background work per lock hold */
@@ -67,7 +72,7 @@ void prefetch_after_fault(struct fl_engine *e, struct region *r, uint64_t pg,
 
 	r->ra_size = size;
 	r->ra_end = end;
-	r->ra_marker = start + (end - start) / 2;
+	r->ra_marker = start;
 	e->jobs[e->njobs++] = (struct ra_job){ r, start, end, r->ra_marker };
 	pthread_cond_signal(&e->ra_cond);
 	pthread_mutex_unlock(&e->ra_lock);
@@ -99,13 +104,46 @@ void prefetch_regions_changed(struct fl_engine *e)
 	pthread_mutex_unlock(&e->ra_lock);
 }
 
-/* One piece of the oldest readahead job.  Engine lock held shared. */
-static void readahead_piece(struct fl_engine *e, struct worker *w)
+/*
+ * Fill the missing pages of [first, last) ahead of any fault: no wake per
+ * COPY, one WAKE for the range after (for a fault that found a page busy
+ * here and left it to us).
+ */
+static int fill_ahead(struct fl_engine *e, struct worker *w, struct region *r,
+		      uint64_t first, uint64_t last, _Atomic uint64_t *counter)
+{
+	if (first >= last)
+		return 0;
+	int ret = engine_fill_range(e, w, r, first, last, FILL_DONTWAKE,
+				    counter);
+
+	uffd_wake(e->uffd, region_page_addr(r, first),
+		  (last - first) << r->page_shift);
+	return ret;
+}
+
+/* Put a job whose piece met a pending event back at the front. */
+static void requeue(struct fl_engine *e, const struct ra_job *j)
+{
+	pthread_mutex_lock(&e->ra_lock);
+	if (e->njobs < RA_JOBS) {
+		memmove(&e->jobs[1], &e->jobs[0],
+			sizeof(*e->jobs) * (size_t)e->njobs++);
+		e->jobs[0] = *j;
+	}
+	pthread_mutex_unlock(&e->ra_lock);
+}
+
+/*
+ * One piece of the oldest readahead job.  Engine lock held shared.
+ * Returns -EAGAIN when an event is pending: the piece is queued again.
+ */
+static int readahead_piece(struct fl_engine *e, struct worker *w)
 {
 	pthread_mutex_lock(&e->ra_lock);
 	if (!e->njobs) {
 		pthread_mutex_unlock(&e->ra_lock);
-		return;
+		return 0;
 	}
 	struct ra_job j = e->jobs[0];
 	uint64_t stop = j.next + pages_of(j.r, PIECE_BYTES);
@@ -119,13 +157,70 @@ static void readahead_piece(struct fl_engine *e, struct worker *w)
 	pthread_mutex_unlock(&e->ra_lock);
 
 	_Atomic uint64_t *c = &e->st.pages_prefetched;
+	int ret;
 
 	if (j.marker >= j.next && j.marker < stop) {
-		engine_fill_range(e, w, j.r, j.next, j.marker, FILL_MISSING, c);
-		engine_fill_range(e, w, j.r, j.marker + 1, stop, FILL_MISSING, c);
+		ret = fill_ahead(e, w, j.r, j.next, j.marker, c);
+		if (ret == 0)
+			ret = fill_ahead(e, w, j.r, j.marker + 1, stop, c);
 	} else {
-		engine_fill_range(e, w, j.r, j.next, stop, FILL_MISSING, c);
+		ret = fill_ahead(e, w, j.r, j.next, stop, c);
 	}
+	if (ret == -EAGAIN)
+		requeue(e, &j);
+	return ret;
+}
+
+/*
+ * One piece of the replayed trace: up to BG_BYTES of the current run, in
+ * every region that maps that part of the snapshot.  Engine lock held
+ * shared.
+ */
+static int replay_piece(struct fl_engine *e, struct worker *w)
+{
+	pthread_mutex_lock(&e->ra_lock);
+	if (e->replay_next >= e->replay.n) {
+		pthread_mutex_unlock(&e->ra_lock);
+		return 0;
+	}
+	size_t at = e->replay_next;
+	uint64_t at_off = e->replay_off;
+	struct trace_run run = e->replay.runs[e->replay_next];
+	uint64_t off = run.off + e->replay_off;
+	uint64_t len = run.len - e->replay_off;
+
+	if (len > BG_BYTES)
+		len = BG_BYTES;
+	e->replay_off += len;
+	if (e->replay_off >= run.len) {
+		e->replay_next++;
+		e->replay_off = 0;
+	}
+	pthread_mutex_unlock(&e->ra_lock);
+
+	for (int i = 0; i < e->nregions; i++) {
+		struct region *r = e->regions[i];
+		uint64_t lo = off > r->src_off ? off : r->src_off;
+		uint64_t hi = off + len < r->src_off + r->len ?
+			      off + len : r->src_off + r->len;
+
+		if (lo >= hi)
+			continue;
+		uint64_t first = (lo - r->src_off) >> r->page_shift;
+		uint64_t last = (hi - r->src_off + r->page_size - 1) >>
+				r->page_shift;
+
+		if (fill_ahead(e, w, r, first, last,
+			       &e->st.pages_replayed) == -EAGAIN) {
+			/* An event is pending: do this piece again. */
+			pthread_mutex_lock(&e->ra_lock);
+			e->replay_next = at;
+			e->replay_off = at_off;
+			pthread_mutex_unlock(&e->ra_lock);
+			return -EAGAIN;
+		}
+	}
+	return 0;
 }
 
 /*
@@ -155,15 +250,14 @@ static bool background_piece(struct fl_engine *e, struct worker *w)
 
 			if (end > r->npages)
 				end = r->npages;
-			int ret = engine_fill_range(e, w, r, pg, end,
-						    FILL_MISSING,
-						    &e->st.pages_background);
+			int ret = fill_ahead(e, w, r, pg, end,
+					     &e->st.pages_background);
 
 			if (ret == -ENOMEM)
 				return false;	/* pool empty: faults only */
 			pthread_mutex_lock(&e->ra_lock);
 			e->bg_region = ri;
-			e->bg_page = end;
+			e->bg_page = ret == -EAGAIN ? pg : end;
 			pthread_mutex_unlock(&e->ra_lock);
 			return true;
 		}
@@ -201,11 +295,18 @@ static void *filler(void *arg)
 		return NULL;
 	pthread_mutex_lock(&e->ra_lock);
 	while (!filler_stopped(e)) {
-		if (e->njobs) {
+		if (e->njobs || e->replay_next < e->replay.n) {
+			/* Readahead follows live faults: it goes first. */
+			bool ra = e->njobs;
+
 			pthread_mutex_unlock(&e->ra_lock);
 			pthread_rwlock_rdlock(&e->lock);
-			readahead_piece(e, w);
+			int ret = ra ? readahead_piece(e, w) :
+				       replay_piece(e, w);
+
 			pthread_rwlock_unlock(&e->lock);
+			if (ret == -EAGAIN)
+				usleep(100);	/* let a reader apply the event */
 			pthread_mutex_lock(&e->ra_lock);
 			continue;
 		}

@@ -32,6 +32,7 @@
 #include "faultline.h"
 #include "proto_fc.h"
 #include "serve.h"
+#include "trace.h"
 
 #define MAX_SESSIONS	1024
 #define MAX_FDS_PER_MSG	8
@@ -215,6 +216,14 @@ static void session_end(struct daemon *d, struct session *s, const char *why)
 		     (unsigned long long)fl_stats_percentile(&st, 50) / 1000,
 		     (unsigned long long)fl_stats_percentile(&st, 99) / 1000);
 		write_stats(d, s, &st, ms);
+		if (d->cfg->record) {
+			if (fl_engine_save_trace(s->engine, d->cfg->record) < 0)
+				slog(s, "%s", fl_last_error());
+			else
+				slog(s, "working set (%llu faults) written to %s",
+				     (unsigned long long)st.faults,
+				     d->cfg->record);
+		}
 		fl_engine_destroy(s->engine);	/* closes the uffd */
 	} else {
 		slog(s, "closed: %s", why);
@@ -317,6 +326,10 @@ static int start_serving(struct daemon *d, struct session *s,
 	};
 	int ret;
 
+	/* Recording: every first touch must fault, so nothing is filled ahead. */
+	if (cfg->record)
+		o.flags |= FL_ENGINE_NO_PREFETCH | FL_ENGINE_NO_BACKGROUND;
+
 	if (s->uffd < 0)
 		return fl_err(-EINVAL, "handshake: no uffd in SCM_RIGHTS");
 	if (!is_uffd(s->uffd))
@@ -329,6 +342,10 @@ static int start_serving(struct daemon *d, struct session *s,
 		ret = fl_engine_add_region(s->engine, &regs[i], d->src);
 		s->bytes += regs[i].len;
 	}
+	if (ret == 0 && cfg->record)
+		ret = fl_engine_record(s->engine);
+	if (ret == 0 && cfg->replay)
+		ret = fl_engine_replay(s->engine, cfg->replay);
 	if (ret == 0)
 		ret = fl_engine_start(s->engine, cfg->threads ? cfg->threads : 1);
 	if (ret < 0)
@@ -498,6 +515,16 @@ int serve_run(const struct serve_config *cfg)
 	sigset_t set;
 	int ret;
 
+	if (cfg->replay) {
+		/* A bad trace is a startup error, not one per session. */
+		struct trace t;
+
+		trace_init(&t);
+		ret = trace_load(&t, cfg->replay);
+		trace_free(&t);
+		if (ret < 0)
+			return ret;
+	}
 	struct fl_source_opts so = { .cache_dir = cfg->cache_dir,
 				     .cache_max_bytes = cfg->cache_max };
 

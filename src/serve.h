@@ -23,6 +23,8 @@ struct serve_config {
 	int handshake_timeout_ms;
 	const char *cache_dir;		/* local block cache for a URL source */
 	uint64_t cache_max;		/* its bound; 0: FL_DEFAULT_CACHE_MAX */
+	const char *record;		/* write each session's trace here */
+	const char *replay;		/* replay this trace in every session */
 };
 
 /* Run until SIGTERM (and drained) or, with once, the first session's end. */

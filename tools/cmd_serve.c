@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "faultline.h"
@@ -14,7 +15,7 @@
 static const char usage[] =
 	"usage: faultline serve --socket PATH --mem-file FILE|URL [--chunk SIZE]\n"
 	"       [--threads N] [--stats-json FILE] [--once] [--allow-uid UID,...]\n"
-	"       [--on-source-error poison|kill]\n"
+	"       [--on-source-error poison|kill] [--record TRACE] [--prefetch TRACE]\n"
 	"       [--cache DIR] [--cache-max SIZE]\n";
 
 static int parse_uids(const char *arg, struct serve_config *c)
@@ -53,6 +54,8 @@ int cmd_serve(int argc, char **argv)
 		{ "once", no_argument, NULL, 'o' },
 		{ "allow-uid", required_argument, NULL, 'u' },
 		{ "on-source-error", required_argument, NULL, 'e' },
+		{ "record", required_argument, NULL, 'r' },
+		{ "prefetch", required_argument, NULL, 'p' },
 		{ "cache", required_argument, NULL, 256 },
 		{ "cache-max", required_argument, NULL, 257 },
 		{ "help", no_argument, NULL, 'h' },
@@ -62,11 +65,18 @@ int cmd_serve(int argc, char **argv)
 	int opt;
 	char *end;
 
-	while ((opt = getopt_long(argc, argv, "s:m:c:t:j:ou:e:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:m:c:t:j:ou:e:r:p:h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 's': c.socket_path = optarg; break;
 		case 'm': c.mem_file = optarg; break;
 		case 'j': c.stats_json = optarg; break;
+		case 'r': c.record = optarg; break;
+		case 'p':
+			if (access(optarg, R_OK) < 0)
+				return bad("--prefetch", optarg,
+					   "cannot read the trace file");
+			c.replay = optarg;
+			break;
 		case 'o': c.once = true; break;
 		case 'c':
 			if (parse_size(optarg, &c.chunk) < 0 || c.chunk < 4096 ||

@@ -1,0 +1,129 @@
+/*
+ * engine_trace.c - working-set record and replay: a recording session
+ * writes the chunks it faulted in, in order, as snapshot offsets; a replay
+ * session fills exactly those (sorted, coalesced) before the client touches
+ * them, so the client faults on none of them, every byte is right, and
+ * pages removed before the replay are not filled by it.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "faultline.h"
+#include "tap.h"
+#include "util.h"
+
+#define SEED 0x7ace
+#define LEN (64ull << 20)
+#define NOFILL (FL_ENGINE_NO_PREFETCH | FL_ENGINE_NO_BACKGROUND)
+
+#define BALLOON (16ull << 20)	/* a working-set run removed before replay */
+
+/*
+ * The working set: 1 MiB runs every 8 MiB, plus a few scattered pages.
+ * With removed set, the run at BALLOON must read as zeros.
+ */
+static int touch(uint8_t *mem, int removed)
+{
+	int good = 1;
+
+	for (uint64_t off = 0; off < LEN; off += 8 << 20)
+		good &= same_as_file(mem + off, 1 << 20, off, SEED,
+				     removed && off == BALLOON);
+	for (uint64_t pg = 3; pg < LEN / PAGE; pg += 1531)
+		good &= same_as_file(mem + pg * PAGE, PAGE, pg * PAGE, SEED,
+				     removed && pg * PAGE - BALLOON < (1 << 20));
+	return good;
+}
+
+static struct fl_engine *engine(struct fl_source *src, uint8_t *mem,
+				unsigned int flags)
+{
+	struct fl_engine_opts o = { .uffd = -1, .flags = flags };
+	struct fl_engine *e;
+	struct fl_region_desc d = { (uintptr_t)mem, LEN, PAGE, 0,
+				    FL_REGION_REGISTER };
+
+	if (fl_engine_create(&o, &e) < 0 || fl_engine_add_region(e, &d, src) < 0)
+		BAIL("engine: %s", fl_last_error());
+	return e;
+}
+
+int main(void)
+{
+	char *path = make_snapshot(LEN, SEED, NULL, 0);
+	char trace[64];
+	struct fl_source *src;
+	struct fl_stats st, rec;
+	struct fl_engine *e;
+	uint8_t *mem;
+
+	snprintf(trace, sizeof(trace), "/tmp/fl-trace-%d", getpid());
+	fl_source_open(path, &src);
+
+	/* Record. */
+	mem = map_anon(LEN, 0);
+	e = engine(src, mem, NOFILL);
+	ok(fl_engine_save_trace(e, trace) == -EINVAL,
+	   "save without recording: -EINVAL (%s)", fl_last_error());
+	ok(fl_engine_record(e) == 0, "recording");
+	fl_engine_start(e, 1);
+	ok(touch(mem, 0), "recording session: every byte right");
+	fl_engine_stop(e);
+	fl_engine_stats(e, &rec);
+	ok(fl_engine_save_trace(e, trace) == 0, "trace saved");
+	fl_engine_destroy(e);
+	munmap(mem, LEN);
+
+	/* Replay: the working set is filled before the client touches it. */
+	mem = map_anon(LEN, 0);
+	e = engine(src, mem, NOFILL);
+	ok(fl_engine_replay(e, trace) == 0, "trace loaded");
+	fl_engine_start(e, 1);
+	/* Balloon before the replay reaches it (a REMOVE needs a reader). */
+	madvise(mem + BALLOON, 1 << 20, MADV_DONTNEED);
+	for (int i = 0; i < 500; i++) {
+		fl_engine_stats(e, &st);
+		if (st.pages_replayed >= rec.pages_copied - 256)
+			break;
+		usleep(10000);
+	}
+	ok(touch(mem, 1), "replay session: every byte right, removed run zeros");
+	fl_engine_stop(e);
+	fl_engine_stats(e, &st);
+	ok(st.pages_replayed > 0, "pages replayed (%llu, recorded %llu)",
+	   (unsigned long long)st.pages_replayed,
+	   (unsigned long long)rec.pages_copied);
+	/* The removed run still faults (as zeros): 16 chunks of 64 KiB. */
+	ok(st.faults <= 16 + 2,
+	   "replay: no faults but the removed run's (%llu; recording had %llu)",
+	   (unsigned long long)st.faults, (unsigned long long)rec.faults);
+	ok(st.pages_copied <= rec.pages_copied - 256,
+	   "replay copied no more than the working set, removed run excluded (%llu <= %llu - 256)",
+	   (unsigned long long)st.pages_copied,
+	   (unsigned long long)rec.pages_copied);
+	fl_engine_destroy(e);
+	munmap(mem, LEN);
+
+	/* A file that is not a trace. */
+	mem = map_anon(LEN, 0);
+	e = engine(src, mem, NOFILL);
+	ok(fl_engine_replay(e, path) == -EINVAL &&
+	   strstr(fl_last_error(), "not a faultline trace"),
+	   "a non-trace file is rejected (%s)", fl_last_error());
+	FILE *f = fopen(trace, "r+b");
+
+	fseek(f, 8, SEEK_SET);
+	uint64_t big = 1ull << 40;
+
+	fwrite(&big, 8, 1, f);
+	fclose(f);
+	ok(fl_engine_replay(e, trace) == -EINVAL &&
+	   strstr(fl_last_error(), "truncated"),
+	   "a truncated trace is rejected (%s)", fl_last_error());
+	fl_engine_destroy(e);
+	munmap(mem, LEN);
+	fl_source_put(src);
+	unlink(trace);
+	unlink(path);
+	return done_testing();
+}
