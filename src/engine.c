@@ -43,6 +43,7 @@ struct pending {
 };
 
 struct worker {
+	void *map;		/* the mapping buf lives in */
 	void *buf;		/* FL_MAX_CHUNK bytes: the source reads here */
 	struct pending *q;	/* faults read, not yet served */
 	int qhead, qlen, qcap;
@@ -88,11 +89,24 @@ struct worker *worker_new(void)
 
 	if (!w)
 		return NULL;
-	w->buf = malloc(FL_MAX_CHUNK);
-	if (!w->buf) {
+	/*
+	 * The read buffer is a 2 MiB-aligned THP-backed staging area: the
+	 * source reads into huge pages, and in-process engines MOVE them
+	 * into place (a whole PMD when the run is one).  Not inherited by
+	 * fork, or MOVE would find its pages shared (EBUSY).
+	 */
+	uint8_t *p = mmap(NULL, 2 * FL_MAX_CHUNK, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED) {
 		free(w);
 		return NULL;
 	}
+	w->map = p;
+	w->buf = (void *)(((uintptr_t)p + FL_MAX_CHUNK - 1) &
+			  ~(uintptr_t)(FL_MAX_CHUNK - 1));
+	madvise(w->buf, FL_MAX_CHUNK, MADV_HUGEPAGE);
+	madvise(w->buf, FL_MAX_CHUNK, MADV_DONTFORK);
 	return w;
 }
 
@@ -100,7 +114,7 @@ void worker_free(struct worker *w)
 {
 	if (!w)
 		return;
-	free(w->buf);
+	munmap(w->map, 2 * FL_MAX_CHUNK);
 	free(w->q);
 	free(w);
 }
@@ -294,13 +308,27 @@ static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
 	while (off < len) {
 		uint64_t done = 0;
 
+		bool move = !zero && !hugetlb && atomic_load(&e->use_move);
+
 		if (zero && !hugetlb)
 			ret = uffd_zeropage(e->uffd, base + off, len - off,
 					    mode, &done);
+		else if (move)
+			ret = uffd_move(e->uffd, base + off,
+					(uintptr_t)data + off, len - off,
+					mode, &done);
 		else
 			ret = uffd_copy(e->uffd, base + off,
 					(const char *)data + off, len - off,
 					mode, &done);
+		if (move && done == 0 && ret != 0 && ret != -EEXIST &&
+		    ret != -EAGAIN && ret != -ESRCH) {
+			/* Not movable here (shmem, EBUSY...): copy from now on. */
+			atomic_store(&e->use_move, false);
+			continue;
+		}
+		if (move)
+			stat_add(&e->st.pages_moved, done >> r->page_shift);
 		uint64_t first = (off >> r->page_shift) + pg;
 
 		region_set(r, first, done >> r->page_shift, PG_PRESENT);
@@ -584,6 +612,9 @@ int fl_engine_create(const struct fl_engine_opts *opts, struct fl_engine **out)
 			goto fail;
 		}
 		e->own_uffd = true;
+		atomic_store(&e->use_move,
+			     (e->features & UFFD_FEATURE_MOVE) &&
+			     (opts->flags & FL_ENGINE_MOVE));
 	}
 	*out = e;
 	return 0;

@@ -15,6 +15,7 @@
 
 struct engine_stats {
 	_Atomic uint64_t pages_prefetched, pages_background, pages_replayed;
+	_Atomic uint64_t pages_moved;
 	_Atomic uint64_t faults, events, pages_copied, pages_zeroed;
 	_Atomic uint64_t pages_poisoned, bytes_copied, eexist, eagain;
 	_Atomic uint64_t source_errors, lat_ns_sum, lat_ns_max;
@@ -36,6 +37,7 @@ struct fl_engine {
 	bool own_uffd;
 	uint64_t features;	/* negotiated; 0 if adopted (unknown) */
 	uint64_t chunk;
+	atomic_bool use_move;	/* in-process: MOVE from the read buffer */
 	int on_error;
 	int client_pid;
 

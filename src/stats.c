@@ -37,6 +37,7 @@ int fl_engine_stats(const struct fl_engine *e, struct fl_stats *o)
 	o->pages_prefetched = atomic_load(&s->pages_prefetched);
 	o->pages_background = atomic_load(&s->pages_background);
 	o->pages_replayed = atomic_load(&s->pages_replayed);
+	o->pages_moved = atomic_load(&s->pages_moved);
 	o->restore_complete = atomic_load(&e->restored);
 	o->bytes_copied = atomic_load(&s->bytes_copied);
 	o->eexist = atomic_load(&s->eexist);
@@ -92,6 +93,7 @@ char *fl_stats_json(const struct fl_stats *s)
 	put_u64(o, "pages_prefetched", s->pages_prefetched);
 	put_u64(o, "pages_background", s->pages_background);
 	put_u64(o, "pages_replayed", s->pages_replayed);
+	put_u64(o, "pages_moved", s->pages_moved);
 	put_u64(o, "restore_complete", s->restore_complete);
 	put_u64(o, "bytes_copied", s->bytes_copied);
 	put_u64(o, "eexist", s->eexist);
