@@ -75,6 +75,7 @@ struct fl_engine {
 	int bg_region;			/* background cursor */
 	uint64_t bg_page;
 	atomic_bool restored;		/* background found nothing missing */
+	atomic_bool dense;		/* a client faults all over: stream now */
 
 	/* Working-set traces (trace.c): record faults, replay a trace. */
 	struct trace *rec;		/* non-NULL while recording */

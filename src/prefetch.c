@@ -17,7 +17,9 @@
  * Trace replay: a recorded working set (trace.c), sorted and coalesced, is
  * filled right after readahead and before background restore.
  *
- * Background restore: once no fault has arrived for quiet_ns, the filler
+ * Background restore: once no fault has arrived for quiet_ns (or at once,
+ * when faults have already touched an eighth of a region: a dense random
+ * client), the filler
  * walks every region for missing pages and fills them in 2 MiB pieces,
  * pausing whenever faults come back, so that a restore always completes
  * (QEMU postcopy and CRIU lazy-pages do the same).  Removed pages are never
@@ -48,6 +50,15 @@ void prefetch_after_fault(struct fl_engine *e, struct region *r, uint64_t pg,
 	uint64_t start, size, chunk = last - first;
 
 	pthread_mutex_lock(&e->ra_lock);
+	/*
+	 * Density: once faults have filled an eighth of a region's chunks,
+	 * the client is touching most of its memory; waiting for a quiet
+	 * moment would only leave it faulting on the rest.
+	 */
+	if (++r->ra_faulted * 8 * chunk > r->npages && !atomic_load(&e->dense)) {
+		atomic_store(&e->dense, true);
+		pthread_cond_signal(&e->ra_cond);
+	}
 	if (r->ra_size && (pg == r->ra_marker || first == r->ra_end)) {
 		/* Progress through the window: queue the next, larger one. */
 		start = r->ra_end > last ? r->ra_end : last;
@@ -316,7 +327,7 @@ static void *filler(void *arg)
 		}
 		uint64_t since = now_ns() - atomic_load(&e->last_fault_ns);
 
-		if (since < e->quiet_ns) {
+		if (since < e->quiet_ns && !atomic_load(&e->dense)) {
 			wait_ns(e, e->quiet_ns - since);
 			continue;
 		}
