@@ -32,6 +32,7 @@
 #include "faultline.h"
 #include "proto_fc.h"
 #include "serve.h"
+#include "source.h"
 #include "trace.h"
 
 #define MAX_SESSIONS	1024
@@ -353,7 +354,7 @@ static int start_serving(struct daemon *d, struct session *s,
 	s->state = S_SERVING;
 	s->nregions = n;
 	slog(s, "serving %d region%s, %llu MiB, from %s", n, n > 1 ? "s" : "",
-	     (unsigned long long)(s->bytes >> 20), cfg->mem_file);
+	     (unsigned long long)(s->bytes >> 20), d->src->desc);
 	return 0;
 }
 
@@ -542,7 +543,7 @@ int serve_run(const struct serve_config *cfg)
 	sigaddset(&set, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	d.sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-	slog(NULL, "serving %s (%llu MiB) on %s", cfg->mem_file,
+	slog(NULL, "serving %s (%llu MiB) on %s", d.src->desc,
 	     (unsigned long long)(fl_source_size(d.src) >> 20),
 	     cfg->socket_path ? cfg->socket_path : "the systemd socket");
 	ret = loop(&d);

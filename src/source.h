@@ -34,7 +34,7 @@ struct fl_source {
 	const struct fl_source_ops *ops;
 	uint64_t size;
 	atomic_int refs;
-	char desc[64];		/* for messages: the path or URL */
+	char desc[256];		/* for messages: the path or URL, no secrets */
 };
 
 /* Initialise the common part; refs starts at 1. */
