@@ -101,10 +101,21 @@ struct fl_region_desc {
 	uint64_t page_size;	/* 4096, or 2 MiB for hugetlb memory */
 	uint64_t src_offset;	/* where this region's data starts in the source */
 	unsigned int flags;	/* FL_REGION_* */
+	int memfd;		/* FL_REGION_MINOR: the memfd/shmem file mapped
+				 * MAP_SHARED at addr */
+	uint64_t memfd_offset;	/* file offset of addr in memfd */
 };
 
 /* Register the range with the engine's uffd (in-process use). */
 #define FL_REGION_REGISTER	(1u << 0)
+/*
+ * Minor-fault mode for shared memory (4 KiB shmem/memfd pages): pages are
+ * written once into memfd's page cache and mapped with UFFDIO_CONTINUE;
+ * pages already in the page cache (a clone sharing the memfd) are mapped
+ * without any copy.  With FL_REGION_REGISTER the range is registered
+ * MISSING | MINOR.
+ */
+#define FL_REGION_MINOR		(1u << 1)
 
 int fl_engine_create(const struct fl_engine_opts *opts, struct fl_engine **out);
 /* The uffd the engine serves (for registering more memory yourself). */

@@ -288,62 +288,50 @@ static int source_failed(struct fl_engine *e, struct region *r, uint64_t pg,
 }
 
 /*
- * Fill the claimed pages [pg, pg+npg) of r.  zero: the pages read as zeros
- * (removed, a hole, or all-zero data); data: what to copy otherwise.  Pages
- * not filled are handed back in state prior.
+ * Resolve the claimed pages [pg, pg+npg) of r with op (src: where COPY or
+ * MOVE take the bytes from).  Pages not filled are handed back in state
+ * prior.
  */
 static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
-			uint64_t npg, bool zero, const void *data,
+			uint64_t npg, enum uffd_fill_op op, uint64_t src,
 			enum page_state prior, unsigned int how,
 			_Atomic uint64_t *counter)
 {
 	uint64_t mode = how & FILL_DONTWAKE ? UFFDIO_COPY_MODE_DONTWAKE : 0;
 	uint64_t base = region_page_addr(r, pg), len = npg << r->page_shift;
-	bool hugetlb = r->page_size >= HUGE_2M;
+	bool zero = op == UFFD_OP_ZEROPAGE || src == (uintptr_t)zero_buf;
 	uint64_t off = 0;
 	int ret = 0;
 
-	if (zero && hugetlb)
-		data = zero_buf;	/* ZEROPAGE does not work on hugetlbfs */
 	while (off < len) {
 		uint64_t done = 0;
 
-		bool move = !zero && !hugetlb && atomic_load(&e->use_move);
-
-		if (zero && !hugetlb)
-			ret = uffd_zeropage(e->uffd, base + off, len - off,
-					    mode, &done);
-		else if (move)
-			ret = uffd_move(e->uffd, base + off,
-					(uintptr_t)data + off, len - off,
-					mode, &done);
-		else
-			ret = uffd_copy(e->uffd, base + off,
-					(const char *)data + off, len - off,
-					mode, &done);
-		if (move && done == 0 && ret != 0 && ret != -EEXIST &&
-		    ret != -EAGAIN && ret != -ESRCH) {
+		ret = uffd_fill(e->uffd, op, base + off, src ? src + off : 0,
+				len - off, mode, &done);
+		if (op == UFFD_OP_MOVE && done == 0 && ret != 0 &&
+		    ret != -EEXIST && ret != -EAGAIN && ret != -ESRCH) {
 			/* Not movable here (shmem, EBUSY...): copy from now on. */
 			atomic_store(&e->use_move, false);
+			op = UFFD_OP_COPY;
 			continue;
 		}
-		if (move)
-			stat_add(&e->st.pages_moved, done >> r->page_shift);
 		uint64_t first = (off >> r->page_shift) + pg;
+		uint64_t n = done >> r->page_shift;
 
-		region_set(r, first, done >> r->page_shift, PG_PRESENT);
-		stat_add(zero ? &e->st.pages_zeroed : &e->st.pages_copied,
-			 done >> r->page_shift);
-		if (!zero)
+		region_set(r, first, n, PG_PRESENT);
+		stat_add(zero ? &e->st.pages_zeroed : &e->st.pages_copied, n);
+		if (!zero && op != UFFD_OP_CONTINUE)	/* CONTINUE copies nothing */
 			stat_add(&e->st.bytes_copied, done);
+		if (op == UFFD_OP_MOVE)
+			stat_add(&e->st.pages_moved, n);
 		if (counter)
-			stat_add(counter, done >> r->page_shift);
+			stat_add(counter, n);
 		off += done;
 		if (ret != -EEXIST)
 			break;
 		/* Populated behind our back: it is present; wake its waiters. */
 		stat_add(&e->st.eexist, 1);
-		region_set(r, first + (done >> r->page_shift), 1, PG_PRESENT);
+		region_set(r, first + n, 1, PG_PRESENT);
 		uffd_wake(e->uffd, base + off, r->page_size);
 		off += r->page_size;
 		ret = 0;
@@ -361,28 +349,93 @@ static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
 	return ret;
 }
 
-/* Resolve the claimed run [pg, pg+npg), all of them formerly prior. */
+/* Is [off, off+len) of the shared memory file all in its page cache? */
+static bool memfd_cached(int fd, uint64_t off, size_t len)
+{
+	off_t hole = lseek(fd, (off_t)off, SEEK_HOLE);
+
+	return hole >= 0 && (uint64_t)hole >= off + len;
+}
+
+/*
+ * Write buf into the holes of [off, off+len) of the memfd's page cache.
+ * Returns the bytes written.
+ */
+static int64_t memfd_fill(int fd, const uint8_t *buf, uint64_t off, size_t len)
+{
+	int64_t written = 0;
+	uint64_t end = off + len, pos = off;
+
+	while (pos < end) {
+		off_t hole = lseek(fd, (off_t)pos, SEEK_HOLE);
+
+		if (hole < 0)
+			return -errno;
+		if ((uint64_t)hole >= end)
+			break;
+		off_t data = lseek(fd, hole, SEEK_DATA);
+		uint64_t stop = data < 0 || (uint64_t)data > end ? end :
+				(uint64_t)data;
+		ssize_t n = pwrite(fd, buf + (hole - (off_t)off),
+				   stop - (uint64_t)hole, hole);
+
+		if (n < 0)
+			return -errno;
+		pos = (uint64_t)hole + (uint64_t)n;
+		written += n;
+	}
+	return written;
+}
+
+/*
+ * Resolve the claimed run [pg, pg+npg), all of them formerly prior, by the
+ * cheapest means: zero pages for removed pages, holes and all-zero data;
+ * for shared-memory regions (minor mode) one write into the page cache and
+ * UFFDIO_CONTINUE; MOVE out of the staging buffer in-process when enabled;
+ * COPY otherwise.
+ */
 static int fill_run(struct fl_engine *e, struct worker *w, struct region *r,
 		    uint64_t pg, uint64_t npg, enum page_state prior,
 		    unsigned int how, _Atomic uint64_t *counter)
 {
 	struct fl_source *src = r->src;
 	uint64_t off = r->src_off + (pg << r->page_shift);
+	uint64_t moff = r->memfd_off + (pg << r->page_shift);
 	size_t len = (size_t)(npg << r->page_shift);
-	const void *data = NULL;
 	bool zero = prior == PG_REMOVED;
+	int ret;
 
+	/* Shared memory keeps its page cache across MADV_DONTNEED. */
+	if (r->memfd >= 0 && memfd_cached(r->memfd, moff, len))
+		return fill_claimed(e, r, pg, npg, UFFD_OP_CONTINUE, 0, prior,
+				    how, counter);
 	if (!zero && src->ops->hole && src->ops->hole(src, off, len))
 		zero = true;
 	if (!zero) {
-		int ret = src->ops->read(src, w->buf, len, off);
-
+		ret = src->ops->read(src, w->buf, len, off);
 		if (ret < 0)
 			return source_failed(e, r, pg, npg, ret);
-		data = w->buf;
-		zero = is_zero(data, len);
+		zero = is_zero(w->buf, len);
 	}
-	return fill_claimed(e, r, pg, npg, zero, data, prior, how, counter);
+	if (zero && r->page_size >= HUGE_2M)	/* no ZEROPAGE on hugetlbfs */
+		return fill_claimed(e, r, pg, npg, UFFD_OP_COPY,
+				    (uintptr_t)zero_buf, prior, how, counter);
+	if (zero)
+		return fill_claimed(e, r, pg, npg, UFFD_OP_ZEROPAGE, 0, prior,
+				    how, counter);
+	if (r->memfd >= 0) {
+		int64_t n = memfd_fill(r->memfd, w->buf, moff, len);
+
+		if (n < 0)
+			return source_failed(e, r, pg, npg, (int)n);
+		stat_add(&e->st.bytes_copied, (uint64_t)n);
+		return fill_claimed(e, r, pg, npg, UFFD_OP_CONTINUE, 0, prior,
+				    how, counter);
+	}
+	return fill_claimed(e, r, pg, npg,
+			    r->page_size < HUGE_2M && atomic_load(&e->use_move) ?
+			    UFFD_OP_MOVE : UFFD_OP_COPY,
+			    (uintptr_t)w->buf, prior, how, counter);
 }
 
 /*
@@ -649,6 +702,10 @@ static int check_region(struct fl_engine *e, const struct fl_region_desc *d,
 		return fl_err(-EINVAL, "region 0x%llx+%llu: wraps around",
 			      (unsigned long long)d->addr,
 			      (unsigned long long)d->len);
+	if ((d->flags & FL_REGION_MINOR) && (d->memfd < 0 || ps != 4096))
+		return fl_err(-EINVAL,
+			      "region 0x%llx: minor mode needs a memfd (got %d) and 4096-byte pages",
+			      (unsigned long long)d->addr, d->memfd);
 	if (d->src_offset > src->size || d->len > src->size - d->src_offset)
 		return fl_err(-EINVAL,
 			      "region offset %llu + size %llu: beyond the end of %s (%llu bytes)",
@@ -681,7 +738,9 @@ int fl_engine_add_region(struct fl_engine *e, const struct fl_region_desc *d,
 	ret = check_region(e, d, src);
 	if (ret == 0 && (d->flags & FL_REGION_REGISTER)) {
 		ret = uffd_register(e->uffd, d->addr, d->len,
-				    UFFDIO_REGISTER_MODE_MISSING, NULL);
+				    UFFDIO_REGISTER_MODE_MISSING |
+				    (d->flags & FL_REGION_MINOR ?
+				     UFFDIO_REGISTER_MODE_MINOR : 0), NULL);
 		if (ret < 0)
 			fl_err(ret, "region 0x%llx+%llu: cannot register: %s",
 			       (unsigned long long)d->addr,

@@ -25,6 +25,8 @@ int region_new(const struct fl_region_desc *d, struct fl_source *src,
 	r->page_shift = (unsigned int)__builtin_ctzll(d->page_size);
 	r->npages = d->len >> r->page_shift;
 	r->src_off = d->src_offset;
+	r->memfd = d->flags & FL_REGION_MINOR ? d->memfd : -1;
+	r->memfd_off = d->memfd_offset;
 	r->state = calloc(r->npages ? r->npages : 1, 1);
 	if (!r->state) {
 		free(r);
@@ -92,6 +94,9 @@ int region_remap(struct region *r, uint64_t start, uint64_t len,
 		.len = (last - first) << r->page_shift,
 		.page_size = r->page_size,
 		.src_offset = r->src_off + (first << r->page_shift),
+		.flags = r->memfd >= 0 ? FL_REGION_MINOR : 0,
+		.memfd = r->memfd,
+		.memfd_offset = r->memfd_off + (first << r->page_shift),
 	};
 	struct region *nr;
 	int ret = region_new(&d, r->src, &nr);

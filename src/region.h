@@ -31,6 +31,8 @@ struct region {
 	unsigned int page_shift;
 	uint64_t npages;
 	uint64_t src_off;	/* source offset of the region's first byte */
+	int memfd;		/* minor mode: the shared memory file; or -1 */
+	uint64_t memfd_off;	/* its offset of the region's first byte */
 	struct fl_source *src;
 	_Atomic uint8_t *state;	/* npages bytes, enum page_state */
 

@@ -49,8 +49,7 @@ static void random_access(struct fl_source *src, uint64_t len, uint64_t off,
 	int bad = 0;
 
 	fl_engine_create(&o, &e);
-	struct fl_region_desc d = { (uintptr_t)mem, len, PAGE, off,
-				    FL_REGION_REGISTER };
+	struct fl_region_desc d = { .addr = (uintptr_t)mem, .len = len, .page_size = PAGE, .src_offset = off, .flags = FL_REGION_REGISTER };
 	int ret = fl_engine_add_region(e, &d, src);
 
 	fl_engine_start(e, threads);
@@ -87,8 +86,7 @@ static void edges(struct fl_source *src, uint64_t fsize)
 	struct fl_stats st;
 
 	fl_engine_create(&o, &e);
-	struct fl_region_desc d = { (uintptr_t)mem, len, PAGE, off,
-				    FL_REGION_REGISTER };
+	struct fl_region_desc d = { .addr = (uintptr_t)mem, .len = len, .page_size = PAGE, .src_offset = off, .flags = FL_REGION_REGISTER };
 	fl_engine_add_region(e, &d, src);
 	fl_engine_start(e, 1);
 	int last = same_as_file(mem + len - PAGE, PAGE, off + len - PAGE,
@@ -117,8 +115,7 @@ static void zero_chunks(void)
 
 	fl_source_open(path, &src);
 	fl_engine_create(&o, &e);
-	struct fl_region_desc d = { (uintptr_t)mem, len, PAGE, 0,
-				    FL_REGION_REGISTER };
+	struct fl_region_desc d = { .addr = (uintptr_t)mem, .len = len, .page_size = PAGE, .src_offset = 0, .flags = FL_REGION_REGISTER };
 	fl_engine_add_region(e, &d, src);
 	fl_engine_start(e, 1);
 	ok(is_zero_mem(mem + (1 << 20), 1 << 20), "zero range reads zero");
@@ -164,8 +161,7 @@ static void caller_driven(struct fl_source *src)
 	pthread_t th;
 
 	fl_engine_create(NULL, &e);
-	struct fl_region_desc d = { (uintptr_t)mem, len, PAGE, 4 << 20,
-				    FL_REGION_REGISTER };
+	struct fl_region_desc d = { .addr = (uintptr_t)mem, .len = len, .page_size = PAGE, .src_offset = 4 << 20, .flags = FL_REGION_REGISTER };
 	fl_engine_add_region(e, &d, src);
 	l.e = e;
 	atomic_init(&l.stop, 0);

@@ -84,7 +84,7 @@ static int session(struct fl_source *src, int kill_after_us, int *finished)
 	struct fl_engine_opts o = { .uffd = uffd, .client_pid = pid,
 				    .flags = FL_ENGINE_OWN_UFFD };
 	struct fl_engine *e;
-	struct fl_region_desc d = { addr, LEN, PAGE, 0, 0 };
+	struct fl_region_desc d = { .addr = addr, .len = LEN, .page_size = PAGE, .src_offset = 0, .flags = 0 };
 	int st = -1;
 
 	if (uffd < 0 || fl_engine_create(&o, &e) < 0 ||

@@ -51,8 +51,7 @@ int main(void)
 
 	fl_source_open(path, &src);
 	fl_engine_create(NULL, &e);
-	struct fl_region_desc d = { (uintptr_t)mem, len, PAGE, 0,
-				    FL_REGION_REGISTER };
+	struct fl_region_desc d = { .addr = (uintptr_t)mem, .len = len, .page_size = PAGE, .src_offset = 0, .flags = FL_REGION_REGISTER };
 	fl_engine_add_region(e, &d, src);
 
 	/* A thread faults on page 5; nobody serves it yet. */

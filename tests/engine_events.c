@@ -17,8 +17,7 @@ static struct fl_engine *serve(struct fl_source *src, uint8_t *mem,
 {
 	struct fl_engine_opts o = { .uffd = -1, .chunk_size = 64 << 10 };
 	struct fl_engine *e;
-	struct fl_region_desc d = { (uintptr_t)mem, len, PAGE, off,
-				    FL_REGION_REGISTER };
+	struct fl_region_desc d = { .addr = (uintptr_t)mem, .len = len, .page_size = PAGE, .src_offset = off, .flags = FL_REGION_REGISTER };
 
 	if (fl_engine_create(&o, &e) < 0 || fl_engine_add_region(e, &d, src) < 0 ||
 	    fl_engine_start(e, 2) < 0)
@@ -89,8 +88,8 @@ int main(void)
 	struct fl_engine_opts o = { .uffd = -1 };
 
 	fl_engine_create(&o, &e);
-	struct fl_region_desc da = { (uintptr_t)a, 4 << 20, PAGE, 0, FL_REGION_REGISTER };
-	struct fl_region_desc db = { (uintptr_t)b, 4 << 20, PAGE, 4 << 20, FL_REGION_REGISTER };
+	struct fl_region_desc da = { .addr = (uintptr_t)a, .len = 4 << 20, .page_size = PAGE, .src_offset = 0, .flags = FL_REGION_REGISTER };
+	struct fl_region_desc db = { .addr = (uintptr_t)b, .len = 4 << 20, .page_size = PAGE, .src_offset = 4 << 20, .flags = FL_REGION_REGISTER };
 
 	fl_engine_add_region(e, &da, src);
 	fl_engine_add_region(e, &db, src);

@@ -44,8 +44,7 @@ int main(void)
 
 	fl_engine_create(&o, &e);
 	/* Offset by one huge page into the file, as a second region would be. */
-	struct fl_region_desc d = { (uintptr_t)mem, len, HPAGE, HPAGE,
-				    FL_REGION_REGISTER };
+	struct fl_region_desc d = { .addr = (uintptr_t)mem, .len = len, .page_size = HPAGE, .src_offset = HPAGE, .flags = FL_REGION_REGISTER };
 	int ret = fl_engine_add_region(e, &d, src);
 
 	ok(ret == 0, "hugetlb region registered (%s)", ret ? fl_last_error() : "ok");

@@ -46,8 +46,7 @@ int main(void)
 
 	fl_source_open(path, &src);
 	ok(fl_engine_create(&o, &e) == 0, "engine with MOVE");
-	struct fl_region_desc d = { (uintptr_t)mem, LEN, PAGE, 0,
-				    FL_REGION_REGISTER };
+	struct fl_region_desc d = { .addr = (uintptr_t)mem, .len = LEN, .page_size = PAGE, .src_offset = 0, .flags = FL_REGION_REGISTER };
 
 	fl_engine_add_region(e, &d, src);
 	fl_engine_start(e, 2);

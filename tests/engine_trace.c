@@ -40,8 +40,7 @@ static struct fl_engine *engine(struct fl_source *src, uint8_t *mem,
 {
 	struct fl_engine_opts o = { .uffd = -1, .flags = flags };
 	struct fl_engine *e;
-	struct fl_region_desc d = { (uintptr_t)mem, LEN, PAGE, 0,
-				    FL_REGION_REGISTER };
+	struct fl_region_desc d = { .addr = (uintptr_t)mem, .len = LEN, .page_size = PAGE, .src_offset = 0, .flags = FL_REGION_REGISTER };
 
 	if (fl_engine_create(&o, &e) < 0 || fl_engine_add_region(e, &d, src) < 0)
 		BAIL("engine: %s", fl_last_error());

@@ -123,8 +123,7 @@ static void engine_serves(const char *url, const char *what)
 	ret = fl_source_open(url, &src);
 	if (!ret)
 		ret = fl_engine_create(&o, &e);
-	struct fl_region_desc d = { (uintptr_t)mem, len, PAGE, 0,
-				    FL_REGION_REGISTER };
+	struct fl_region_desc d = { .addr = (uintptr_t)mem, .len = len, .page_size = PAGE, .src_offset = 0, .flags = FL_REGION_REGISTER };
 	if (!ret)
 		ret = fl_engine_add_region(e, &d, src);
 	if (!ret)
@@ -385,8 +384,7 @@ static void failure_tests(void)
 	s = NULL;
 	ret = fl_source_open(raw_url, &s);
 	ret = ret ? ret : fl_engine_create(&o, &e);
-	struct fl_region_desc d = { (uintptr_t)mem, len, PAGE, 0,
-				    FL_REGION_REGISTER };
+	struct fl_region_desc d = { .addr = (uintptr_t)mem, .len = len, .page_size = PAGE, .src_offset = 0, .flags = FL_REGION_REGISTER };
 	ret = ret ? ret : fl_engine_add_region(e, &d, s);
 	ret = ret ? ret : fl_engine_start(e, 1);
 	sigaction(SIGBUS, &sa, &old);

@@ -401,8 +401,7 @@ static void engine_random(void)
 	ret = fl_source_open(spec, &s);
 	if (!ret)
 		ret = fl_engine_create(&o, &e);
-	struct fl_region_desc d = { (uintptr_t)m, size, 4096, 0,
-				    FL_REGION_REGISTER };
+	struct fl_region_desc d = { .addr = (uintptr_t)m, .len = size, .page_size = 4096, .src_offset = 0, .flags = FL_REGION_REGISTER };
 
 	if (!ret)
 		ret = fl_engine_add_region(e, &d, s);
