@@ -106,6 +106,12 @@ struct peer_stats {
 	int dead;			/* gave up: the sender is gone */
 };
 
+/*
+ * Receive exactly len bytes: 0, -errno, -ETIMEDOUT (SO_RCVTIMEO), or
+ * -ECONNRESET when the peer closed the connection.  Both ends use it.
+ */
+int peer_recv_all(int fd, void *buf, size_t len);
+
 struct fl_source;
 /* Fill *out for a source opened from tcp://; -EINVAL for any other. */
 int source_peer_stats(struct fl_source *s, struct peer_stats *out);

@@ -115,24 +115,6 @@ static int send_iov(int fd, struct iovec *iov, int n)
 	return 0;
 }
 
-static int recv_all(int fd, void *buf, size_t len)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = recv(fd, (char *)buf + done, len - done, 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return errno == EAGAIN ? -ETIMEDOUT : -errno;
-		if (n == 0)
-			return -ECONNRESET;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
 static int send_msg(struct session *s, int fd, uint16_t type, uint16_t flags,
 		    uint64_t a, uint64_t b, const void *data, uint32_t len)
 {
@@ -266,7 +248,7 @@ static void serve_demand(struct session *s, int fd, char *buf)
 	for (;;) {
 		struct peer_hdr h;
 
-		if (recv_all(fd, &h, sizeof(h)) < 0)
+		if (peer_recv_all(fd, &h, sizeof(h)) < 0)
 			return;
 		uint64_t a = le64toh(h.a), n = le64toh(h.b);
 
@@ -441,12 +423,12 @@ static void *conn_thread(void *arg)
 		goto out;
 	tune_socket(fd);
 	set_rcvtimeo(fd, HELLO_TIMEOUT_MS);
-	if (recv_all(fd, &h, sizeof(h)) < 0)
+	if (peer_recv_all(fd, &h, sizeof(h)) < 0)
 		goto out;
 	uint32_t len = le32toh(h.len);
 
 	if (le16toh(h.type) != PEER_HELLO || len < sizeof(hi) ||
-	    recv_all(fd, &hi, sizeof(hi)) < 0 ||
+	    peer_recv_all(fd, &hi, sizeof(hi)) < 0 ||
 	    le32toh(hi.magic) != PEER_MAGIC) {
 		slog("connection from %s: not a faultline receiver", c->peer);
 		goto out;
@@ -482,7 +464,7 @@ static void *conn_thread(void *arg)
 		goto out;
 	}
 	bm = malloc(bmlen ? bmlen : 1);
-	if (!bm || recv_all(fd, bm, bmlen) < 0)
+	if (!bm || peer_recv_all(fd, bm, bmlen) < 0)
 		goto out;
 	s = session_find(snd, token);
 	if (!s) {

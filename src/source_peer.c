@@ -115,25 +115,6 @@ static int send_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-/* 0, -errno, or -ECONNRESET when the peer closed the connection. */
-static int recv_all(int fd, void *buf, size_t len)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = recv(fd, (char *)buf + done, len - done, 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return errno == EAGAIN ? -ETIMEDOUT : -errno;
-		if (n == 0)
-			return -ECONNRESET;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
 static void set_timeout(int fd, int opt, unsigned int ms)
 {
 	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
@@ -248,10 +229,10 @@ static int dial(struct peer *p, int role, struct peer_hello *welcome)
 	char text[PEER_MAX_ERRMSG + 1] = "";
 
 	if (!ret)
-		ret = recv_all(fd, &rh, sizeof(rh));
+		ret = peer_recv_all(fd, &rh, sizeof(rh));
 	if (!ret && le16toh(rh.type) == PEER_ERROR &&
 	    le32toh(rh.len) <= PEER_MAX_ERRMSG) {
-		recv_all(fd, text, le32toh(rh.len));
+		peer_recv_all(fd, text, le32toh(rh.len));
 		snprintf(p->why, sizeof(p->why), "sender refused: %s", text);
 		close(fd);
 		return -EPROTO;
@@ -260,7 +241,7 @@ static int dial(struct peer *p, int role, struct peer_hello *welcome)
 		     le32toh(rh.len) != sizeof(*welcome)))
 		ret = -EPROTO;
 	if (!ret)
-		ret = recv_all(fd, welcome, sizeof(*welcome));
+		ret = peer_recv_all(fd, welcome, sizeof(*welcome));
 	if (!ret && (le32toh(welcome->magic) != PEER_MAGIC ||
 		     le16toh(welcome->version) != PEER_VERSION))
 		ret = -EPROTO;
@@ -305,7 +286,7 @@ static int recv_data(struct peer *p, int fd, const struct peer_hdr *h,
 
 	if (!atomic_compare_exchange_strong(&p->state[b], &expect, B_WRITING)) {
 		atomic_fetch_add(&p->dups, 1);
-		return len ? recv_all(fd, scratch, len) : 0;
+		return len ? peer_recv_all(fd, scratch, len) : 0;
 	}
 	char *dst = p->mem + b * p->bsize;
 	int ret = 0;
@@ -316,7 +297,7 @@ static int recv_data(struct peer *p, int fd, const struct peer_hdr *h,
 		p->bflags[b] = BF_ZERO;
 	} else {
 		p->bflags[b] = BF_DIRTY;
-		ret = recv_all(fd, dst, len);
+		ret = peer_recv_all(fd, dst, len);
 		if (ret) {
 			atomic_store(&p->state[b], B_MISSING);
 			return ret;
@@ -333,7 +314,7 @@ static int recv_error(struct peer *p, int fd, const struct peer_hdr *h)
 {
 	char text[PEER_MAX_ERRMSG + 1] = "";
 
-	if (h->len > PEER_MAX_ERRMSG || recv_all(fd, text, h->len))
+	if (h->len > PEER_MAX_ERRMSG || peer_recv_all(fd, text, h->len))
 		return -EPROTO;
 	pthread_mutex_lock(&p->lock);
 	snprintf(p->failmsg, sizeof(p->failmsg), "%s", text);
@@ -366,7 +347,7 @@ static int receive(struct peer *p, int fd, bool demand)
 	while (atomic_load(&p->have) < p->nblocks) {
 		struct peer_hdr h;
 
-		ret = recv_all(fd, &h, sizeof(h));
+		ret = peer_recv_all(fd, &h, sizeof(h));
 		if (ret)
 			break;
 		h.type = le16toh(h.type);
