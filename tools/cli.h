@@ -12,6 +12,9 @@ int cmd_bench(int argc, char **argv);	/* bench/bench.c */
 int cmd_image(int argc, char **argv);	/* tools/cmd_image.c */
 int cmd_send(int argc, char **argv);	/* tools/cmd_send.c */
 
+/* Exit status for a command's result: 0, or 1 after one line on stderr. */
+int cli_exit(const char *cmd, int ret);
+
 /* Parse "4096", "64K", "2M", "1G" into bytes; -EINVAL if malformed. */
 int parse_size(const char *s, uint64_t *out);
 

@@ -63,12 +63,5 @@ int cmd_send(int argc, char **argv)
 			"required\n%s", usage);
 		return 2;
 	}
-	int ret = send_run(&c);
-
-	if (ret < 0) {
-		fprintf(stderr, "faultline send: %s\n", *fl_last_error() ?
-			fl_last_error() : strerror(-ret));
-		return 1;
-	}
-	return 0;
+	return cli_exit("send", send_run(&c));
 }

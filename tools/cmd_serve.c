@@ -125,12 +125,5 @@ int cmd_serve(int argc, char **argv)
 			usage);
 		return 2;
 	}
-	int ret = serve_run(&c);
-
-	if (ret < 0) {
-		fprintf(stderr, "faultline serve: %s\n", *fl_last_error() ?
-			fl_last_error() : strerror(-ret));
-		return 1;
-	}
-	return 0;
+	return cli_exit("serve", serve_run(&c));
 }

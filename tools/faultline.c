@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "faultline.h"
 
 struct command {
 	const char *name;
@@ -22,6 +23,15 @@ static const struct command commands[] = {
 	{ "image", cmd_image, "create, inspect, verify snapshot images" },
 	{ "send", cmd_send, "send a memory file to a post-copy destination" },
 };
+
+int cli_exit(const char *cmd, int ret)
+{
+	if (ret >= 0)
+		return 0;
+	fprintf(stderr, "faultline %s: %s\n", cmd,
+		*fl_last_error() ? fl_last_error() : strerror(-ret));
+	return 1;
+}
 
 int parse_size(const char *s, uint64_t *out)
 {
