@@ -39,7 +39,8 @@
 
 enum rs_wl { W_LINEAR, W_RANDOM, W_SPARSE, W_N };
 enum rs_backend { B_PREPOP, B_FILE, B_LIB, B_DAEMON };
-enum rs_daemon { D_DEFAULT, D_2M, D_SPARSE, D_N };
+/* D_RECORD records the sparse working set that D_SPARSE_TRACE replays. */
+enum rs_daemon { D_DEFAULT, D_2M, D_SPARSE, D_SPARSE_TRACE, D_RECORD, D_N };
 
 #define NO_PF (FL_ENGINE_NO_PREFETCH | FL_ENGINE_NO_BACKGROUND)
 #define PATCHED "(2M handler + KVM prefault patch)"
@@ -86,6 +87,8 @@ static const struct rs_case {
 	  W_SPARSE, B_LIB, 0, 0, 0, -1, NULL },
 	{ "sparse_daemon", "sparse: daemon (serve, default)",
 	  W_SPARSE, B_DAEMON, 0, 0, D_SPARSE, -1, NULL },
+	{ "sparse_daemon_trace", "sparse: daemon --prefetch TRACE",
+	  W_SPARSE, B_DAEMON, 0, 0, D_SPARSE_TRACE, -1, NULL },
 	/* Last: reported as a fact if the table has no row left for it. */
 	{ "sparse_file", "sparse: mmap of file (File backend)",
 	  W_SPARSE, B_FILE, 0, 0, 0, -1, NULL },
@@ -109,6 +112,7 @@ struct rs_ctx {
 	const char *exe;	/* the faultline binary */
 	char sock[D_N][108];
 	char stats[D_N][64];
+	char trace[64];		/* the recorded sparse working set */
 	pid_t pid[D_N];
 };
 
@@ -412,13 +416,26 @@ static const char *find_exe(void)
 
 static int start_daemon(struct rs_ctx *c, int d)
 {
-	struct rs_mem *m = d == D_SPARSE ? &c->big : &c->small;
+	struct rs_mem *m = d == D_DEFAULT || d == D_2M ? &c->small : &c->big;
+	const char *argv[16] = { "faultline", "serve", "--socket", c->sock[d],
+				 "--mem-file", m->path, "--stats-json",
+				 c->stats[d] };
+	int argc = 8;
 	pid_t pid;
 
 	snprintf(c->sock[d], sizeof(c->sock[d]), "/tmp/flb-%d-%d.sock",
 		 (int)getpid(), d);
 	snprintf(c->stats[d], sizeof(c->stats[d]), "/tmp/flb-%d-%d.json",
 		 (int)getpid(), d);
+	snprintf(c->trace, sizeof(c->trace), "/tmp/flb-%d.trace",
+		 (int)getpid());
+	if (d == D_2M) {
+		argv[argc++] = "--chunk";
+		argv[argc++] = "2M";
+	} else if (d == D_RECORD || d == D_SPARSE_TRACE) {
+		argv[argc++] = d == D_RECORD ? "--record" : "--prefetch";
+		argv[argc++] = c->trace;
+	}
 	unlink(c->sock[d]);
 	unlink(c->stats[d]);
 	fflush(NULL);
@@ -432,14 +449,7 @@ static int start_daemon(struct rs_ctx *c, int d)
 			dup2(null, STDOUT_FILENO);
 			dup2(null, STDERR_FILENO);
 		}
-		if (d == D_2M)
-			execl(c->exe, "faultline", "serve", "--socket",
-			      c->sock[d], "--mem-file", m->path, "--chunk",
-			      "2M", "--stats-json", c->stats[d], (char *)NULL);
-		else
-			execl(c->exe, "faultline", "serve", "--socket",
-			      c->sock[d], "--mem-file", m->path,
-			      "--stats-json", c->stats[d], (char *)NULL);
+		execv(c->exe, (char *const *)argv);
 		_exit(127);
 	}
 	c->pid[d] = pid;
@@ -556,11 +566,30 @@ static int run_group(struct rs_ctx *c, int from, int to, int runs,
 	return 0;
 }
 
+/*
+ * One untimed sparse session through a daemon with --record: its working
+ * set, replayed by D_SPARSE_TRACE.
+ */
+static int record_sparse(struct rs_ctx *c)
+{
+	struct rs_case k = { "sparse_record", "sparse: recording",
+			     W_SPARSE, B_DAEMON, 0, 0, D_RECORD, -1, NULL };
+	struct rs_result res;
+	int ret = start_daemon(c, D_RECORD);
+
+	if (ret == 0)
+		ret = run_case(c, &k, &res);
+	stop_daemon(c, D_RECORD);	/* the trace is written at session end */
+	if (ret == 0 && access(c->trace, R_OK) < 0)
+		ret = -ENOENT;
+	return ret;
+}
+
 int bench_restore(const struct bench_opts *o, struct bench_table *t)
 {
 	struct rs_ctx c = { .small = { .fd = -1 }, .big = { .fd = -1 } };
 	int runs = o->runs, ret, first_sparse = NCASES;
-	double *samples, *copied, dcopied = -1;
+	double *samples, *copied, dcopied = -1, tcopied = -1;
 	bool ok[NCASES];
 
 	for (int i = 0; i < NCASES; i++) {
@@ -603,13 +632,17 @@ int bench_restore(const struct bench_opts *o, struct bench_table *t)
 	if ((ret = make_order(&c, W_SPARSE)) < 0)
 		goto out;
 	c.want[W_SPARSE] = touched_sum(&c, W_SPARSE, c.big.src, c.big.len);
-	if ((ret = start_daemon(&c, D_SPARSE)) < 0)
+	if ((ret = record_sparse(&c)) < 0 ||
+	    (ret = start_daemon(&c, D_SPARSE)) < 0 ||
+	    (ret = start_daemon(&c, D_SPARSE_TRACE)) < 0)
 		goto out;
 	ret = run_group(&c, first_sparse, NCASES, runs, samples, ok, copied);
 	stop_daemon(&c, D_SPARSE);
+	stop_daemon(&c, D_SPARSE_TRACE);
 	if (ret < 0)
 		goto out;
 	dcopied = daemon_copied(&c, D_SPARSE, c.big.len);
+	tcopied = daemon_copied(&c, D_SPARSE_TRACE, c.big.len);
 
 	t->title = "guest touches all its memory after a restore (kvm-restore,"
 		   " process-thread guest)";
@@ -663,6 +696,8 @@ int bench_restore(const struct bench_opts *o, struct bench_table *t)
 	bench_add_kv(t, "sparse_touched_bytes", (double)touched);
 	bench_add_kv(t, "sparse_daemon_copied_per_touched",
 		     dcopied >= 0 ? dcopied / (double)touched : -1);
+	bench_add_kv(t, "sparse_trace_copied_per_touched",
+		     tcopied >= 0 ? tcopied / (double)touched : -1);
 	snprintf(t->notes, sizeof(t->notes),
 		 "No /dev/kvm here (a PVM guest): the guest is a thread of a "
 		 "child process.  Even so, its first user-mode touch of a page "
@@ -687,6 +722,8 @@ out:
 	}
 	close_mem(&c.small);
 	close_mem(&c.big);
+	if (c.trace[0])
+		unlink(c.trace);
 	for (int w = 0; w < W_N; w++)
 		free(c.pages[w]);
 	free(samples);
