@@ -28,7 +28,7 @@ CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_HELP := $(filter $(BUILD)/tests/%.o,$(TEST_SRC:%.c=$(BUILD)/%.o))
 
-.PHONY: all deps check install clean
+.PHONY: all deps check demo install clean
 all: $(BUILD)/libfaultline.a $(BUILD)/libfaultline.so $(BUILD)/faultline
 
 # Install build and test dependencies on a fresh Debian machine.
@@ -67,6 +67,10 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libfaultline.a tests/tap.h
 check: deps
 	$(MAKE) all $(TEST_BIN)
 	prove -f --timer $(TEST_BIN)
+
+# The README's first command: restore a demo guest through faultline serve.
+demo: deps all
+	bash tools/demo.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib \

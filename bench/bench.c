@@ -44,6 +44,8 @@ static const struct bench_def benches[] = {
 	  "4 KiB random fault round trip: library and daemon (p50..max)" },
 	{ "kvm-restore", bench_restore,
 	  "touch 128 MiB after a restore, per backend and chunk (seed 003)" },
+	{ "remote", bench_remote,
+	  "touch 128 MiB restored from file, image, HTTP (cache), post-copy" },
 };
 
 #define NBENCH (sizeof(benches) / sizeof(*benches))

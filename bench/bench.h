@@ -120,6 +120,14 @@ struct bench_busy {
 int bench_busy_start(struct bench_busy *b);
 void bench_busy_stop(struct bench_busy *b);
 
+/* ---- the kvm-restore guest (restore.c) --------------------------------- */
+
+/* On a new thread, touch pages[0..n) (page indices) of mem, one atomic
+ * write that keeps the data per 4 KiB page, so exactly one fault each;
+ * *t1 is bench_now() after the last touch.  0 or -errno. */
+int bench_guest_run(uint8_t *mem, const uint32_t *pages, uint64_t n,
+		    double *t1);
+
 /* ---- the benchmarks ------------------------------------------------------ */
 
 int bench_populate(const struct bench_opts *o, struct bench_table *t);
@@ -127,5 +135,6 @@ int bench_move(const struct bench_opts *o, struct bench_table *t);
 int bench_drop(const struct bench_opts *o, struct bench_table *t);
 int bench_fault_latency(const struct bench_opts *o, struct bench_table *t);
 int bench_restore(const struct bench_opts *o, struct bench_table *t);
+int bench_remote(const struct bench_opts *o, struct bench_table *t);
 
 #endif

@@ -36,13 +36,6 @@
 #include "send.h"
 #include "../tests/http_util.h"
 
-/*
- * The kvm-restore guest, from restore.c (declared in bench.h).  Weak so
- * that this file links while restore.c does not export it yet.
- */
-int bench_guest_run(uint8_t *mem, const uint32_t *pages, uint64_t n,
-		    double *t1) __attribute__((weak));
-
 enum rm_src { S_RAW, S_IMAGE, S_HTTP_COLD, S_HTTP_WARM, S_HTTP_RAW, S_TCP };
 
 static const struct rm_case {
@@ -259,11 +252,6 @@ int bench_remote(const struct bench_opts *o, struct bench_table *t)
 	int runs = o->runs, fd = -1, ret;
 	char note[256] = "";
 
-	if (!bench_guest_run) {
-		fprintf(stderr, "faultline bench remote: built without "
-			"bench_guest_run (bench/restore.c)\n");
-		return -ENOSYS;
-	}
 	c.len = o->size ? o->size : o->quick ? 8 * MIB : 128 * MIB;
 	c.ng.pid = -1;
 	for (int i = 0; i < NCASES; i++)

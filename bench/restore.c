@@ -216,6 +216,20 @@ static void *guest_main(void *arg)
 	return NULL;
 }
 
+int bench_guest_run(uint8_t *mem, const uint32_t *pages, uint64_t n,
+		    double *t1)
+{
+	struct guest g = { .mem = mem, .pages = pages, .n = n };
+	pthread_t th;
+	int ret = -pthread_create(&th, NULL, guest_main, &g);
+
+	if (ret < 0)
+		return ret;
+	pthread_join(th, NULL);
+	*t1 = g.t1;
+	return 0;
+}
+
 static int pread_full(int fd, uint8_t *buf, uint64_t len)
 {
 	uint64_t done = 0;
