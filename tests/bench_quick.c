@@ -72,6 +72,17 @@ static const char *const latency_keys[] = {
 	"daemon_max", NULL,
 };
 
+static const char *const restore_keys[] = {
+	"linear_prepopulated", "linear_file", "linear_uffd_naive_4k",
+	"linear_inproc_default", "linear_daemon", "random_daemon",
+	"sparse_daemon", "sparse_daemon_trace", NULL,
+};
+
+static const char *const remote_keys[] = {
+	"local_raw", "local_image", "http_image_cold", "http_image_warm",
+	"http_raw", "postcopy", NULL,
+};
+
 static const struct {
 	const char *name;
 	const char *const *keys;
@@ -81,6 +92,8 @@ static const struct {
 	{ "move", move_keys, "busy_extra_ns_per_ioctl_4k" },
 	{ "drop", drop_keys, NULL },
 	{ "fault-latency", latency_keys, "faults_per_run" },
+	{ "kvm-restore", restore_keys, "sparse_trace_copied_per_touched" },
+	{ "remote", remote_keys, "http_warm_requests_per_restore" },
 };
 
 static json_object *get(json_object *o, const char *k)
