@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "faultline.h"
+#include "source.h"
 #include "uffd.h"
 
 enum pop_case {
@@ -32,6 +34,8 @@ enum pop_case {
 	P_COPY_2M,
 	P_PREAD_THP,
 	P_PREAD_MOVE,
+	P_ENGINE_COPY,
+	P_ENGINE_MOVE,
 	P_NCASES,
 };
 
@@ -46,6 +50,10 @@ static const struct {
 	[P_COPY_2M]      = { "copy_2m", "UFFDIO_COPY 2 MiB", -1 },
 	[P_PREAD_THP]    = { "pread_thp", "pread 2M into THP memory", -1 },
 	[P_PREAD_MOVE]   = { "pread_move", "pread 2M staging + UFFDIO_MOVE 2M",
+			     -1 },
+	[P_ENGINE_COPY]  = { "engine_copy", "engine background restore, COPY",
+			     -1 },
+	[P_ENGINE_MOVE]  = { "engine_move", "engine background restore, MOVE",
 			     -1 },
 };
 
@@ -74,21 +82,43 @@ static int make_source(struct pop_ctx *c)
 	return c->want == bench_pattern_sum(c->len) ? 0 : -EIO;
 }
 
-static int pread_full(int fd, void *buf, size_t len, uint64_t off)
+/*
+ * The library engine restoring all of dst in the background (no faults):
+ * what a lazily restored client gets once it goes quiet.
+ */
+static int engine_restore(struct pop_ctx *c, uint8_t *dst, bool move)
 {
-	size_t done = 0;
+	char path[64];
+	struct fl_source *src;
+	struct fl_engine *e;
+	struct fl_engine_opts o = {
+		.uffd = -1, .chunk_size = 2 * MIB, .quiet_ms = 1,
+		.flags = FL_ENGINE_NO_PREFETCH | (move ? FL_ENGINE_MOVE : 0),
+	};
+	struct fl_region_desc d = { .addr = (uintptr_t)dst, .len = c->len,
+				    .page_size = 4096,
+				    .flags = FL_REGION_REGISTER };
+	struct fl_stats st;
+	int ret;
 
-	while (done < len) {
-		ssize_t n = pread(fd, (uint8_t *)buf + done, len - done,
-				  (off_t)(off + done));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		done += (size_t)n;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", c->fd);
+	ret = fl_source_open(path, &src);
+	if (ret < 0)
+		return ret;
+	ret = fl_engine_create(&o, &e);
+	if (ret == 0) {
+		ret = fl_engine_add_region(e, &d, src);
+		if (ret == 0)
+			ret = fl_engine_start(e, 1);
+		do {
+			fl_engine_stats(e, &st);
+			if (!st.restore_complete)
+				usleep(200);
+		} while (ret == 0 && !st.restore_complete);
+		fl_engine_destroy(e);	/* the memory stays, now filled */
 	}
-	return 0;
+	fl_source_put(src);
+	return ret;
 }
 
 /* One run of one case: returns seconds (> 0) or -errno. */
@@ -109,6 +139,7 @@ static double run_case(struct pop_ctx *c, enum pop_case k, bool *ok,
 	case P_MEMCPY_THP:
 	case P_PREAD_THP:
 	case P_PREAD_MOVE:
+	case P_ENGINE_MOVE:
 		ret = madvise(dst, len, MADV_HUGEPAGE);
 		break;
 	default:
@@ -156,16 +187,20 @@ static double run_case(struct pop_ctx *c, enum pop_case k, bool *ok,
 		break;
 	case P_PREAD_THP:
 		for (uint64_t off = 0; off < len && !ret; off += 2 * MIB)
-			ret = pread_full(c->fd, dst + off, 2 * MIB, off);
+			ret = source_pread_full(c->fd, dst + off, 2 * MIB, off);
 		break;
 	case P_PREAD_MOVE:
 		for (uint64_t off = 0; off < len && !ret; off += 2 * MIB) {
-			ret = pread_full(c->fd, c->staging, 2 * MIB, off);
+			ret = source_pread_full(c->fd, c->staging, 2 * MIB, off);
 			if (!ret)
 				ret = uffd_move(uffd, (uintptr_t)dst + off,
 						(uintptr_t)c->staging, 2 * MIB,
 						0, &done);
 		}
+		break;
+	case P_ENGINE_COPY:
+	case P_ENGINE_MOVE:
+		ret = engine_restore(c, dst, k == P_ENGINE_MOVE);
 		break;
 	default:
 		ret = -EINVAL;
