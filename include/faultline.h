@@ -75,7 +75,7 @@ struct fl_engine_opts {
 };
 
 #define FL_DEFAULT_READAHEAD	(32u << 20)
-#define FL_DEFAULT_QUIET_MS	20
+#define FL_DEFAULT_QUIET_MS	100
 
 /* The engine closes an adopted uffd when it is destroyed. */
 #define FL_ENGINE_OWN_UFFD	(1u << 0)

@@ -35,6 +35,7 @@
 #include "source.h"
 
 #define MSG_BATCH	64
+#define PROBE_BYTES	256	/* read to tell a data run from a zero run */
 #define HUGE_2M		(2ull << 20)
 
 struct pending {
@@ -341,6 +342,9 @@ static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
 
 	uint64_t left = (off >> r->page_shift) + pg;
 
+	/* The source mapping failed under the kernel's copy (truncated). */
+	if (ret == -EFAULT && (how & FILL_FROM_MAP))
+		return source_failed(e, r, left, pg + npg - left, -EIO);
 	region_set(r, left, pg + npg - left, prior);
 	if (ret == -EAGAIN)
 		stat_add(&e->st.eagain, 1);
@@ -411,6 +415,25 @@ static int fill_run(struct fl_engine *e, struct worker *w, struct region *r,
 				    how, counter);
 	if (!zero && src->ops->hole && src->ops->hole(src, off, len))
 		zero = true;
+	const void *map = zero || r->memfd >= 0 || atomic_load(&e->use_move) ||
+			  !src->ops->map ? NULL : src->ops->map(src, off, len);
+
+	if (map) {
+		/*
+		 * One copy: the kernel copies from the mapping.  Only the first
+		 * bytes are read here, to tell data from a zero run; a run
+		 * whose start is zero is read in full below and checked.
+		 */
+		size_t probe = len < PROBE_BYTES ? len : PROBE_BYTES;
+
+		ret = src->ops->read(src, w->buf, probe, off);
+		if (ret < 0)
+			return source_failed(e, r, pg, npg, ret);
+		if (!is_zero(w->buf, probe))
+			return fill_claimed(e, r, pg, npg, UFFD_OP_COPY,
+					    (uintptr_t)map, prior,
+					    how | FILL_FROM_MAP, counter);
+	}
 	if (!zero) {
 		ret = src->ops->read(src, w->buf, len, off);
 		if (ret < 0)

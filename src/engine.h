@@ -92,6 +92,7 @@ struct fl_engine {
  */
 #define FILL_REMOVED	(1u << 0)
 #define FILL_DONTWAKE	(1u << 1)
+#define FILL_FROM_MAP	(1u << 2)	/* internal: COPY from source->map() */
 
 struct worker *worker_new(void);
 void worker_free(struct worker *w);

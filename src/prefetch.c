@@ -83,7 +83,7 @@ void prefetch_after_fault(struct fl_engine *e, struct region *r, uint64_t pg,
 
 	r->ra_size = size;
 	r->ra_end = end;
-	r->ra_marker = start;
+	r->ra_marker = start + (end - start) / 2;
 	e->jobs[e->njobs++] = (struct ra_job){ r, start, end, r->ra_marker };
 	pthread_cond_signal(&e->ra_cond);
 	pthread_mutex_unlock(&e->ra_lock);
@@ -203,6 +203,8 @@ static int replay_piece(struct fl_engine *e, struct worker *w)
 	if (len > BG_BYTES)
 		len = BG_BYTES;
 	e->replay_off += len;
+	/* Replay is activity: background restore waits until it is over. */
+	atomic_store(&e->last_fault_ns, now_ns());
 	if (e->replay_off >= run.len) {
 		e->replay_next++;
 		e->replay_off = 0;

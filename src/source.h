@@ -2,8 +2,9 @@
  * source.h - where page contents come from, behind one small vtable.
  *
  * A source is a byte-addressable snapshot of known size.  read() fills a
- * buffer; hole() reports ranges known to be zero without reading them;
- * hint() announces a future read.
+ * buffer; map() offers the bytes for the kernel to copy; hole() reports
+ * ranges known to be zero without reading them; hint() announces a future
+ * read.
  * Implementations: source_file.c (raw memory file), source_image.c
  * (compressed chunked image, docs/image-format.md), source_http.c (either
  * of them behind an http:// or https:// URL).
@@ -23,6 +24,13 @@ struct fl_source_ops {
 	const char *name;
 	/* Read exactly len bytes at off into buf: 0, or -errno. */
 	int (*read)(struct fl_source *s, void *buf, size_t len, uint64_t off);
+	/*
+	 * Optional: a pointer to [off, off+len) that UFFDIO_COPY may copy
+	 * from directly (one copy instead of two), or NULL.  Never read in
+	 * user space: the kernel turns a fault on it (a truncated file) into
+	 * EFAULT, where a user-space read would be SIGBUS.
+	 */
+	const void *(*map)(struct fl_source *s, uint64_t off, size_t len);
 	/* Optional: true if [off, off+len) is known to read as zeros. */
 	bool (*hole)(struct fl_source *s, uint64_t off, size_t len);
 	/* Optional: [off, off+len) will be read soon. */

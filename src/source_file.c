@@ -2,18 +2,20 @@
  * source_file.c - a raw memory file (Firecracker's snapshot layout: the
  * regions' contents concatenated).
  *
- * Decision: pages are read with pread into the engine's buffer, not through
- * a mapping of the file.  A mapping would save one copy, but checking a
- * chunk for zeros reads it from user space, and a snapshot truncated under
- * a running daemon would then kill it (and every session) with SIGBUS;
- * pread reports the short read instead, and the page is poisoned by policy.
- * Holes (SEEK_DATA) are reported so sparse snapshots are served as zero
- * pages without reading.
+ * Decision: the file is also mapped read-only, and map() hands that mapping
+ * to UFFDIO_COPY, which copies page-cache pages straight into the client
+ * (one copy).  faultline itself never reads the mapping: a snapshot
+ * truncated under a running daemon would kill it with SIGBUS, where the
+ * kernel's copy reports EFAULT and the page is poisoned by policy.  Bytes
+ * faultline must look at (is this chunk zero?) come through pread.  Holes
+ * (SEEK_DATA) are reported so sparse snapshots are served as zero pages
+ * without reading.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,6 +26,7 @@
 struct source_file {
 	struct fl_source base;
 	int fd;
+	void *map;		/* whole file, PROT_READ, MAP_SHARED; or NULL */
 	bool sparse;		/* the file has holes: SEEK_DATA is worth asking */
 };
 
@@ -34,6 +37,15 @@ static int file_read(struct fl_source *s, void *buf, size_t len, uint64_t off)
 	if (off > s->size || len > s->size - off)
 		return -ERANGE;
 	return source_pread_full(to_file(s)->fd, buf, len, off);
+}
+
+static const void *file_map(struct fl_source *s, uint64_t off, size_t len)
+{
+	struct source_file *f = to_file(s);
+
+	if (!f->map || off > s->size || len > s->size - off)
+		return NULL;
+	return (const char *)f->map + off;
 }
 
 static bool file_hole(struct fl_source *s, uint64_t off, size_t len)
@@ -59,6 +71,8 @@ static void file_destroy(struct fl_source *s)
 {
 	struct source_file *f = to_file(s);
 
+	if (f->map)
+		munmap(f->map, s->size);
 	close(f->fd);
 	free(f);
 }
@@ -66,6 +80,7 @@ static void file_destroy(struct fl_source *s)
 static const struct fl_source_ops file_ops = {
 	.name = "file",
 	.read = file_read,
+	.map = file_map,
 	.hole = file_hole,
 	.hint = file_hint,
 	.destroy = file_destroy,
@@ -90,6 +105,12 @@ int source_file_open(const char *path, struct fl_source **out)
 	}
 	f->fd = fd;
 	f->sparse = (uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size;
+	if (st.st_size > 0) {
+		f->map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED,
+			      fd, 0);
+		if (f->map == MAP_FAILED)
+			f->map = NULL;
+	}
 	source_init(&f->base, &file_ops, (uint64_t)st.st_size, path);
 	*out = &f->base;
 	return 0;
