@@ -54,44 +54,49 @@ static const struct rs_case {
 	int daemon;		/* enum rs_daemon for B_DAEMON */
 	double seed;		/* ms, seed 003; < 0: none */
 	const char *seed_note;
+	uint64_t page_size;	/* 0: 4 KiB; 2 MiB: hugetlb memory */
 } cases[] = {
 	{ "linear_prepopulated", "linear: prepopulated (pread before)",
-	  W_LINEAR, B_PREPOP, 0, 0, 0, -1, NULL },
+	  W_LINEAR, B_PREPOP, 0, 0, 0, -1, NULL, 0 },
 	{ "linear_file", "linear: mmap of file (File backend)",
-	  W_LINEAR, B_FILE, 0, 0, 0, -1, NULL },
+	  W_LINEAR, B_FILE, 0, 0, 0, -1, NULL, 0 },
 	{ "linear_uffd_naive_4k", "linear: uffd naive 4K (in-proc)",
-	  W_LINEAR, B_LIB, 4 * KIB, NO_PF, 0, 2228, NULL },
+	  W_LINEAR, B_LIB, 4 * KIB, NO_PF, 0, 2228, NULL, 0 },
 	{ "linear_inproc_64k", "linear: in-proc 64K, no prefetch",
-	  W_LINEAR, B_LIB, 64 * KIB, NO_PF, 0, 645, "(chunk list)" },
+	  W_LINEAR, B_LIB, 64 * KIB, NO_PF, 0, 645, "(chunk list)", 0 },
 	{ "linear_inproc_512k", "linear: in-proc 512K, no prefetch",
-	  W_LINEAR, B_LIB, 512 * KIB, NO_PF, 0, 543, NULL },
+	  W_LINEAR, B_LIB, 512 * KIB, NO_PF, 0, 543, NULL, 0 },
 	{ "linear_inproc_2m", "linear: in-proc 2M, no prefetch",
-	  W_LINEAR, B_LIB, 2 * MIB, NO_PF, 0, 513, NULL },
+	  W_LINEAR, B_LIB, 2 * MIB, NO_PF, 0, 513, NULL, 0 },
 	{ "linear_inproc_default", "linear: in-proc default engine",
-	  W_LINEAR, B_LIB, 0, 0, 0, 151, PATCHED },
+	  W_LINEAR, B_LIB, 0, 0, 0, 151, PATCHED, 0 },
 	{ "linear_daemon", "linear: daemon (serve, default)",
-	  W_LINEAR, B_DAEMON, 0, 0, D_DEFAULT, 151, PATCHED },
+	  W_LINEAR, B_DAEMON, 0, 0, D_DEFAULT, 151, PATCHED, 0 },
 	{ "linear_daemon_2m", "linear: daemon --chunk 2M",
-	  W_LINEAR, B_DAEMON, 0, 0, D_2M, 513, NULL },
+	  W_LINEAR, B_DAEMON, 0, 0, D_2M, 513, NULL, 0 },
+	{ "huge_prepopulated", "linear, 2M hugetlb: prepopulated",
+	  W_LINEAR, B_PREPOP, 0, 0, 0, -1, NULL, 2 * MIB },
+	{ "huge_daemon", "linear, 2M hugetlb: daemon (default)",
+	  W_LINEAR, B_DAEMON, 0, 0, D_DEFAULT, -1, NULL, 2 * MIB },
 	{ "random_prepopulated", "random: prepopulated (pread before)",
-	  W_RANDOM, B_PREPOP, 0, 0, 0, -1, NULL },
+	  W_RANDOM, B_PREPOP, 0, 0, 0, -1, NULL, 0 },
 	{ "random_file", "random: mmap of file (File backend)",
-	  W_RANDOM, B_FILE, 0, 0, 0, -1, NULL },
+	  W_RANDOM, B_FILE, 0, 0, 0, -1, NULL, 0 },
 	{ "random_inproc_default", "random: in-proc default engine",
-	  W_RANDOM, B_LIB, 0, 0, 0, -1, NULL },
+	  W_RANDOM, B_LIB, 0, 0, 0, -1, NULL, 0 },
 	{ "random_daemon", "random: daemon (serve, default)",
-	  W_RANDOM, B_DAEMON, 0, 0, D_DEFAULT, -1, NULL },
+	  W_RANDOM, B_DAEMON, 0, 0, D_DEFAULT, -1, NULL, 0 },
 	{ "sparse_prepopulated", "sparse: prepopulated (pread before)",
-	  W_SPARSE, B_PREPOP, 0, 0, 0, -1, NULL },
+	  W_SPARSE, B_PREPOP, 0, 0, 0, -1, NULL, 0 },
 	{ "sparse_inproc_default", "sparse: in-proc default engine",
-	  W_SPARSE, B_LIB, 0, 0, 0, -1, NULL },
+	  W_SPARSE, B_LIB, 0, 0, 0, -1, NULL, 0 },
 	{ "sparse_daemon", "sparse: daemon (serve, default)",
-	  W_SPARSE, B_DAEMON, 0, 0, D_SPARSE, -1, NULL },
+	  W_SPARSE, B_DAEMON, 0, 0, D_SPARSE, -1, NULL, 0 },
 	{ "sparse_daemon_trace", "sparse: daemon --prefetch TRACE",
-	  W_SPARSE, B_DAEMON, 0, 0, D_SPARSE_TRACE, -1, NULL },
+	  W_SPARSE, B_DAEMON, 0, 0, D_SPARSE_TRACE, -1, NULL, 0 },
 	/* Last: reported as a fact if the table has no row left for it. */
 	{ "sparse_file", "sparse: mmap of file (File backend)",
-	  W_SPARSE, B_FILE, 0, 0, 0, -1, NULL },
+	  W_SPARSE, B_FILE, 0, 0, 0, -1, NULL, 0 },
 };
 
 #define NCASES ((int)(sizeof(cases) / sizeof(*cases)))
@@ -260,6 +265,49 @@ static int connect_retry(struct fc_client *fc, const char *sock)
 	return ret;
 }
 
+/* Private anonymous 2 MiB hugetlb memory, as Firecracker maps it. */
+static uint8_t *map_huge(uint64_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+		       MAP_HUGETLB | (21 << MAP_HUGE_SHIFT), -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Reserve 2 MiB pages for len bytes (0 or -errno); *old to restore. */
+static int huge_reserve(uint64_t len, long *old)
+{
+	FILE *f = fopen("/proc/sys/vm/nr_hugepages", "r+");
+	long want = (long)(len >> 21) + 2, free_now = 0;
+
+	*old = -1;
+	if (!f)
+		return -errno;
+	if (fscanf(f, "%ld", old) != 1)
+		*old = 0;
+	rewind(f);
+	fprintf(f, "%ld\n", *old + want);
+	fclose(f);
+	f = fopen("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages",
+		  "r");
+	if (!f || fscanf(f, "%ld", &free_now) != 1)
+		free_now = 0;
+	if (f)
+		fclose(f);
+	return free_now >= want ? 0 : -ENOMEM;
+}
+
+static void huge_restore(long old)
+{
+	FILE *f;
+
+	if (old < 0 || !(f = fopen("/proc/sys/vm/nr_hugepages", "w")))
+		return;
+	fprintf(f, "%ld\n", old);
+	fclose(f);
+}
+
 /* The child: restore with one backend, run the guest, check the pages. */
 static int child_run(struct rs_ctx *c, const struct rs_case *k,
 		     struct rs_result *res)
@@ -277,7 +325,7 @@ static int child_run(struct rs_ctx *c, const struct rs_case *k,
 	fc_client_init(&fc);
 	switch (k->b) {
 	case B_PREPOP:
-		p = bench_map(m->len);
+		p = k->page_size ? map_huge(m->len) : bench_map(m->len);
 		if (!p)
 			return -ENOMEM;
 		ret = pread_full(m->fd, p, m->len);
@@ -310,7 +358,8 @@ static int child_run(struct rs_ctx *c, const struct rs_case *k,
 		break;
 	}
 	case B_DAEMON:
-		ret = fc_client_map(&fc, 1, &m->len, 4096);
+		ret = fc_client_map(&fc, 1, &m->len,
+				    k->page_size ? k->page_size : 4096);
 		if (!ret)
 			p = fc.regions[0].addr;
 		break;
@@ -587,7 +636,7 @@ static int run_group(struct rs_ctx *c, int from, int to, int runs,
 static int record_sparse(struct rs_ctx *c)
 {
 	struct rs_case k = { "sparse_record", "sparse: recording",
-			     W_SPARSE, B_DAEMON, 0, 0, D_RECORD, -1, NULL };
+			     W_SPARSE, B_DAEMON, 0, 0, D_RECORD, -1, NULL, 0 };
 	struct rs_result res;
 	int ret = start_daemon(c, D_RECORD);
 
@@ -603,6 +652,7 @@ int bench_restore(const struct bench_opts *o, struct bench_table *t)
 {
 	struct rs_ctx c = { .small = { .fd = -1 }, .big = { .fd = -1 } };
 	int runs = o->runs, ret, first_sparse = NCASES;
+	long huge_old = -1;
 	double *samples, *copied, dcopied = -1, tcopied = -1;
 	bool ok[NCASES];
 
@@ -632,7 +682,16 @@ int bench_restore(const struct bench_opts *o, struct bench_table *t)
 	if ((ret = start_daemon(&c, D_DEFAULT)) < 0 ||
 	    (ret = start_daemon(&c, D_2M)) < 0)
 		goto out;
+	ret = huge_reserve(c.small.len, &huge_old);
+	if (ret < 0) {
+		fprintf(stderr, "faultline bench kvm-restore: cannot reserve "
+			"2 MiB hugetlb pages (/proc/sys/vm/nr_hugepages): %s\n",
+			strerror(-ret));
+		goto out;
+	}
 	ret = run_group(&c, 0, first_sparse, runs, samples, ok, copied);
+	huge_restore(huge_old);
+	huge_old = -1;
 	stop_daemon(&c, D_DEFAULT);
 	stop_daemon(&c, D_2M);
 	close_mem(&c.small);
@@ -683,7 +742,7 @@ int bench_restore(const struct bench_opts *o, struct bench_table *t)
 		if (k->wl == W_SPARSE && k->b == B_LIB)
 			bench_add_kv(t, "sparse_inproc_copied_per_touched",
 				     bench_median(cp, runs) / (double)touched);
-		if (k->wl == W_LINEAR && k->b == B_PREPOP)
+		if (k->wl == W_LINEAR && k->b == B_PREPOP && !k->page_size)
 			bench_add_kv(t, "linear_prepopulated_second_pass_ms",
 				     bench_median(cp, runs) * 1e3);
 		if (t->nrows >= BENCH_MAX_ROWS) {
@@ -729,6 +788,7 @@ nofile:
 	fprintf(stderr, "faultline bench kvm-restore: cannot create the "
 		"memory file in /tmp: %s\n", strerror(-ret));
 out:
+	huge_restore(huge_old);
 	for (int d = 0; d < D_N; d++) {
 		stop_daemon(&c, d);
 		if (c.stats[d][0])
