@@ -8,9 +8,13 @@
  * lock held exclusively, applies every event in it, then serves the batch's
  * faults with the lock shared.  A fault is served by filling its chunk: runs
  * of pages claimed in the state map (so no page is filled twice), each run
- * resolved with one ioctl: ZEROPAGE (or a zeroed copy on hugetlb) when it is
- * removed, a source hole, or all zero; otherwise COPY from the worker's
- * buffer, filled by the source.
+ * resolved with one uffd_fill() operation (fill_run() picks it): ZEROPAGE,
+ * or a zeroed copy on hugetlb, when the run is removed, a source hole or all
+ * zero; CONTINUE after one write into the page cache for shared memory in
+ * minor mode; COPY straight from the source's mapping (one copy) or from the
+ * worker's staging buffer; MOVE out of that buffer in-process when enabled.
+ * Readahead, trace replay and background restore (prefetch.c) fill through
+ * the same path.
  *
  * Kernel rules folded in (KERNEL-FACTS.md): EEXIST -> mark present and WAKE;
  * EAGAIN -> un-claim, read and apply pending events, retry; ESRCH -> the
