@@ -18,7 +18,10 @@ PC_LIBS  := json-c libzstd libxxhash libcurl
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 -Wall -Wextra -Werror=implicit-function-declaration \
 	   -fPIC -pthread -Iinclude -Isrc -MMD -MP
-LDLIBS  += $(shell pkg-config --libs $(PC_LIBS) 2>/dev/null) -lpthread -lm
+# Expanded when a link runs, i.e. after `deps` has installed pkg-config and
+# the libraries on a new machine.
+PKG_LIBS = $(shell pkg-config --libs $(PC_LIBS) 2>/dev/null)
+LDLIBS   = $(PKG_LIBS) -lpthread -lm
 
 LIB_SRC   := $(sort $(wildcard src/*.c))
 CLI_SRC   := $(sort $(wildcard tools/*.c bench/*.c))
@@ -26,7 +29,6 @@ TEST_SRC  := $(sort $(wildcard tests/*.c))
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
-TEST_HELP := $(filter $(BUILD)/tests/%.o,$(TEST_SRC:%.c=$(BUILD)/%.o))
 
 .PHONY: all deps check demo install clean
 all: $(BUILD)/libfaultline.a $(BUILD)/libfaultline.so $(BUILD)/faultline
@@ -46,7 +48,7 @@ deps:
 		fi; \
 	fi
 
-$(BUILD)/%.o: %.c
+$(BUILD)/%.o: %.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
@@ -60,7 +62,7 @@ $(BUILD)/faultline: $(CLI_OBJ) $(BUILD)/libfaultline.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # Each tests/NAME.c is one TAP program; tests/tap.h and tests/*.h are shared.
-$(BUILD)/tests/%: tests/%.c $(BUILD)/libfaultline.a tests/tap.h
+$(BUILD)/tests/%: tests/%.c $(BUILD)/libfaultline.a tests/tap.h | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libfaultline.a $(LDLIBS)
 
