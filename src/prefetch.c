@@ -18,8 +18,8 @@
  * filled right after readahead and before background restore.
  *
  * Background restore: once no fault has arrived for quiet_ns (or at once,
- * when faults have already touched an eighth of a region: a dense random
- * client), the filler
+ * when random faults have already hit 1/32 of a region's chunks: a dense
+ * random client), the filler
  * walks every region for missing pages and fills them in 2 MiB pieces,
  * pausing whenever faults come back, so that a restore always completes
  * (QEMU postcopy and CRIU lazy-pages do the same).  Removed pages are never
@@ -50,15 +50,6 @@ void prefetch_after_fault(struct fl_engine *e, struct region *r, uint64_t pg,
 	uint64_t start, size, chunk = last - first;
 
 	pthread_mutex_lock(&e->ra_lock);
-	/*
-	 * Density: once faults have filled an eighth of a region's chunks,
-	 * the client is touching most of its memory; waiting for a quiet
-	 * moment would only leave it faulting on the rest.
-	 */
-	if (++r->ra_faulted * 8 * chunk > r->npages && !atomic_load(&e->dense)) {
-		atomic_store(&e->dense, true);
-		pthread_cond_signal(&e->ra_cond);
-	}
 	if (r->ra_size && (pg == r->ra_marker || first == r->ra_end)) {
 		/* Progress through the window: queue the next, larger one. */
 		start = r->ra_end > last ? r->ra_end : last;
@@ -68,6 +59,19 @@ void prefetch_after_fault(struct fl_engine *e, struct region *r, uint64_t pg,
 		start = last;
 		size = chunk * 4;
 	} else {
+		/*
+		 * A random fault.  Once random faults have hit 1/32 of a
+		 * region's chunks, the client is touching all of its memory
+		 * in no order readahead can follow: waiting for a quiet moment
+		 * would only leave it faulting on the rest, so background
+		 * restore starts now.  Streams (sparse runs) count once per
+		 * run and never get there.
+		 */
+		if (++r->ra_random * 32 * chunk > r->npages &&
+		    !atomic_load(&e->dense)) {
+			atomic_store(&e->dense, true);
+			pthread_cond_signal(&e->ra_cond);
+		}
 		r->ra_prev_end = last;
 		pthread_mutex_unlock(&e->ra_lock);
 		return;

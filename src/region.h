@@ -41,7 +41,7 @@ struct region {
 	uint64_t ra_end;	/* end of the current readahead window */
 	uint64_t ra_size;	/* its size */
 	uint64_t ra_marker;	/* page left unfilled: a fault there = progress */
-	uint64_t ra_faulted;	/* chunks filled by faults (density) */
+	uint64_t ra_random;	/* faults that started no stream (density) */
 };
 
 int region_new(const struct fl_region_desc *d, struct fl_source *src,
