@@ -112,6 +112,14 @@ struct peer_stats {
  */
 int peer_recv_all(int fd, void *buf, size_t len);
 
+/*
+ * TCP options both ends use: no Nagle, and a dead link noticed within
+ * seconds (keepalive and TCP_USER_TIMEOUT), also when nothing is sent.
+ */
+void peer_tune_socket(int fd);
+/* SO_RCVTIMEO or SO_SNDTIMEO of ms milliseconds (0: none). */
+void peer_set_timeout(int fd, int opt, unsigned int ms);
+
 struct fl_source;
 /* Fill *out for a source opened from tcp://; -EINVAL for any other. */
 int source_peer_stats(struct fl_source *s, struct peer_stats *out);

@@ -40,7 +40,6 @@
 #include "send.h"
 #include "source.h"
 
-#define USER_TIMEOUT_MS	3000
 #define HELLO_TIMEOUT_MS 5000
 
 struct sender {
@@ -310,26 +309,6 @@ static void serve_stream(struct session *s, int fd, char *buf)
 		;
 }
 
-static void tune_socket(int fd)
-{
-	int one = 1, idle = 1, cnt = 3;
-	unsigned int uto = USER_TIMEOUT_MS;
-
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
-	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &idle, sizeof(idle));
-	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
-	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &uto, sizeof(uto));
-}
-
-static void set_rcvtimeo(int fd, unsigned int ms)
-{
-	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
-
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-}
-
 struct conn {
 	struct sender *snd;
 	int fd;
@@ -421,8 +400,8 @@ static void *conn_thread(void *arg)
 
 	if (!buf)
 		goto out;
-	tune_socket(fd);
-	set_rcvtimeo(fd, HELLO_TIMEOUT_MS);
+	peer_tune_socket(fd);
+	peer_set_timeout(fd, SO_RCVTIMEO, HELLO_TIMEOUT_MS);
 	if (peer_recv_all(fd, &h, sizeof(h)) < 0)
 		goto out;
 	uint32_t len = le32toh(h.len);
@@ -448,7 +427,7 @@ static void *conn_thread(void *arg)
 		fd = -1;	/* the session closes it */
 		if (send_welcome(snd, s, s->dfd, role) < 0)
 			goto end;
-		set_rcvtimeo(s->dfd, 0);
+		peer_set_timeout(s->dfd, SO_RCVTIMEO, 0);
 		serve_demand(s, s->dfd, buf);
 		goto end;
 	}
@@ -480,7 +459,7 @@ static void *conn_thread(void *arg)
 			atomic_fetch_add(&s->held, 1);
 	if (send_welcome(snd, s, s->sfd, role) < 0)
 		goto end;
-	set_rcvtimeo(s->sfd, 0);
+	peer_set_timeout(s->sfd, SO_RCVTIMEO, 0);
 	if (atomic_load(&s->ended))
 		shutdown(s->sfd, SHUT_RDWR);	/* ended while attaching */
 	serve_stream(s, s->sfd, buf);

@@ -41,7 +41,6 @@
 
 #define DEF_RETRY_MS	10000
 #define DIAL_TIMEOUT_MS	1000
-#define USER_TIMEOUT_MS	3000
 #define MAX_RUNS	64
 
 enum { B_MISSING, B_WRITING, B_HAVE, B_FAILED };
@@ -115,27 +114,6 @@ static int send_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-static void set_timeout(int fd, int opt, unsigned int ms)
-{
-	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
-
-	setsockopt(fd, SOL_SOCKET, opt, &tv, sizeof(tv));
-}
-
-/* Dead links are noticed in seconds, also when nothing is being sent. */
-static void tune_socket(int fd)
-{
-	int one = 1, idle = 1, cnt = 3;
-	unsigned int uto = USER_TIMEOUT_MS;
-
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
-	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &idle, sizeof(idle));
-	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
-	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &uto, sizeof(uto));
-}
-
 static int dial_addr(const struct addrinfo *ai)
 {
 	int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC |
@@ -163,7 +141,7 @@ static int dial_addr(const struct addrinfo *ai)
 			goto fail;
 	}
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-	tune_socket(fd);
+	peer_tune_socket(fd);
 	return fd;
 fail:
 	close(fd);
@@ -220,8 +198,8 @@ static int dial(struct peer *p, int role, struct peer_hello *welcome)
 		if (atomic_load(&p->state[b]) == B_HAVE)
 			bm[b / 8] |= (uint8_t)(1u << (b % 8));
 
-	set_timeout(fd, SO_RCVTIMEO, 2 * DIAL_TIMEOUT_MS);
-	set_timeout(fd, SO_SNDTIMEO, 2 * DIAL_TIMEOUT_MS);
+	peer_set_timeout(fd, SO_RCVTIMEO, 2 * DIAL_TIMEOUT_MS);
+	peer_set_timeout(fd, SO_SNDTIMEO, 2 * DIAL_TIMEOUT_MS);
 	ret = send_all(fd, msg, mlen);
 	free(msg);
 
@@ -252,8 +230,8 @@ static int dial(struct peer *p, int role, struct peer_hello *welcome)
 		close(fd);
 		return ret;
 	}
-	set_timeout(fd, SO_RCVTIMEO, 0);
-	set_timeout(fd, SO_SNDTIMEO, 0);
+	peer_set_timeout(fd, SO_RCVTIMEO, 0);
+	peer_set_timeout(fd, SO_SNDTIMEO, 0);
 	welcome->size = le64toh(welcome->size);
 	welcome->block_size = le32toh(welcome->block_size);
 	return fd;
