@@ -130,7 +130,8 @@ int fl_engine_add_region(struct fl_engine *e, const struct fl_region_desc *r,
  * FL_ENGINE_NO_PREFETCH | FL_ENGINE_NO_BACKGROUND so that every first touch
  * faults.  fl_engine_save_trace() writes the trace.  fl_engine_replay()
  * loads one, sorts and coalesces it, and has the filler thread fill those
- * runs first (DONTWAKE, one WAKE per piece) when the engine starts.
+ * runs (DONTWAKE, one WAKE per piece) as soon as the engine runs; it may be
+ * called before or after fl_engine_start().
  */
 int fl_engine_record(struct fl_engine *e);
 int fl_engine_save_trace(struct fl_engine *e, const char *path);

@@ -816,6 +816,9 @@ int fl_engine_replay(struct fl_engine *e, const char *path)
 	e->replay_off = 0;
 	pthread_cond_signal(&e->ra_cond);
 	pthread_mutex_unlock(&e->ra_lock);
+	/* Started without anything for the filler to do: it has now. */
+	if (ret == 0 && e->threads && !e->filler_running)
+		ret = prefetch_start(e);
 	return ret;
 }
 

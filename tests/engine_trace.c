@@ -76,10 +76,10 @@ int main(void)
 	/* Replay: the working set is filled before the client touches it. */
 	mem = map_anon(LEN, 0);
 	e = engine(src, mem, NOFILL);
-	ok(fl_engine_replay(e, trace) == 0, "trace loaded");
 	fl_engine_start(e, 1);
-	/* Balloon before the replay reaches it (a REMOVE needs a reader). */
+	/* Balloon before the replay starts (a REMOVE needs a reader). */
 	madvise(mem + BALLOON, 1 << 20, MADV_DONTNEED);
+	ok(fl_engine_replay(e, trace) == 0, "trace loaded into a running engine");
 	for (int i = 0; i < 500; i++) {
 		fl_engine_stats(e, &st);
 		if (st.pages_replayed >= rec.pages_copied - 256)
