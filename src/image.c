@@ -250,8 +250,9 @@ static int parse_header(struct image *img, const unsigned char *b)
 	    (h->page_size & (h->page_size - 1)))
 		return fl_err(-EBADMSG, "%s: bad page size %u", p,
 			      h->page_size);
-	if (h->chunk_count != (h->total_size + h->chunk_size - 1) /
-			      h->chunk_size)
+	/* Written so that no total_size can wrap it around. */
+	if (h->chunk_count != h->total_size / h->chunk_size +
+			      (h->total_size % h->chunk_size != 0))
 		return fl_err(-EBADMSG,
 			      "%s: chunk count %llu does not match size %llu",
 			      p, (unsigned long long)h->chunk_count,

@@ -20,6 +20,7 @@
 #include "image.h"
 #include "source.h"
 #include "tap.h"
+#include <xxhash.h>
 
 static char dir[64];
 
@@ -627,6 +628,34 @@ int main(void)
 		ret = fl_source_open(bad, &s);
 		ok(ret == -EBADMSG && strstr(fl_last_error(), "too short"),
 		   "magic alone rejected: %s", fl_last_error());
+
+		/*
+		 * A crafted header with valid checksums whose total size wraps
+		 * the chunk count around to 0: an empty index that reads
+		 * would run past.
+		 */
+		size_t hl;
+		unsigned char *h = slurp(path_of("mixed-64.fli"), &hl);
+		uint64_t v;
+
+		v = ~0ull - 100;
+		memcpy(h + 24, &v, 8);			/* total size */
+		v = 0;
+		memcpy(h + 32, &v, 8);			/* chunk count */
+		v = IMAGE_HEADER_SIZE;
+		memcpy(h + 48, &v, 8);			/* data end */
+		v = XXH64(h, 0, 0);
+		memcpy(h + 56, &v, 8);			/* index hash */
+		v = XXH64(h, 72, 0);
+		memcpy(h + 72, &v, 8);			/* header hash */
+		write_at(bad, h, IMAGE_HEADER_SIZE, 0, true);
+		free(h);
+		ret = fl_source_open(bad, &s);
+		ok(ret == -EBADMSG && strstr(fl_last_error(), "chunk count"),
+		   "crafted header whose size wraps around rejected: %s",
+		   fl_last_error());
+		if (!ret)
+			fl_source_put(s);
 	}
 
 	/* Bad chunk sizes and levels. */
