@@ -14,7 +14,27 @@
  * backoff (5 tries, 50 ms doubling); anything else, or the last try, fails
  * the read with -EIO and one line naming the URL, and the engine applies
  * its failure policy - a block is used only if it arrived whole with 206
- * (or 200 for a one-block object).  The URL is passed to libcurl untouched
+ * (or 200 for a one-block object).  Deadlines: one try of a block may take
+ * 30 s (CURLOPT_TIMEOUT_MS; stalls are cut sooner by the low-speed limit)
+ * and one read 120 s in all, retries included, so a dead or crawling
+ * server ends in the failure policy, not in a stall of the faulting thread.
+ *
+ * The object must not change under a restore.  Its validator is learnt at
+ * open: a strong ETag is sent as If-Match with every block GET, else its
+ * Last-Modified as If-Unmodified-Since (one-second resolution: a same-size
+ * replacement within the second of the original is not seen - use a
+ * server with ETags).  A 412, a 200 to a request for part of the object
+ * (a one-block object may come whole, if its validator matches), a 206 whose
+ * Content-Range is not exactly the range asked for (start, end, and total
+ * when given), or a response whose ETag (else Last-Modified) differs from
+ * the one at open fails the read at once with -EIO and "object changed"
+ * naming the URL, no retry; such bytes are never served nor cached.  The
+ * local cache is keyed by the validator, so a new open of a changed
+ * object never sees the old object's blocks.  A server that gives no
+ * validator usable as a precondition (no strong ETag, no Last-Modified)
+ * gets no local cache: the cache directory is ignored for that URL,
+ * silently (reads are still checked as above where possible).
+ * The URL is passed to libcurl untouched
  * (presigned S3 URLs work as they are, no auth of our own), but messages
  * name it without its query string and user info, which carry secrets.
  * The size is learnt with a ranged GET of the first 4 KiB (a presigned GET
@@ -22,9 +42,11 @@
  * is then read through source_image.c layered over this source.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +70,8 @@
 #define HTTP_PROBE	4096		/* bytes read at open */
 #define HTTP_SLOTS	16		/* in-memory blocks for partial reads */
 #define HTTP_BATCH	32		/* blocks handled per round of a read */
+#define HTTP_TRY_MS	30000L		/* one try of one block, in all */
+#define HTTP_READ_MS	120000ull	/* one read (or the open), in all */
 
 enum { SLOT_EMPTY, SLOT_FILLING, SLOT_READY };
 
@@ -64,6 +88,9 @@ struct source_http {
 	char *url;		/* as given: passed to libcurl untouched */
 	char name[192];		/* for messages: no query string, no user */
 	uint64_t key;		/* the object's name in the local cache */
+	char etag[128];		/* the object's ETag at open, "" none */
+	char lm[64];		/* its Last-Modified at open, "" none */
+	struct curl_slist *cond; /* If-Match or If-Unmodified-Since; NULL none */
 	struct http_cache *cache;
 	pthread_mutex_t mu;	/* guards the slots' bookkeeping */
 	uint64_t clock;
@@ -81,6 +108,8 @@ struct xfer {
 	bool whole;		/* the range is the whole object (200 is fine) */
 	bool probe;		/* open: keep headers, stop after len bytes */
 	bool overflow;
+	bool checked;		/* the response's headers were checked */
+	bool changed;		/* ... and tell of a changed object (err) */
 	int tries;
 	uint64_t not_before;	/* ns, monotonic: backoff */
 	int state;		/* X_WAIT, X_RUN, X_DONE, X_FAIL */
@@ -88,13 +117,18 @@ struct xfer {
 	long status;
 	char range[48];
 	char err[CURL_ERROR_SIZE];
-	/* probe results */
+	char why[CURL_ERROR_SIZE]; /* changed(): curl may yet write err */
+	/* the last response's headers (a redirect's are forgotten) */
+	long hstatus;		/* from its status line */
+	uint64_t start, end;	/* from Content-Range, UINT64_MAX unknown */
 	uint64_t total;		/* from Content-Range, UINT64_MAX unknown */
 	curl_off_t clen;	/* Content-Length, -1 unknown */
-	char validator[128];	/* ETag, else Last-Modified */
+	char etag[128];		/* "" none */
+	char lm[64];		/* "" none */
 };
 
-enum { X_WAIT, X_RUN, X_DONE, X_FAIL };
+/* X_GONE: cancelled because another transfer of the read failed */
+enum { X_WAIT, X_RUN, X_DONE, X_FAIL, X_GONE };
 
 /* ---- per-thread curl handles -------------------------------------------- */
 
@@ -161,11 +195,62 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static bool changed(struct xfer *x, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Record why the object is taken to have changed; false, for returning. */
+static bool changed(struct xfer *x, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(x->why, sizeof(x->why), fmt, ap);
+	va_end(ap);
+	x->changed = true;
+	return false;
+}
+
+/*
+ * Do a block response's headers (200 or 206) describe the object as opened
+ * and the range asked for?  If not, x->changed with the reason in x->err.
+ */
+static bool response_ok(struct xfer *x)
+{
+	const struct source_http *h = x->h;
+	uint64_t last = x->off + x->len - 1;
+
+	x->checked = true;
+	if (h->etag[0] && x->etag[0] && strcmp(h->etag, x->etag))
+		return changed(x, "object changed since it was opened: ETag %s, was %s",
+			       x->etag, h->etag);
+	if (!h->etag[0] && h->lm[0] && x->lm[0] && strcmp(h->lm, x->lm))
+		return changed(x, "object changed since it was opened: Last-Modified %s, was %s",
+			       x->lm, h->lm);
+	if (x->hstatus == 200 && !x->whole)
+		return changed(x, "object changed since it was opened, or the server ignores ranges: HTTP 200 (the whole object) to a range request");
+	if (x->hstatus == 206 &&
+	    (x->start != x->off || x->end != last ||
+	     (x->total != UINT64_MAX && x->total != h->base.size))) {
+		if (x->start == UINT64_MAX)
+			return changed(x, "object changed since it was opened, or the server is broken: HTTP 206 without a Content-Range");
+		return changed(x, "object changed since it was opened: HTTP 206 for bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64 ", asked for %" PRIu64 "-%" PRIu64 "/%" PRIu64,
+			       x->start, x->end, x->total, x->off, last,
+			       h->base.size);
+	}
+	return true;
+}
+
 static size_t on_body(char *p, size_t size, size_t n, void *arg)
 {
 	struct xfer *x = arg;
 	size_t bytes = size * n, room = x->len - x->got;
 
+	if (!x->probe) {
+		if (x->hstatus != 200 && x->hstatus != 206)
+			return bytes;	/* an error page: not our bytes */
+		if (!x->checked && !response_ok(x))
+			return 0;	/* stop before a byte is kept */
+	}
 	if (bytes > room) {
 		if (!x->probe)
 			x->overflow = true;
@@ -178,15 +263,43 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
 	return bytes;
 }
 
+/*
+ * Content-Range: "bytes A-B/T", or with T "*" (unknown), or A-B "*" (a
+ * 416's).
+ */
+static void parse_content_range(struct xfer *x, const char *v)
+{
+	unsigned long long a, b, t;
+	int n = 0;
+
+	if (strncasecmp(v, "bytes", 5))
+		return;
+	v += 5;
+	v += strspn(v, " \t");
+	if (*v == '*') {
+		if (sscanf(v, "*/%llu%n", &t, &n) == 1 && !v[n])
+			x->total = t;
+		return;
+	}
+	if (!isdigit((unsigned char)*v) ||
+	    sscanf(v, "%llu-%llu/%n", &a, &b, &n) != 2 || !n || a > b)
+		return;
+	x->start = a;
+	x->end = b;
+	v += n;
+	n = 0;
+	if (isdigit((unsigned char)*v) && sscanf(v, "%llu%n", &t, &n) == 1 &&
+	    !v[n])
+		x->total = t;
+}
+
 static size_t on_header(char *p, size_t size, size_t n, void *arg)
 {
 	struct xfer *x = arg;
-	size_t len = size * n;
+	size_t len = size * n, vlen;
 	char line[256];
 	char *v;
 
-	if (!x->probe)
-		return len;
 	if (len >= sizeof(line))
 		return len;
 	memcpy(line, p, len);
@@ -194,8 +307,11 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 	line[strcspn(line, "\r\n")] = 0;
 	if (!strncasecmp(line, "HTTP/", 5)) {
 		/* a new response (redirect): forget the last one's headers */
-		x->total = UINT64_MAX;
-		x->validator[0] = 0;
+		v = strchr(line, ' ');
+		x->hstatus = v ? strtol(v + 1, NULL, 10) : 0;
+		x->start = x->end = x->total = UINT64_MAX;
+		x->etag[0] = 0;
+		x->lm[0] = 0;
 		return len;
 	}
 	v = strchr(line, ':');
@@ -203,16 +319,17 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 		return len;
 	*v++ = 0;
 	v += strspn(v, " \t");
+	vlen = strlen(v);
+	while (vlen && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
+		v[--vlen] = 0;
 	if (!strcasecmp(line, "Content-Range")) {
-		char *slash = strrchr(v, '/');
-
-		if (slash && slash[1] != '*')
-			x->total = strtoull(slash + 1, NULL, 10);
+		parse_content_range(x, v);
 	} else if (!strcasecmp(line, "ETag")) {
-		snprintf(x->validator, sizeof(x->validator), "etag %s", v);
-	} else if (!strcasecmp(line, "Last-Modified") &&
-		   strncmp(x->validator, "etag ", 5)) {
-		snprintf(x->validator, sizeof(x->validator), "lm %s", v);
+		if (vlen < sizeof(x->etag))
+			memcpy(x->etag, v, vlen + 1);
+	} else if (!strcasecmp(line, "Last-Modified")) {
+		if (vlen < sizeof(x->lm))
+			memcpy(x->lm, v, vlen + 1);
 	}
 	return len;
 }
@@ -224,10 +341,14 @@ static int xfer_start(struct conn *c, struct xfer *x)
 	x->easy = e;
 	x->got = 0;
 	x->overflow = false;
+	x->checked = false;
+	x->changed = false;
 	x->status = 0;
 	x->err[0] = 0;
-	x->total = UINT64_MAX;
-	x->validator[0] = 0;
+	x->hstatus = 0;
+	x->start = x->end = x->total = UINT64_MAX;
+	x->etag[0] = 0;
+	x->lm[0] = 0;
 	snprintf(x->range, sizeof(x->range), "%" PRIu64 "-%" PRIu64, x->off,
 		 x->off + x->len - 1);
 	curl_easy_reset(e);
@@ -244,6 +365,9 @@ static int xfer_start(struct conn *c, struct xfer *x)
 	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
 	curl_easy_setopt(e, CURLOPT_MAXREDIRS, 5L);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, HTTP_TRY_MS);
+	if (!x->probe && x->h->cond)
+		curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->h->cond);
 	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1024L);
 	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, 10L);
 	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L << 10);
@@ -287,6 +411,18 @@ static void xfer_done(struct xfer *x, CURLcode cc)
 	curl_easy_getinfo(x->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &x->clen);
 	if (x->probe && cc == CURLE_WRITE_ERROR && !x->overflow)
 		cc = CURLE_OK;	/* we stopped it: the first bytes are in */
+	if (!x->probe && !x->changed && x->status == 412)
+		changed(x, "object changed since it was opened: HTTP 412 to %s",
+			x->h->cond ? x->h->cond->data : "no precondition");
+	else if (!x->probe && !x->changed && !x->checked && cc == CURLE_OK &&
+		 (x->status == 200 || x->status == 206))
+		response_ok(x);
+	if (x->changed) {
+		memcpy(x->err, x->why, sizeof(x->err));
+		x->tries++;	/* count this try in the message */
+		x->state = X_FAIL;
+		return;
+	}
 	if (cc != CURLE_OK) {
 		if (x->overflow) {
 			snprintf(x->err, sizeof(x->err),
@@ -325,14 +461,25 @@ static void xfer_done(struct xfer *x, CURLcode cc)
 	}
 }
 
+static void xfer_stop(struct conn *c, struct xfer *x)
+{
+	curl_multi_remove_handle(c->multi, x->easy);
+	c->free_easy[c->nfree++] = x->easy;
+	x->easy = NULL;
+}
+
 /*
  * Run the n transfers to completion, up to HTTP_PAR at a time on this
- * thread's multi handle.  0, or -EIO naming the first failure.
+ * thread's multi handle, by deadline (ns, monotonic).  0, or -EIO naming
+ * the first failure; once one has failed for good the others are dropped
+ * (X_GONE), since the read fails anyway.
  */
-static int fetch(struct source_http *h, struct xfer *xs, int n)
+static int fetch(struct source_http *h, struct xfer *xs, int n,
+		 uint64_t deadline)
 {
 	struct conn *c = conn_get();
 	int left = n, running = 0;
+	bool failed = false;
 	struct xfer *bad = NULL;
 
 	if (!c)
@@ -343,28 +490,43 @@ static int fetch(struct source_http *h, struct xfer *xs, int n)
 		xs[i].not_before = 0;
 		xs[i].state = X_WAIT;
 	}
-	while (left) {
-		uint64_t now = mono_ns(), wake = now + 1000000000ull;
+	while (left && !failed) {
+		uint64_t now = mono_ns(), wake;
 		struct CURLMsg *m;
 		int still, q, timeout;
+		bool startable = false;
 
+		if (now >= deadline) {
+			for (int i = 0; i < n; i++) {
+				struct xfer *x = &xs[i];
+
+				if (x->state != X_WAIT && x->state != X_RUN)
+					continue;
+				if (x->state == X_RUN) {
+					xfer_stop(c, x);
+					x->tries++;
+				}
+				snprintf(x->err, sizeof(x->err),
+					 "not read within %llu s",
+					 HTTP_READ_MS / 1000);
+				x->state = X_FAIL;
+			}
+			break;
+		}
 		for (int i = 0; i < n; i++) {
 			struct xfer *x = &xs[i];
 
-			if (x->state != X_WAIT)
+			if (x->state != X_WAIT || x->not_before > now ||
+			    running >= HTTP_PAR || !c->nfree)
 				continue;
-			if (x->not_before > now) {
-				if (x->not_before < wake)
-					wake = x->not_before;
-			} else if (running < HTTP_PAR && c->nfree) {
-				if (xfer_start(c, x) == 0) {
-					running++;
-				} else {
-					snprintf(x->err, sizeof(x->err),
-						 "cannot start a transfer");
-					x->state = X_FAIL;
-					left--;
-				}
+			if (xfer_start(c, x) == 0) {
+				running++;
+			} else {
+				snprintf(x->err, sizeof(x->err),
+					 "cannot start a transfer");
+				x->state = X_FAIL;
+				failed = true;
+				left--;
 			}
 		}
 		curl_multi_perform(c->multi, &still);
@@ -376,30 +538,62 @@ static int fetch(struct source_http *h, struct xfer *xs, int n)
 			curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE,
 					  (char **)&x);
 			xfer_done(x, m->data.result);
-			curl_multi_remove_handle(c->multi, x->easy);
-			c->free_easy[c->nfree++] = x->easy;
-			x->easy = NULL;
+			xfer_stop(c, x);
 			running--;
 			if (x->state == X_DONE || x->state == X_FAIL)
 				left--;
+			if (x->state == X_FAIL)
+				failed = true;
 		}
-		if (!left)
+		if (!left || failed)
 			break;
+		/*
+		 * Sleep until a socket is ready, curl's own timers, the next
+		 * retry or the deadline - but not at all if a transfer is due
+		 * and a handle is free.  A due transfer waiting for a handle
+		 * must not count: its wake time is past, and would spin.
+		 */
 		now = mono_ns();
-		for (int i = 0; i < n; i++)
-			if (xs[i].state == X_WAIT && xs[i].not_before < wake)
-				wake = xs[i].not_before;
-		timeout = wake > now ? (int)((wake - now) / 1000000) + 1 : 0;
+		wake = deadline < now + 1000000000ull ? deadline :
+			now + 1000000000ull;
+		for (int i = 0; i < n; i++) {
+			struct xfer *x = &xs[i];
+
+			if (x->state != X_WAIT)
+				continue;
+			if (x->not_before > now) {
+				if (x->not_before < wake)
+					wake = x->not_before;
+			} else if (running < HTTP_PAR && c->nfree) {
+				startable = true;
+			}
+		}
+		if (startable || wake <= now)
+			continue;
+		timeout = (int)((wake - now) / 1000000) + 1;
 		if (running && timeout > 100)
 			timeout = 100;
-		if (timeout)
-			curl_multi_poll(c->multi, NULL, 0, timeout, NULL);
+		curl_multi_poll(c->multi, NULL, 0, timeout, NULL);
 	}
-	for (int i = 0; i < n; i++)
-		if (xs[i].state == X_FAIL && (!bad || xs[i].off < bad->off))
-			bad = &xs[i];
+	for (int i = 0; i < n; i++) {
+		struct xfer *x = &xs[i];
+
+		if (x->state == X_RUN) {
+			xfer_stop(c, x);
+			x->state = X_GONE;
+		} else if (x->state == X_WAIT) {
+			x->state = X_GONE;
+		}
+		if (x->state == X_FAIL && (!bad || x->off < bad->off ||
+		    (x->changed && !bad->changed)))
+			bad = x;
+	}
 	if (!bad)
 		return 0;
+	if (bad->changed)
+		return fl_err(-EIO, "%s: bytes %" PRIu64 "-%" PRIu64 " not used: %s",
+			      h->name, bad->off, bad->off + bad->len - 1,
+			      bad->err);
 	return fl_err(-EIO, "%s: bytes %" PRIu64 "-%" PRIu64 ": %s (%d %s)",
 		      h->name, bad->off, bad->off + bad->len - 1, bad->err,
 		      bad->tries, bad->tries == 1 ? "try" : "tries");
@@ -457,7 +651,8 @@ static void plan_piece(struct source_http *h, struct piece *p)
 	}
 }
 
-static int read_batch(struct source_http *h, struct piece *ps, int np)
+static int read_batch(struct source_http *h, struct piece *ps, int np,
+		      uint64_t deadline)
 {
 	struct xfer xs[HTTP_BATCH];
 	int nx = 0, ret = 0;
@@ -496,7 +691,7 @@ static int read_batch(struct source_http *h, struct piece *ps, int np)
 		nx++;
 	}
 	if (nx)
-		ret = fetch(h, xs, nx);
+		ret = fetch(h, xs, nx, deadline);
 	for (int i = 0, k = 0; i < np; i++) {
 		struct piece *p = &ps[i];
 
@@ -539,6 +734,7 @@ static int http_read(struct fl_source *s, void *buf, size_t len, uint64_t off)
 {
 	struct source_http *h = to_http(s);
 	struct piece ps[HTTP_BATCH];
+	uint64_t deadline = mono_ns() + HTTP_READ_MS * 1000000ull;
 	char *out = buf;
 
 	if (off > s->size || len > s->size - off)
@@ -559,7 +755,7 @@ static int http_read(struct fl_source *s, void *buf, size_t len, uint64_t off)
 			off += p->n;
 			len -= p->n;
 		}
-		ret = read_batch(h, ps, np);
+		ret = read_batch(h, ps, np, deadline);
 		if (ret < 0)
 			return ret;
 	}
@@ -573,6 +769,7 @@ static void http_destroy(struct fl_source *s)
 	for (int k = 0; k < HTTP_SLOTS; k++)
 		free(h->slots[k].buf);
 	http_cache_close(h->cache);
+	curl_slist_free_all(h->cond);
 	pthread_mutex_destroy(&h->mu);
 	free(h->url);
 	free(h);
@@ -658,6 +855,34 @@ static uint64_t cache_key(const char *url, uint64_t size,
 	return key;
 }
 
+/*
+ * Keep the probe's ETag and Last-Modified, make the precondition header
+ * every block GET carries, and the cache key.
+ */
+static int set_validator(struct source_http *h, const struct xfer *x)
+{
+	char line[sizeof(h->etag) + 32], validator[sizeof(h->etag) + 8];
+
+	memcpy(h->etag, x->etag, sizeof(h->etag));
+	memcpy(h->lm, x->lm, sizeof(h->lm));
+	line[0] = 0;
+	if (h->etag[0] && strncmp(h->etag, "W/", 2))
+		snprintf(line, sizeof(line), "If-Match: %s", h->etag);
+	else if (h->lm[0])	/* If-Match compares strongly: never a weak tag */
+		snprintf(line, sizeof(line), "If-Unmodified-Since: %s", h->lm);
+	if (line[0] && !(h->cond = curl_slist_append(NULL, line)))
+		return -ENOMEM;
+	/* as before these checks, so existing caches stay valid */
+	if (h->etag[0])
+		snprintf(validator, sizeof(validator), "etag %s", h->etag);
+	else if (h->lm[0])
+		snprintf(validator, sizeof(validator), "lm %s", h->lm);
+	else
+		validator[0] = 0;
+	h->key = cache_key(h->url, h->base.size, validator);
+	return 0;
+}
+
 int source_http_open(const char *url, const struct fl_source_opts *o,
 		     struct fl_source **out)
 {
@@ -682,7 +907,7 @@ int source_http_open(const char *url, const struct fl_source_opts *o,
 
 	x = (struct xfer){ .off = 0, .dst = first, .len = sizeof(first),
 			   .probe = true };
-	ret = fetch(h, &x, 1);
+	ret = fetch(h, &x, 1, mono_ns() + HTTP_READ_MS * 1000000ull);
 	if (ret < 0) {
 		if (x.status >= 400)
 			fl_err(-EIO, "%s: HTTP status %ld at open (expected 206, or 200 with a length)",
@@ -706,8 +931,10 @@ int source_http_open(const char *url, const struct fl_source_opts *o,
 		goto fail;
 	}
 	h->base.size = size;
-	h->key = cache_key(url, size, x.validator);
-	if (o->cache_dir) {
+	ret = set_validator(h, &x);
+	if (ret < 0)
+		goto fail;
+	if (o->cache_dir && h->cond) {
 		ret = http_cache_open(o->cache_dir, o->cache_max_bytes ?
 				      o->cache_max_bytes : FL_DEFAULT_CACHE_MAX,
 				      &h->cache);

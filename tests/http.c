@@ -4,7 +4,11 @@
  * engine serving a region from the URL, presigned-style query strings, the
  * local block cache (a second restore fetches no block, a corrupt block is
  * refetched), nginx killed mid-restore (-EIO naming the URL after the
- * retries, poisoned pages, success if it comes back in time), and a 404.
+ * retries, poisoned pages, success if it comes back in time), a 404, the
+ * object replaced at the URL by one of the same size (with ETag, and with
+ * Last-Modified only: -EIO "changed", never the new bytes mixed in, nor
+ * the old bytes from the cache after a new open), and a read of many
+ * blocks from a slow server not burning CPU while it waits.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -14,6 +18,8 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/time.h>
 
 #include "faultline.h"
 #include "image.h"
@@ -312,6 +318,150 @@ static void cache_tests(void)
 	   (unsigned long long)used);
 }
 
+/* ---- the object changing under a restore ------------------------------- */
+
+#define SWSIZE	((4u << 20) + 5000)	/* 9 blocks, the last short */
+
+static uint8_t *pattern(size_t len, unsigned int seed)
+{
+	uint8_t *p = malloc(len);
+
+	for (size_t i = 0; i < len; i++) {
+		seed = seed * 1103515245u + 12345u;
+		p[i] = (uint8_t)(seed >> 16);
+	}
+	return p;
+}
+
+/* Replace path by data as a publisher would (rename), with this mtime. */
+static int publish(const char *path, const uint8_t *data, size_t len,
+		   time_t mtime)
+{
+	struct timeval tv[2] = { { mtime, 0 }, { mtime, 0 } };
+	char tmp[512];
+	int fd, good;
+
+	snprintf(tmp, sizeof(tmp), "%s.new", path);
+	fd = open(tmp, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+	good = fd >= 0 && write(fd, data, len) == (ssize_t)len;
+	if (fd >= 0 && close(fd) < 0)
+		good = 0;
+	good = good && utimes(tmp, tv) == 0 && rename(tmp, path) == 0;
+	return good ? 0 : -1;
+}
+
+/* Open url (with o), read all len bytes: 0 if they equal data. */
+static int open_read_equals(const char *url, const struct fl_source_opts *o,
+			    const uint8_t *data, size_t len)
+{
+	uint8_t *buf = malloc(len);
+	struct fl_source *s = NULL;
+	int ret = fl_source_open_ex(url, o, &s);
+
+	ret = ret ? ret : s->ops->read(s, buf, len, 0);
+	if (!ret && memcmp(buf, data, len))
+		ret = -EBADMSG;
+	if (s)
+		fl_source_put(s);
+	free(buf);
+	return ret;
+}
+
+/* sub: "" (nginx's ETag) or "noetag/" (Last-Modified only). */
+static void changed_tests(const char *sub, const char *what)
+{
+	uint8_t *a = pattern(SWSIZE, 11), *b = pattern(SWSIZE, 22);
+	uint8_t *buf = calloc(1, BLK);
+	char path[300], url[300], warm[300], cold[300];
+	struct fl_source_opts ow = { .cache_dir = warm,
+				     .cache_max_bytes = 64 << 20 };
+	struct fl_source_opts oc = { .cache_dir = cold,
+				     .cache_max_bytes = 64 << 20 };
+	struct fl_source *s = NULL;
+	time_t t0 = time(NULL) - 1000;
+	int ret, r2;
+
+	snprintf(path, sizeof(path), "%s/%sswap.mem", ng.www, sub);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/%sswap.mem", ng.port,
+		 sub);
+	snprintf(warm, sizeof(warm), "%s/cache-warm-%s", ng.dir, what);
+	snprintf(cold, sizeof(cold), "%s/cache-cold-%s", ng.dir, what);
+
+	/* A published; a cache warmed with all of A; a restore started */
+	ret = publish(path, a, SWSIZE, t0);
+	ret = ret ? ret : open_read_equals(url, &ow, a, SWSIZE);
+	ret = ret ? ret : fl_source_open_ex(url, &oc, &s);
+	ret = ret ? ret : s->ops->read(s, buf, BLK, 0);
+	ok(ret == 0 && !memcmp(buf, a, BLK),
+	   "%s: object A published, a cache warmed with it, a restore started",
+	   what);
+
+	/* replaced by B, same size, newer mtime: the restore must stop */
+	ret = publish(path, b, SWSIZE, t0 + 100);
+	memset(buf, 0, BLK);
+	r2 = ret || !s ? -1 : s->ops->read(s, buf, BLK, 2 * BLK);
+	ok(!ret && r2 == -EIO && strstr(fl_last_error(), url) &&
+	   strstr(fl_last_error(), "changed") &&
+	   memcmp(buf, b + 2 * BLK, 4096),
+	   "%s: replaced by a same-size object: next uncached read -EIO, \"%s\"",
+	   what, fl_last_error());
+	r2 = s ? s->ops->read(s, buf, 100, 5 * BLK + 7) : -1;
+	ok(r2 == -EIO && strstr(fl_last_error(), "changed"),
+	   "%s: ... and so is the next (partial-block) read", what);
+	if (s)
+		fl_source_put(s);
+
+	/* a new restore with the cache warm from A: B or nothing, never A */
+	ret = open_read_equals(url, &ow, b, SWSIZE);
+	ok(ret == 0,
+	   "%s: new open, cache warm from the old object: serves the new object (%d %s)",
+	   what, ret, ret ? fl_last_error() : "");
+
+	/* A back as it was (same validator): nothing of B cached under it */
+	ret = publish(path, a, SWSIZE, t0);
+	ret = ret ? ret : open_read_equals(url, &oc, a, SWSIZE);
+	ok(ret == 0,
+	   "%s: old object re-published: the interrupted restore's cache holds none of the new one's bytes (%d %s)",
+	   what, ret, ret ? fl_last_error() : "");
+	free(a);
+	free(b);
+	free(buf);
+}
+
+/* A read of many blocks from a slow server sleeps while it waits. */
+static void many_blocks_cpu(void)
+{
+	size_t len = 12u << 20;
+	uint8_t *data = pattern(len, 33), *buf = malloc(len);
+	char path[300], url[300];
+	struct fl_source *s = NULL;
+	struct rusage r0, r1;
+	double t0, wall, cpu;
+	int ret;
+
+	snprintf(path, sizeof(path), "%s/slow/big.mem", ng.www);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/slow/big.mem",
+		 ng.port);
+	ret = publish(path, data, len, time(NULL) - 10);
+	ret = ret ? ret : fl_source_open(url, &s);
+	getrusage(RUSAGE_SELF, &r0);
+	t0 = now_s();
+	ret = ret ? ret : s->ops->read(s, buf, len, 0);
+	wall = now_s() - t0;
+	getrusage(RUSAGE_SELF, &r1);
+	cpu = (r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) +
+	      (r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) / 1e6 +
+	      (r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
+	      (r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) / 1e6;
+	ok(ret == 0 && !memcmp(buf, data, len) && cpu < wall / 2,
+	   "12 MiB read from a slow server, 24 blocks 8 at a time: %.2f s wall, %.2f s CPU (no busy wait)",
+	   wall, cpu);
+	if (s)
+		fl_source_put(s);
+	free(data);
+	free(buf);
+}
+
 /* ---- failures ------------------------------------------------------------- */
 
 struct bg_read {
@@ -421,6 +571,10 @@ int main(void)
 		skip_all("nginx not installed (apt-get install nginx-light)");
 	if (nginx_setup(&ng) < 0)
 		BAIL("cannot set up nginx in /tmp");
+	snprintf(raw_path, sizeof(raw_path), "%s/slow", ng.www);
+	mkdir(raw_path, 0755);
+	snprintf(raw_path, sizeof(raw_path), "%s/noetag", ng.www);
+	mkdir(raw_path, 0755);
 	signal(SIGPIPE, SIG_IGN);
 	tmp = make_snapshot(FSIZE, SEED, zeros, 1);
 	snprintf(raw_path, sizeof(raw_path), "%s/raw.mem", ng.www);
@@ -467,6 +621,9 @@ int main(void)
 	engine_serves(raw_url, "raw");
 	engine_serves(img_url, "image");
 	cache_tests();
+	changed_tests("", "ETag");
+	changed_tests("noetag/", "Last-Modified");
+	many_blocks_cpu();
 	failure_tests();
 
 	nginx_cleanup(&ng);

@@ -3,7 +3,9 @@
  * free port with a generated config in a temporary directory (foreground,
  * single process, so SIGKILL stops it outright), serving DIR/www, with an
  * access log of one line per request ("URI STATUS RANGE BYTES") that the
- * tests count.
+ * tests count.  Under /slow/ each response is limited to 256 KiB/s (nginx lets
+ * the first second's worth go at once: a 512 KiB block takes up to 1 s); under
+ * /noetag/ no ETag is sent (Last-Modified only).
  */
 #ifndef FAULTLINE_TEST_HTTP_UTIL_H
 #define FAULTLINE_TEST_HTTP_UTIL_H
@@ -111,6 +113,8 @@ static inline int nginx_setup(struct nginx *n)
 		"  server {\n"
 		"    listen 127.0.0.1:%2$d;\n"
 		"    root %1$s/www;\n"
+		"    location /slow/ { limit_rate 256k; }\n"
+		"    location /noetag/ { etag off; }\n"
 		"  }\n"
 		"}\n", n->dir, n->port);
 	return fclose(f) ? -1 : 0;
