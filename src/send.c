@@ -10,7 +10,12 @@
  * demanded block (the guest's locality) and wrapping, so a quiet guest
  * still gets everything.  Blocks are read with pread per block (a
  * truncated file is an ERROR for those blocks, not a crash) and all-zero
- * blocks travel as a header only.  One log line per session on stderr.
+ * blocks travel as a header only.  The file's identity (dev, inode, size,
+ * mtime) is taken at start and checked with fstat before each session and
+ * after each block is read: a changed file is refused, never served, so a
+ * receiver cannot mix two versions of it (peer_proto.h).  A session counts
+ * as complete only when the receiver says it holds every block (HAVE_ALL).
+ * One log line per session on stderr.
  */
 #define _GNU_SOURCE
 #include <endian.h>
@@ -46,6 +51,7 @@ struct sender {
 	const struct send_config *cfg;
 	int fd;			/* the memory file */
 	uint64_t size, nblocks;
+	uint64_t file_id;	/* identity of the file at start (never 0) */
 	uint32_t bsize;
 	int done_fd;		/* eventfd: a session ended complete (--once) */
 	pthread_mutex_t lock;	/* sessions */
@@ -61,6 +67,8 @@ struct session {
 	_Atomic uint8_t *sent;	/* per block: sent here, or held there */
 	_Atomic uint64_t jump;	/* stream continues here (UINT64_MAX: no) */
 	atomic_bool ended;
+	atomic_bool acked;	/* the receiver said HAVE_ALL */
+	atomic_bool changed;	/* stopped: the file changed (logged once) */
 	atomic_int refs;
 	uint64_t t0;
 	_Atomic uint64_t bytes, demand, stream, zero, again, held;
@@ -132,12 +140,44 @@ static int send_msg(struct session *s, int fd, uint16_t type, uint16_t flags,
 static bool all_zero(const void *p, size_t len)
 {
 	const uint64_t *w = p;
+	const uint8_t *c = p;
 
 	for (size_t i = 0; i < len / 8; i++)
 		if (w[i])
 			return false;
+	for (size_t i = len & ~(size_t)7; i < len; i++)
+		if (c[i])
+			return false;
 	return true;
 }
+
+/* The file's identity: dev, inode, size and mtime folded to 64 bits, not 0. */
+static uint64_t file_id(const struct stat *st)
+{
+	const uint64_t v[] = {
+		(uint64_t)st->st_dev, (uint64_t)st->st_ino,
+		(uint64_t)st->st_size, (uint64_t)st->st_mtim.tv_sec,
+		(uint64_t)st->st_mtim.tv_nsec,
+	};
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(*v); i++) {
+		h ^= v[i];
+		h *= 0x100000001b3ull;
+		h ^= h >> 29;
+	}
+	return h ? h : 1;
+}
+
+/* Is the open file still the one the sender started with? */
+static bool file_unchanged(struct sender *snd)
+{
+	struct stat st;
+
+	return !fstat(snd->fd, &st) && file_id(&st) == snd->file_id;
+}
+
+#define CHANGED_MSG "the sender's file changed since it started"
 
 /* Read block b and send it on fd (DATA, or ERROR if it cannot be read). */
 static int send_block(struct session *s, int fd, uint64_t b, char *buf)
@@ -148,6 +188,18 @@ static int send_block(struct session *s, int fd, uint64_t b, char *buf)
 				  snd->size - off : snd->bsize);
 	int ret = source_pread_full(snd->fd, buf, len, off);
 
+	/*
+	 * The kernel updates mtime before it changes a byte, so a block read
+	 * before this check matched is from the file the session started on.
+	 */
+	if (!file_unchanged(snd)) {
+		if (!atomic_exchange(&s->changed, true))
+			slog("session %s: %s: %s, ending it", s->peer,
+			     snd->cfg->mem_file, CHANGED_MSG);
+		send_msg(s, fd, PEER_ERROR, PEER_F_CHANGED, b, 0, CHANGED_MSG,
+			 (uint32_t)strlen(CHANGED_MSG));
+		return -ESTALE;
+	}
 	if (ret < 0) {
 		char why[PEER_MAX_ERRMSG];
 		int n = snprintf(why, sizeof(why), "%s: offset %llu: %s",
@@ -174,8 +226,8 @@ static void session_put(struct session *s)
 	if (atomic_fetch_sub(&s->refs, 1) != 1)
 		return;
 	struct sender *snd = s->snd;
-	uint64_t ns = mono_ns() - s->t0, nsent = atomic_load(&s->nsent);
-	bool complete = nsent == snd->nblocks;
+	uint64_t ns = mono_ns() - s->t0;
+	bool complete = atomic_load(&s->acked);
 
 	slog("session %s token %016llx: sent %llu bytes in %.3f s (%llu "
 	     "blocks: %llu on demand, %llu streamed, %llu zero, %llu again; "
@@ -188,7 +240,8 @@ static void session_put(struct session *s)
 	     (unsigned long long)atomic_load(&s->zero),
 	     (unsigned long long)atomic_load(&s->again),
 	     (unsigned long long)atomic_load(&s->held),
-	     complete ? "complete" : "ended early");
+	     complete ? "complete" : atomic_load(&s->changed) ?
+	     "ended: the file changed" : "ended early");
 	if (complete) {
 		uint64_t one = 1;
 
@@ -300,13 +353,18 @@ static void serve_stream(struct session *s, int fd, char *buf)
 		if (send_block(s, fd, b, buf) < 0)
 			return;
 	}
-	if (send_msg(s, fd, PEER_DONE, 0, 0, 0, NULL, 0) < 0)
+	if (atomic_load(&s->ended) ||
+	    send_msg(s, fd, PEER_DONE, 0, 0, 0, NULL, 0) < 0)
 		return;
-	/* Hold the connection until the receiver (or the session) ends it. */
-	char c;
+	/*
+	 * Hold the connection until the receiver says it has every block
+	 * (the session is complete) or it, or the session, ends.
+	 */
+	struct peer_hdr h;
 
-	while (recv(fd, &c, 1, 0) > 0)
-		;
+	if (!peer_recv_all(fd, &h, sizeof(h)) &&
+	    le16toh(h.type) == PEER_HAVE_ALL && !h.len)
+		atomic_store(&s->acked, true);
 }
 
 struct conn {
@@ -315,10 +373,11 @@ struct conn {
 	char peer[64];
 };
 
-static void refuse(int fd, const char *peer, const char *why)
+static void refuse(int fd, const char *peer, const char *why,
+		   uint16_t flags)
 {
 	slog("connection from %s refused: %s", peer, why);
-	send_msg(NULL, fd, PEER_ERROR, 0, 0, 0, why, (uint32_t)strlen(why));
+	send_msg(NULL, fd, PEER_ERROR, flags, 0, 0, why, (uint32_t)strlen(why));
 }
 
 static int send_welcome(struct sender *snd, struct session *s, int fd,
@@ -328,6 +387,7 @@ static int send_welcome(struct sender *snd, struct session *s, int fd,
 		.magic = htole32(PEER_MAGIC), .version = htole16(PEER_VERSION),
 		.role = htole16((uint16_t)role), .token = htole64(s->token),
 		.size = htole64(snd->size), .block_size = htole32(snd->bsize),
+		.file_id = htole64(snd->file_id),
 	};
 
 	return send_msg(s, fd, PEER_WELCOME, 0, 0, 0, &w, sizeof(w));
@@ -393,7 +453,7 @@ static void *conn_thread(void *arg)
 	struct sender *snd = c->snd;
 	int fd = c->fd;
 	struct peer_hdr h;
-	struct peer_hello hi;
+	struct peer_hello hi = { 0 };
 	struct session *s = NULL;
 	char *buf = malloc(snd->bsize);
 	uint8_t *bm = NULL;
@@ -405,15 +465,26 @@ static void *conn_thread(void *arg)
 	if (peer_recv_all(fd, &h, sizeof(h)) < 0)
 		goto out;
 	uint32_t len = le32toh(h.len);
+	/* Magic and version first: an older receiver's hello is shorter. */
+	size_t hlen = len < sizeof(hi) ? len : sizeof(hi);
 
-	if (le16toh(h.type) != PEER_HELLO || len < sizeof(hi) ||
-	    peer_recv_all(fd, &hi, sizeof(hi)) < 0 ||
+	if (le16toh(h.type) != PEER_HELLO || hlen < 8 ||
+	    peer_recv_all(fd, &hi, hlen) < 0 ||
 	    le32toh(hi.magic) != PEER_MAGIC) {
 		slog("connection from %s: not a faultline receiver", c->peer);
 		goto out;
 	}
-	if (le16toh(hi.version) != PEER_VERSION) {
-		refuse(fd, c->peer, "protocol version not supported");
+	if (le16toh(hi.version) != PEER_VERSION || len < sizeof(hi)) {
+		refuse(fd, c->peer, "protocol version not supported", 0);
+		goto out;
+	}
+	if (!file_unchanged(snd)) {
+		refuse(fd, c->peer, CHANGED_MSG, PEER_F_CHANGED);
+		goto out;
+	}
+	if (hi.file_id && le64toh(hi.file_id) != snd->file_id) {
+		refuse(fd, c->peer, "the sender serves another file than the "
+		       "receiver started from", PEER_F_CHANGED);
 		goto out;
 	}
 	uint64_t token = le64toh(hi.token);
@@ -432,14 +503,14 @@ static void *conn_thread(void *arg)
 		goto end;
 	}
 	if (role != PEER_ROLE_STREAM) {
-		refuse(fd, c->peer, "unknown role");
+		refuse(fd, c->peer, "unknown role", 0);
 		goto out;
 	}
 	if (le64toh(hi.size) != snd->size ||
 	    le32toh(hi.block_size) != snd->bsize ||
 	    len != sizeof(hi) + bmlen) {
 		refuse(fd, c->peer, "size or block size differ from the "
-		       "sender's file");
+		       "sender's file", PEER_F_CHANGED);
 		goto out;
 	}
 	bm = malloc(bmlen ? bmlen : 1);
@@ -447,7 +518,7 @@ static void *conn_thread(void *arg)
 		goto out;
 	s = session_find(snd, token);
 	if (!s) {
-		refuse(fd, c->peer, "no demand connection for this token");
+		refuse(fd, c->peer, "no demand connection for this token", 0);
 		goto out;
 	}
 	pthread_mutex_lock(&snd->lock);
@@ -551,6 +622,7 @@ int send_run(const struct send_config *cfg)
 			      cfg->mem_file);
 	}
 	snd.size = (uint64_t)st.st_size;
+	snd.file_id = file_id(&st);
 	snd.nblocks = (snd.size + snd.bsize - 1) / snd.bsize;
 	pthread_mutex_init(&snd.lock, NULL);
 
@@ -571,9 +643,10 @@ int send_run(const struct send_config *cfg)
 		ret = fl_err(-errno, "send: signalfd/eventfd: %m");
 		goto out;
 	}
-	slog("serving %s (%llu bytes, %llu blocks of %u) on %s",
+	slog("serving %s (%llu bytes, %llu blocks of %u, id %016llx) on %s",
 	     cfg->mem_file, (unsigned long long)snd.size,
-	     (unsigned long long)snd.nblocks, snd.bsize, cfg->listen);
+	     (unsigned long long)snd.nblocks, snd.bsize,
+	     (unsigned long long)snd.file_id, cfg->listen);
 
 	for (;;) {
 		struct pollfd pfd[3] = { { lfd, POLLIN, 0 }, { sfd, POLLIN, 0 },

@@ -11,7 +11,7 @@ struct send_config {
 	const char *listen;	/* ADDR:PORT ([v6]:PORT); ADDR may be empty */
 	const char *mem_file;
 	uint32_t block_size;	/* 0: PEER_DEF_BLOCK */
-	bool once;		/* exit after one receiver got every block */
+	bool once;		/* exit once a receiver confirms it holds every block */
 };
 
 /* Serve receivers until SIGTERM/SIGINT (or --once): 0 or -errno. */

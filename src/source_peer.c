@@ -13,7 +13,13 @@
  * (both connections, same token) and the stream resumes from the bitmap of
  * held blocks; if the sender stays unreachable for the retry window, every
  * read of a block not held fails with -EIO (the engine poisons the page):
- * never wrong data.
+ * never wrong data.  A read never waits longer than the retry window either
+ * (a sender alive but stuck: stopped, hung disk), and a demand link with
+ * requests unanswered that long is dropped and redialed.  The sender's file
+ * identity from the first WELCOME must match on every reconnect: a sender
+ * now serving another file (or one whose file changed) is never used again,
+ * so the copy never mixes two snapshots.  Once every block is held the
+ * receiver says HAVE_ALL, so the sender knows the transfer completed.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -41,6 +47,8 @@
 
 #define DEF_RETRY_MS	10000
 #define DIAL_TIMEOUT_MS	1000
+#define MIN_WAIT_MS	1000	/* a read waits max(retry_ms, this) */
+#define DONE_POLL_MS	100	/* after DONE: how often the stream checks */
 #define MAX_RUNS	64
 
 enum { B_MISSING, B_WRITING, B_HAVE, B_FAILED };
@@ -54,6 +62,7 @@ struct peer {
 	uint64_t token;
 	uint32_t bsize;
 	uint64_t nblocks;
+	uint64_t file_id;		/* the sender's file, from the first WELCOME */
 	char *mem;			/* the file's bytes, as received */
 	_Atomic uint8_t *state;		/* B_*, per block */
 	uint8_t *bflags;		/* BF_*, owned by whoever set B_WRITING */
@@ -63,6 +72,8 @@ struct peer {
 	pthread_cond_t cond;		/* blocks arrived, link up/down, dead */
 	uint32_t gen;			/* connection generation */
 	bool connected, dead, stopping;
+	bool changed;			/* dead because the sender's file changed */
+	bool stalled;			/* the link was dropped: no answer */
 	char why[160];			/* last connection error / dead reason */
 	char failmsg[PEER_MAX_ERRMSG + 1];	/* sender's ERROR text */
 
@@ -76,6 +87,7 @@ struct peer {
 
 	_Atomic uint64_t have, from_demand, from_stream, dups, requests;
 	_Atomic uint64_t bytes, connects, complete_ns;
+	_Atomic uint64_t demand_rx_ns;	/* last message on the demand link */
 };
 
 #define to_peer(s) ((struct peer *)(s))
@@ -86,6 +98,18 @@ static uint64_t mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The CLOCK_MONOTONIC time ms from now, for pthread_cond_timedwait. */
+static struct timespec deadline_ms(unsigned int ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_nsec += (long)(ms % 1000) * 1000000l;
+	ts.tv_sec += ms / 1000 + ts.tv_nsec / 1000000000l;
+	ts.tv_nsec %= 1000000000l;
+	return ts;
 }
 
 static uint64_t block_len(const struct peer *p, uint64_t b)
@@ -159,9 +183,12 @@ static int dial(struct peer *p, int role, struct peer_hello *welcome)
 
 	ret = getaddrinfo(p->host, p->port, &hints, &res);
 	if (ret) {
+		int err = ret == EAI_SYSTEM ? errno : ret == EAI_MEMORY ?
+			  ENOMEM : ret == EAI_AGAIN ? EAGAIN : EHOSTUNREACH;
+
 		snprintf(p->why, sizeof(p->why), "cannot resolve %.60s: %s",
 			 p->host, gai_strerror(ret));
-		return -EHOSTUNREACH;
+		return err ? -err : -EHOSTUNREACH;
 	}
 	for (ai = res; ai; ai = ai->ai_next) {
 		fd = dial_addr(ai);
@@ -194,6 +221,7 @@ static int dial(struct peer *p, int role, struct peer_hello *welcome)
 	hi->token = htole64(p->token);
 	hi->size = htole64(p->base.size);
 	hi->block_size = htole32(p->bsize);
+	hi->file_id = htole64(p->file_id);	/* 0 until the first WELCOME */
 	for (uint64_t b = 0; b < bmlen * 8 && b < p->nblocks; b++)
 		if (atomic_load(&p->state[b]) == B_HAVE)
 			bm[b / 8] |= (uint8_t)(1u << (b % 8));
@@ -211,8 +239,13 @@ static int dial(struct peer *p, int role, struct peer_hello *welcome)
 	if (!ret && le16toh(rh.type) == PEER_ERROR &&
 	    le32toh(rh.len) <= PEER_MAX_ERRMSG) {
 		peer_recv_all(fd, text, le32toh(rh.len));
-		snprintf(p->why, sizeof(p->why), "sender refused: %s", text);
 		close(fd);
+		if (le16toh(rh.flags) & PEER_F_CHANGED) {
+			snprintf(p->why, sizeof(p->why),
+				 "the sender's file changed");
+			return -ESTALE;
+		}
+		snprintf(p->why, sizeof(p->why), "sender refused: %s", text);
 		return -EPROTO;
 	}
 	if (!ret && (le16toh(rh.type) != PEER_WELCOME ||
@@ -234,6 +267,7 @@ static int dial(struct peer *p, int role, struct peer_hello *welcome)
 	peer_set_timeout(fd, SO_SNDTIMEO, 0);
 	welcome->size = le64toh(welcome->size);
 	welcome->block_size = le32toh(welcome->block_size);
+	welcome->file_id = le64toh(welcome->file_id);
 	return fd;
 }
 
@@ -296,7 +330,10 @@ static int recv_error(struct peer *p, int fd, const struct peer_hdr *h)
 		return -EPROTO;
 	pthread_mutex_lock(&p->lock);
 	snprintf(p->failmsg, sizeof(p->failmsg), "%s", text);
-	if (!h->b) {
+	if (h->flags & PEER_F_CHANGED) {
+		p->dead = p->changed = true;
+		snprintf(p->why, sizeof(p->why), "the sender's file changed");
+	} else if (!h->b) {
 		p->dead = true;
 		snprintf(p->why, sizeof(p->why), "sender failed: %s", text);
 	}
@@ -308,46 +345,7 @@ static int recv_error(struct peer *p, int fd, const struct peer_hdr *h)
 	}
 	pthread_cond_broadcast(&p->cond);
 	pthread_mutex_unlock(&p->lock);
-	return h->b ? 0 : -EPROTO;
-}
-
-/*
- * Receive on one connection until it fails, the source stops, or every
- * block is held.  Returns 1 when complete, else the error.
- */
-static int receive(struct peer *p, int fd, bool demand)
-{
-	char *scratch = malloc(p->bsize);
-	int ret = 0;
-
-	if (!scratch)
-		return -ENOMEM;
-	while (atomic_load(&p->have) < p->nblocks) {
-		struct peer_hdr h;
-
-		ret = peer_recv_all(fd, &h, sizeof(h));
-		if (ret)
-			break;
-		h.type = le16toh(h.type);
-		h.flags = le16toh(h.flags);
-		h.len = le32toh(h.len);
-		h.a = le64toh(h.a);
-		h.b = le64toh(h.b);
-		if (h.type == PEER_DATA)
-			ret = recv_data(p, fd, &h, demand, scratch);
-		else if (h.type == PEER_ERROR)
-			ret = recv_error(p, fd, &h);
-		else if (h.type == PEER_DONE && !h.len)
-			ret = 0;
-		else
-			ret = -EPROTO;
-		if (ret)
-			break;
-	}
-	free(scratch);
-	if (atomic_load(&p->have) == p->nblocks)
-		return 1;
-	return ret;
+	return h->b && !(h->flags & PEER_F_CHANGED) ? 0 : -EPROTO;
 }
 
 struct link {
@@ -356,23 +354,95 @@ struct link {
 	int ret;
 };
 
+static bool complete(struct peer *p)
+{
+	return atomic_load(&p->have) == p->nblocks;
+}
+
+/*
+ * Every block is held and the stream said DONE: tell the sender (HAVE_ALL,
+ * so it counts the session complete), then wait for it to close, so that
+ * our close cannot reset the connection before it has read that.
+ */
+static void say_have_all(struct peer *p, int fd, char *scratch)
+{
+	struct peer_hdr h = { .type = htole16(PEER_HAVE_ALL) };
+
+	if (send_all(fd, &h, sizeof(h)) < 0)
+		return;
+	shutdown(fd, SHUT_WR);
+	peer_set_timeout(fd, SO_RCVTIMEO, 2 * DIAL_TIMEOUT_MS);
+	while (recv(fd, scratch, p->bsize, 0) > 0)
+		;
+}
+
+/*
+ * Receive on one connection until it fails, the source stops, or every
+ * block is held (the stream: and DONE was seen, then HAVE_ALL is sent).
+ * Returns 1 when complete, else the error.
+ */
+static int receive(struct peer *p, int fd, bool demand)
+{
+	char *scratch = malloc(p->bsize);
+	bool done = false;
+	int ret = 0;
+
+	if (!scratch)
+		return -ENOMEM;
+	for (;;) {
+		struct peer_hdr h;
+
+		if (complete(p) && (demand || done))
+			break;
+		ret = peer_recv_all(fd, &h, sizeof(h));
+		/* After DONE nothing more comes: poll for the demand link. */
+		if (ret == -ETIMEDOUT && done)
+			continue;
+		if (ret)
+			break;
+		if (demand)
+			atomic_store(&p->demand_rx_ns, mono_ns());
+		h.type = le16toh(h.type);
+		h.flags = le16toh(h.flags);
+		h.len = le32toh(h.len);
+		h.a = le64toh(h.a);
+		h.b = le64toh(h.b);
+		if (h.type == PEER_DATA) {
+			ret = recv_data(p, fd, &h, demand, scratch);
+		} else if (h.type == PEER_ERROR) {
+			ret = recv_error(p, fd, &h);
+		} else if (h.type == PEER_DONE && !h.len && !demand) {
+			done = true;
+			peer_set_timeout(fd, SO_RCVTIMEO, DONE_POLL_MS);
+			ret = 0;
+		} else {
+			ret = -EPROTO;
+		}
+		if (ret)
+			break;
+	}
+	if (!demand && done && complete(p))
+		say_have_all(p, fd, scratch);
+	free(scratch);
+	if (complete(p))
+		return 1;
+	return ret;
+}
+
 static void *demand_thread(void *arg)
 {
 	struct link *l = arg;
 
 	l->ret = receive(l->p, l->dfd, true);
-	shutdown(l->sfd, SHUT_RDWR);	/* wakes the stream receiver */
+	if (l->ret != 1)	/* complete: the stream ends itself after DONE */
+		shutdown(l->sfd, SHUT_RDWR);	/* wakes the stream receiver */
 	return NULL;
 }
 
 static void sleep_ms(struct peer *p, unsigned int ms)
 {
-	struct timespec ts;
+	struct timespec ts = deadline_ms(ms);
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_nsec += (long)(ms % 1000) * 1000000l;
-	ts.tv_sec += ms / 1000 + ts.tv_nsec / 1000000000l;
-	ts.tv_nsec %= 1000000000l;
 	pthread_mutex_lock(&p->lock);
 	if (!p->stopping)
 		pthread_cond_timedwait(&p->cond, &p->lock, &ts);
@@ -386,6 +456,10 @@ static int run_link(struct peer *p, int dfd, int sfd)
 	pthread_t t;
 	int ret;
 
+	/* A stuck sender: REQ writes give up too (then the link redials). */
+	peer_set_timeout(dfd, SO_SNDTIMEO,
+			 p->retry_ms > MIN_WAIT_MS ? p->retry_ms : MIN_WAIT_MS);
+	atomic_store(&p->demand_rx_ns, mono_ns());
 	pthread_mutex_lock(&p->wlock);
 	p->wfd = dfd;
 	pthread_mutex_unlock(&p->wlock);
@@ -394,6 +468,7 @@ static int run_link(struct peer *p, int dfd, int sfd)
 	p->sfd = sfd;
 	p->gen++;
 	p->connected = true;
+	p->stalled = false;
 	atomic_fetch_add(&p->connects, 1);
 	pthread_cond_broadcast(&p->cond);	/* waiters re-request */
 	bool stop = p->stopping;
@@ -414,8 +489,9 @@ static int run_link(struct peer *p, int dfd, int sfd)
 	pthread_mutex_lock(&p->lock);
 	p->connected = false;
 	p->dfd = p->sfd = -1;
-	if (ret < 0)
+	if (ret < 0 && !p->dead)
 		snprintf(p->why, sizeof(p->why), "connection lost: %s",
+			 p->stalled ? "the sender stopped answering" :
 			 ret == -ECONNRESET ? "closed by the sender" :
 			 strerror(-ret));
 	pthread_mutex_unlock(&p->lock);
@@ -451,15 +527,23 @@ static void *manager(void *arg)
 			dfd = dial(p, PEER_ROLE_DEMAND, &w);
 		if (dfd >= 0)
 			sfd = dial(p, PEER_ROLE_STREAM, &w);
-		if (sfd >= 0 && (w.size != p->base.size ||
-				 w.block_size != p->bsize)) {
-			close(sfd);
-			close(dfd);
+		/*
+		 * Another file (or this one changed): never mix the two.  No
+		 * DATA was read on these connections yet.
+		 */
+		if (dfd == -ESTALE || sfd == -ESTALE ||
+		    (sfd >= 0 && (w.size != p->base.size ||
+				  w.block_size != p->bsize ||
+				  w.file_id != p->file_id))) {
+			if (sfd >= 0)
+				close(sfd);
+			if (dfd >= 0)
+				close(dfd);
 			dfd = -1;
 			pthread_mutex_lock(&p->lock);
 			snprintf(p->why, sizeof(p->why),
-				 "the sender now serves another file");
-			p->dead = true;
+				 "the sender's file changed");
+			p->dead = p->changed = true;
 			pthread_mutex_unlock(&p->lock);
 			break;
 		}
@@ -516,6 +600,15 @@ static void send_reqs(struct peer *p, struct peer_hdr *reqs, int n,
 	pthread_mutex_unlock(&p->wlock);
 }
 
+static bool held(struct peer *p, uint64_t first, uint64_t end)
+{
+	for (uint64_t b = first; b < end; b++)
+		if (atomic_load_explicit(&p->state[b], memory_order_acquire) !=
+		    B_HAVE)
+			return false;
+	return true;
+}
+
 /*
  * Make sure blocks [first, end) are held: request the missing ones not yet
  * requested on this connection, and (if wait) sleep until they arrive.
@@ -523,6 +616,9 @@ static void send_reqs(struct peer *p, struct peer_hdr *reqs, int n,
 static int fetch(struct peer *p, uint64_t first, uint64_t end, bool wait)
 {
 	struct peer_hdr reqs[MAX_RUNS];
+	unsigned int wait_ms = p->retry_ms > MIN_WAIT_MS ? p->retry_ms :
+			       MIN_WAIT_MS;
+	struct timespec until = deadline_ms(wait_ms);
 	int ret = 0;
 
 	pthread_mutex_lock(&p->lock);
@@ -572,6 +668,13 @@ static int fetch(struct peer *p, uint64_t first, uint64_t end, bool wait)
 			pthread_mutex_lock(&p->lock);
 			continue;
 		}
+		if (p->changed) {
+			ret = fl_err(-EIO, "%s: the sender's file changed; "
+				     "offset %llu was not received before",
+				     p->base.desc,
+				     (unsigned long long)first * p->bsize);
+			break;
+		}
 		if (p->dead || p->stopping) {
 			ret = fl_err(-EIO, "%s: offset %llu not received: %s",
 				     p->base.desc,
@@ -581,19 +684,39 @@ static int fetch(struct peer *p, uint64_t first, uint64_t end, bool wait)
 		}
 		if (!wait)
 			break;
-		pthread_cond_wait(&p->cond, &p->lock);
+		if (pthread_cond_timedwait(&p->cond, &p->lock, &until) !=
+		    ETIMEDOUT)
+			continue;
+		if (held(p, first, end))
+			break;
+		/*
+		 * Link down: the manager gives up retry_ms after it went
+		 * down, within one more dial at most; that answer is better.
+		 */
+		if (!p->connected) {
+			until = deadline_ms(DIAL_TIMEOUT_MS);
+			continue;
+		}
+		/*
+		 * Alive but stuck (stopped, hung disk)?  Nothing on the demand
+		 * link for the whole window: drop it, the manager redials (and
+		 * gives up if the sender does not answer that either).
+		 */
+		if (mono_ns() - atomic_load(&p->demand_rx_ns) >=
+		    wait_ms * 1000000ull) {
+			p->stalled = true;
+			if (p->dfd >= 0)
+				shutdown(p->dfd, SHUT_RDWR);
+			if (p->sfd >= 0)
+				shutdown(p->sfd, SHUT_RDWR);
+		}
+		ret = fl_err(-EIO, "%s: offset %llu not received within %u ms: "
+			     "the sender does not answer", p->base.desc,
+			     (unsigned long long)first * p->bsize, wait_ms);
+		break;
 	}
 	pthread_mutex_unlock(&p->lock);
 	return ret;
-}
-
-static bool held(struct peer *p, uint64_t first, uint64_t end)
-{
-	for (uint64_t b = first; b < end; b++)
-		if (atomic_load_explicit(&p->state[b], memory_order_acquire) !=
-		    B_HAVE)
-			return false;
-	return true;
 }
 
 static int peer_read(struct fl_source *s, void *buf, size_t len, uint64_t off)
@@ -699,6 +822,7 @@ int source_peer_stats(struct fl_source *s, struct peer_stats *out)
 	};
 	pthread_mutex_lock(&p->lock);
 	out->dead = p->dead;
+	out->changed = p->changed;
 	pthread_mutex_unlock(&p->lock);
 	return 0;
 }
@@ -764,9 +888,14 @@ int source_peer_open(const char *spec, struct fl_source **out)
 			      "[?retry_ms=N]", spec);
 	}
 	p->first_dfd = p->dfd = p->sfd = p->wfd = -1;
+	pthread_condattr_t ca;
+
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_mutex_init(&p->wlock, NULL);
-	pthread_cond_init(&p->cond, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&p->cond, &ca);
+	pthread_condattr_destroy(&ca);
 	if (getrandom(&p->token, sizeof(p->token), 0) != sizeof(p->token))
 		p->token = mono_ns() ^ ((uint64_t)getpid() << 32);
 	source_init(&p->base, &peer_ops, 0, spec);
@@ -779,15 +908,14 @@ int source_peer_open(const char *spec, struct fl_source **out)
 
 	while ((fd = dial(p, PEER_ROLE_DEMAND, &w)) < 0) {
 		if (mono_ns() - t0 >= p->retry_ms * 1000000ull ||
-		    fd == -EPROTO) {
-			ret = fl_err(fd == -EPROTO ? -EPROTO : -EHOSTUNREACH,
-				     "%s: %s", p->base.desc, p->why);
+		    fd == -EPROTO || fd == -ESTALE) {
+			ret = fl_err(fd, "%s: %s", p->base.desc, p->why);
 			goto fail;
 		}
 		usleep(backoff * 1000);
 		backoff = backoff * 2 > 500 ? 500 : backoff * 2;
 	}
-	if (!w.size || w.block_size < PEER_MIN_BLOCK ||
+	if (!w.size || !w.file_id || w.block_size < PEER_MIN_BLOCK ||
 	    w.block_size > PEER_MAX_BLOCK ||
 	    (w.block_size & (w.block_size - 1))) {
 		close(fd);
@@ -797,6 +925,7 @@ int source_peer_open(const char *spec, struct fl_source **out)
 		goto fail;
 	}
 	p->first_dfd = fd;
+	p->file_id = w.file_id;
 	p->base.size = w.size;
 	p->bsize = w.block_size;
 	p->nblocks = (w.size + w.block_size - 1) / w.block_size;

@@ -3,7 +3,9 @@
  * `faultline send` in one, tcp:// sources (library, engine, daemon) in the
  * other; random reads, an idle receiver fed by the stream alone, a sender
  * restarted mid-transfer (resume without resending), a sender gone for good
- * (-EIO, never wrong data).
+ * (-EIO, never wrong data), a sender restarted on another file of the same
+ * size or whose file is rewritten (never two snapshots mixed), a sender
+ * alive but stopped (reads fail within the retry window, no hang).
  *
  * Decisions: the test process moves itself into the destination namespace
  * (before any thread exists), senders are forked into the source one with
@@ -30,7 +32,7 @@ static int net_made;
 static pid_t senders[8];
 static char logs[8][128];
 static int nsenders;
-static struct mem_file mem;
+static struct mem_file mem, mem2;	/* mem2: same size, other bytes */
 static uint64_t size;
 
 static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -65,6 +67,8 @@ static void cleanup(void)
 			unlink(logs[i]);
 	if (mem.path[0])
 		unlink(mem.path);
+	if (mem2.path[0])
+		unlink(mem2.path);
 }
 
 static void on_signal(int sig)
@@ -138,8 +142,8 @@ static int net_setup(void)
 	return 0;
 }
 
-/* Start `faultline send` in the source namespace; its index. */
-static int sender_start(void)
+/* Start `faultline send` on path in the source namespace; its index. */
+static int sender_start_file(const char *path)
 {
 	int i = nsenders++;
 
@@ -166,12 +170,17 @@ static int sender_start(void)
 		const char *bs = getenv("FL_POSTCOPY_BLOCK");
 
 		execl(serve_bin(), serve_bin(), "send", "--listen", listen,
-		      "--mem-file", mem.path, "--block-size", bs ? bs : "64K",
+		      "--mem-file", path, "--block-size", bs ? bs : "64K",
 		      (char *)NULL);
 		_exit(127);
 	}
 	senders[i] = pid;
 	return i;
+}
+
+static int sender_start(void)
+{
+	return sender_start_file(mem.path);
 }
 
 static void sender_stop(int i, int sig)
@@ -575,6 +584,175 @@ static void sender_gone(void)
 	fl_source_put(s);
 }
 
+/*
+ * Read every 64 KiB block of s: held blocks must equal want, the others
+ * fail with -EIO and a message containing msg_has; nothing may equal other.
+ */
+struct scan {
+	int good, eio, wrong, other_file, other_err;
+	char msg[256];
+};
+
+static struct scan scan_blocks(struct fl_source *s, const struct mem_file *want,
+			       const struct mem_file *other,
+			       const char *msg_has)
+{
+	struct scan r = { 0 };
+	char *buf = malloc(64 << 10);
+
+	for (uint64_t off = 0; off < size; off += 64 << 10) {
+		size_t n = size - off < (64 << 10) ? size - off : (64 << 10);
+		int ret = src_read(s, buf, n, off);
+
+		if (ret == -EIO) {
+			if (!r.eio++ || !strstr(r.msg, msg_has))
+				snprintf(r.msg, sizeof(r.msg), "%s",
+					 fl_last_error());
+		} else if (ret) {
+			r.other_err++;
+		} else if (!memcmp(buf, other->map + off, n)) {
+			r.other_file++;
+		} else if (memcmp(buf, want->map + off, n)) {
+			r.wrong++;
+		} else {
+			r.good++;
+		}
+	}
+	free(buf);
+	return r;
+}
+
+/* (5b) the sender restarted on another file of the same size. */
+static void file_swapped(void)
+{
+	struct fl_source *s = NULL;
+	char sp[128];
+	int a = sender_start(), b;
+
+	snprintf(sp, sizeof(sp), "%s?retry_ms=3000", spec);
+	if (fl_source_open(sp, &s)) {
+		ok(0, "swap: open: %s", fl_last_error());
+		skip(2, "no source");
+		sender_stop(a, SIGKILL);
+		return;
+	}
+	uint64_t nb = pstats(s).nblocks;
+
+	wait_have(s, nb / 8, 10000);
+	sender_stop(a, SIGKILL);
+	b = sender_start_file(mem2.path);
+	uint64_t held = pstats(s).blocks_have;
+	struct scan r = scan_blocks(s, &mem, &mem2, "the sender's file "
+				    "changed");
+	struct peer_stats st = pstats(s);
+
+	ok(held < nb && r.eio > 0 && (uint64_t)r.good >= held &&
+	   !r.wrong && !r.other_file && !r.other_err && st.changed &&
+	   strstr(r.msg, "the sender's file changed"),
+	   "sender restarted on another file of the same size at %llu of "
+	   "%llu blocks: %d reads -EIO (\"%s\"), %d good, %d from the other "
+	   "file, %d wrong, %d other errors", (unsigned long long)held,
+	   (unsigned long long)nb, r.eio, r.msg, r.good, r.other_file,
+	   r.wrong, r.other_err);
+	fl_source_put(s);
+
+	/* The file rewritten under a running sender (mtime moves). */
+	if (fl_source_open(sp, &s)) {
+		ok(0, "rewrite: open: %s", fl_last_error());
+		skip(1, "no source");
+		sender_stop(b, SIGKILL);
+		return;
+	}
+	wait_have(s, nb / 8, 10000);
+	if (futimens(mem2.fd, NULL))
+		diag("futimens: %s", strerror(errno));
+	wait_have(s, nb, 5000);		/* ends when it gives up */
+	held = pstats(s).blocks_have;
+	r = scan_blocks(s, &mem2, &mem, "the sender's file changed");
+	st = pstats(s);
+
+	struct fl_source *s2 = NULL;
+	int ret = fl_source_open(sp, &s2);
+	char msg2[256];
+
+	snprintf(msg2, sizeof(msg2), "%s", ret ? fl_last_error() : "opened");
+	ok(held < nb && r.eio > 0 && r.good > 0 && !r.wrong &&
+	   !r.other_file && !r.other_err && st.changed && ret == -ESTALE &&
+	   strstr(msg2, "changed"),
+	   "file rewritten under a running sender: receiver stopped at %llu "
+	   "of %llu blocks, %d reads -EIO, %d good, %d wrong; a new receiver "
+	   "is refused (%d: \"%s\")", (unsigned long long)held,
+	   (unsigned long long)nb, r.eio, r.good, r.wrong, ret, msg2);
+	if (!ret)
+		fl_source_put(s2);
+	fl_source_put(s);
+	sender_stop(b, SIGKILL);
+}
+
+/* (5c) a sender alive but stopped: a read fails within the retry window. */
+static void sender_stopped(void)
+{
+	struct fl_source *s = NULL;
+	char sp[128], buf[4096];
+	int a = sender_start();
+
+	snprintf(sp, sizeof(sp), "%s?retry_ms=1500", spec);
+	if (fl_source_open(sp, &s)) {
+		ok(0, "stopped: open: %s", fl_last_error());
+		sender_stop(a, SIGKILL);
+		return;
+	}
+	while (!pstats(s).connects)	/* both links up, the stream running */
+		su_sleep_ms(1);
+	kill(senders[a], SIGSTOP);
+	waitpid(senders[a], NULL, WUNTRACED);	/* really stopped now */
+	uint64_t t = now_us();
+	int ret = src_read(s, buf, sizeof(buf), size - sizeof(buf));
+	char msg[256];
+
+	t = now_us() - t;
+	snprintf(msg, sizeof(msg), "%s", ret ? fl_last_error() : "read");
+	ok(ret == -EIO && t >= 1400000 && t < 3500000 &&
+	   strstr(msg, "1500 ms"),
+	   "sender stopped (SIGSTOP): a read of a missing block fails after "
+	   "%.2f s: %d \"%s\"", (double)t / 1e6, ret, msg);
+	kill(senders[a], SIGCONT);
+	sender_stop(a, SIGKILL);
+	fl_source_put(s);
+}
+
+/* (5d) a last block shorter than 8 bytes' multiple, zero but its tail. */
+static void short_tail(void)
+{
+	static const uint8_t tail[13] = { 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5 };
+	char path[64], *buf = calloc(1, 65536 + sizeof(tail));
+	struct fl_source *s = NULL;
+	int fd, a, ret;
+
+	snprintf(path, sizeof(path), "/tmp/fl-tail-%d", getpid());
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || !buf || pwrite(fd, tail, sizeof(tail), 65536) !=
+	    (ssize_t)sizeof(tail)) {
+		ok(0, "short tail: cannot write %s", path);
+		goto out;
+	}
+	a = sender_start_file(path);
+	ret = fl_source_open(spec, &s);
+	if (!ret)
+		ret = src_read(s, buf, 65536 + sizeof(tail), 0);
+	ok(!ret && !memcmp(buf + 65536, tail, sizeof(tail)),
+	   "a 13-byte last block, zero but for its last 5 bytes, arrives "
+	   "as data (%s)", ret ? fl_last_error() : "ok");
+	if (s)
+		fl_source_put(s);
+	sender_stop(a, SIGTERM);
+out:
+	if (fd >= 0)
+		close(fd);
+	unlink(path);
+	free(buf);
+}
+
 /* (6) the daemon end to end: serve --mem-file tcp://, a Firecracker client. */
 static void daemon_e2e(void)
 {
@@ -617,8 +795,9 @@ int main(void)
 		skip_all("needs iproute2 (ip, tc)");
 	size = (mb ? strtoull(mb, NULL, 0) : 64) << 20;
 	alarm(120);
-	if (mem_file_create(&mem, size, SEED))
-		BAIL("cannot create the memory file");
+	if (mem_file_create(&mem, size, SEED) ||
+	    mem_file_create(&mem2, size, SEED ^ 0xa5a5))
+		BAIL("cannot create the memory files");
 	/* 1 MiB of zeros: blocks that travel as a header only. */
 	char *z = calloc(1, 1 << 20);
 
@@ -652,6 +831,9 @@ int main(void)
 	resume();
 	link_flap();
 	sender_gone();
+	file_swapped();
+	sender_stopped();
+	short_tail();
 	daemon_e2e();
 	return done_testing();
 }
