@@ -124,20 +124,23 @@ void worker_free(struct worker *w)
 	free(w);
 }
 
-static int queue_push(struct worker *w, uint64_t addr, uint64_t t)
+/* Make room for n more queued faults. */
+static int queue_reserve(struct worker *w, int n)
 {
 	if (w->qhead && w->qhead == w->qlen)
 		w->qhead = w->qlen = 0;
-	if (w->qlen == w->qcap) {
-		int cap = w->qcap ? w->qcap * 2 : MSG_BATCH;
-		struct pending *q = realloc(w->q, sizeof(*q) * (size_t)cap);
+	if (w->qcap - w->qlen >= n)
+		return 0;
+	int cap = w->qcap ? w->qcap : MSG_BATCH;
 
-		if (!q)
-			return -ENOMEM;
-		w->q = q;
-		w->qcap = cap;
-	}
-	w->q[w->qlen++] = (struct pending){ addr, t };
+	while (cap - w->qlen < n)
+		cap *= 2;
+	struct pending *q = realloc(w->q, sizeof(*q) * (size_t)cap);
+
+	if (!q)
+		return -ENOMEM;
+	w->q = q;
+	w->qcap = cap;
 	return 0;
 }
 
@@ -220,6 +223,11 @@ static void apply_event(struct fl_engine *e, const struct uffd_msg *m)
  */
 static int read_batch(struct fl_engine *e, struct worker *w)
 {
+	/* Room first: a message read from the kernel must never be lost. */
+	int ret = queue_reserve(w, MSG_BATCH);
+
+	if (ret < 0)
+		return ret;
 	pthread_rwlock_wrlock(&e->lock);
 	int n = uffd_read(e->uffd, w->msgs, MSG_BATCH);
 	uint64_t t = now_ns();
@@ -233,10 +241,7 @@ static int read_batch(struct fl_engine *e, struct worker *w)
 		}
 		stat_add(&e->st.faults, 1);
 		atomic_store_explicit(&e->last_fault_ns, t, memory_order_relaxed);
-		if (queue_push(w, m->arg.pagefault.address, t) < 0) {
-			n = -ENOMEM;
-			break;
-		}
+		w->q[w->qlen++] = (struct pending){ m->arg.pagefault.address, t };
 	}
 	pthread_rwlock_unlock(&e->lock);
 	return n;
@@ -350,6 +355,14 @@ static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
 	if (ret == -EFAULT && (how & FILL_FROM_MAP))
 		return source_failed(e, r, left, pg + npg - left, -EIO);
 	region_set(r, left, pg + npg - left, prior);
+	/*
+	 * Another worker may have skipped a fault on these pages because
+	 * they were ours (busy): wake them, the threads fault again and the
+	 * faults are read anew.  A spurious wake is harmless.
+	 */
+	if (ret != -ESRCH)
+		uffd_wake(e->uffd, region_page_addr(r, left),
+			  (pg + npg - left) << r->page_shift);
 	if (ret == -EAGAIN)
 		stat_add(&e->st.eagain, 1);
 	else if (ret == -ESRCH)
@@ -484,9 +497,12 @@ int engine_fill_range(struct fl_engine *e, struct worker *w, struct region *r,
 			i++;
 			continue;
 		}
+		/* A run never exceeds the staging and zero buffers. */
+		uint64_t max = FL_MAX_CHUNK >> r->page_shift ?
+			       FL_MAX_CHUNK >> r->page_shift : 1;
 		uint64_t j = i;
 
-		while (j < last && region_claim(r, j, s))
+		while (j < last && j - i < max && region_claim(r, j, s))
 			j++;
 		if (j == i)
 			continue;	/* lost the race: look again */
@@ -508,10 +524,22 @@ static int serve(struct fl_engine *e, struct worker *w, const struct pending *p)
 	struct region *r = find_region(e, p->addr);
 
 	if (!r) {
-		/* Not ours (any more): let the thread retry the access. */
+		/*
+		 * Registered memory no region describes (a VMA grown by
+		 * mremap, a range left by MREMAP_DONTUNMAP): it has no
+		 * snapshot data, so it reads as zeros, as anonymous memory
+		 * does.  A bare wake would only make the thread fault again,
+		 * forever.
+		 */
+		uint64_t page = p->addr & ~4095ull, done;
+		int ret = uffd_zeropage(e->uffd, page, 4096, 0, &done);
+
 		pthread_rwlock_unlock(&e->lock);
-		uffd_wake(e->uffd, p->addr & ~4095ull, 4096);
-		return 0;
+		if (ret == -EAGAIN)
+			return ret;
+		if (ret < 0)
+			uffd_wake(e->uffd, page, 4096);
+		return ret == -ESRCH ? ret : 0;
 	}
 	uint64_t chunk = e->chunk > r->page_size ? e->chunk : r->page_size;
 	uint64_t pg = region_page(r, p->addr);

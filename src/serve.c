@@ -375,7 +375,8 @@ static void handshake_input(struct daemon *d, struct session *s)
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
-	take_fds(s, &mh);
+	if (n >= 0)	/* on failure the control buffer holds nothing */
+		take_fds(s, &mh);
 	if (n <= 0) {
 		session_end(d, s, n < 0 ? "receive failed" : s->got_bytes ?
 			    "bad handshake: truncated JSON (the client closed the socket mid-array)" :
@@ -487,8 +488,10 @@ static int loop(struct daemon *d)
 		}
 		if (poll(pfd, (nfds_t)n, 200) < 0 && errno != EINTR)
 			break;
-		if (pfd[0].revents)
+		if (pfd[0].revents) {
 			on_signal(d);
+			continue;	/* sessions may be gone: poll anew */
+		}
 		for (int i = first; i < n; i++) {
 			struct session *s = who[i];
 
