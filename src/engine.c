@@ -60,8 +60,14 @@ static pthread_once_t zero_once = PTHREAD_ONCE_INIT;
 
 static void zero_init(void)
 {
+	/*
+	 * Populated: a COPY from a source page that is not mapped takes the
+	 * kernel's retry path, which on hugetlb holds two huge pages at
+	 * once; with the pool sized exactly to the guest that fails with
+	 * ENOMEM.
+	 */
 	void *p = mmap(NULL, FL_MAX_CHUNK, PROT_READ,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 
 	zero_buf = p == MAP_FAILED ? NULL : p;
 }
@@ -432,8 +438,15 @@ static int fill_run(struct fl_engine *e, struct worker *w, struct region *r,
 				    how, counter);
 	if (!zero && src->ops->hole && src->ops->hole(src, off, len))
 		zero = true;
-	const void *map = zero || r->memfd >= 0 || atomic_load(&e->use_move) ||
-			  !src->ops->map ? NULL : src->ops->map(src, off, len);
+	/*
+	 * Not into hugetlb pages: a COPY from mapping pages this process
+	 * never touched takes the kernel's retry path, which on hugetlb
+	 * holds two huge pages at once and fails with ENOMEM when the pool
+	 * is sized to the guest; a pread costs little beside a 2 MiB page.
+	 */
+	const void *map = zero || r->memfd >= 0 || r->page_size >= HUGE_2M ||
+			  atomic_load(&e->use_move) || !src->ops->map ? NULL :
+			  src->ops->map(src, off, len);
 
 	if (map) {
 		/*

@@ -101,6 +101,36 @@ int main(void)
 	fl_engine_destroy(e);
 	munmap(b, 4 << 20);
 
+	/*
+	 * A registered VMA grown in place by mremap: the new pages belong to
+	 * no region.  They read as zeros (anonymous memory), and the fault
+	 * does not loop.
+	 */
+	uint8_t *g = mmap(NULL, 8 * PAGE, PROT_NONE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	munmap(g + 2 * PAGE, 6 * PAGE);		/* room to grow into */
+	munmap(g, 2 * PAGE);
+	g = mmap(g, 2 * PAGE, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	fl_engine_create(&o, &e);
+	struct fl_region_desc dg = { .addr = (uintptr_t)g, .len = 2 * PAGE,
+				     .page_size = PAGE,
+				     .flags = FL_REGION_REGISTER };
+
+	fl_engine_add_region(e, &dg, src);
+	fl_engine_start(e, 1);
+	ok(same_as_file(g, 2 * PAGE, 0, SEED, 0), "small region served");
+	ok(mremap(g, 2 * PAGE, 4 * PAGE, 0) == g, "VMA grown in place");
+	ok(is_zero_mem(g + 3 * PAGE, PAGE),
+	   "a page beyond every region reads zeros (no fault loop)");
+	fl_engine_stop(e);
+	fl_engine_stats(e, &st);
+	ok(st.faults < 10, "it took %llu faults, not a loop",
+	   (unsigned long long)st.faults);
+	fl_engine_destroy(e);
+	munmap(g, 4 * PAGE);
+
 	fl_source_put(src);
 	unlink(path);
 	return done_testing();
