@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -68,6 +69,9 @@ struct daemon {
 	int ended;
 	bool draining;
 	struct session *sessions;
+	pthread_mutex_t lock;	/* tearing, and the stats file */
+	pthread_cond_t torn;
+	int tearing;		/* sessions being torn down */
 };
 
 static uint64_t now_ms(void)
@@ -184,6 +188,8 @@ static void write_stats(struct daemon *d, struct session *s,
 	if (!d->cfg->stats_json)
 		return;
 	char *js = fl_stats_json(st);
+
+	pthread_mutex_lock(&d->lock);	/* whole lines, one session at a time */
 	FILE *f = fopen(d->cfg->stats_json, "a");
 
 	if (f && js) {
@@ -196,52 +202,123 @@ static void write_stats(struct daemon *d, struct session *s,
 	}
 	if (f)
 		fclose(f);
+	pthread_mutex_unlock(&d->lock);
 	free(js);
 }
 
+/* A session taken off the control loop, torn down on a thread of its own. */
+struct teardown {
+	struct daemon *d;
+	struct session *s;
+	uint64_t ms;
+	char why[160];
+};
+
+static void teardown_engine(struct daemon *d, struct session *s,
+			    const char *why, uint64_t ms)
+{
+	struct fl_stats st;
+
+	fl_engine_stop(s->engine);
+	fl_engine_stats(s->engine, &st);
+	slog(s, "ended (%s) after %llu ms: %llu faults, %llu pages copied, %llu zeroed, %llu MiB, p50 %llu us, p99 %llu us",
+	     why, (unsigned long long)ms, (unsigned long long)st.faults,
+	     (unsigned long long)st.pages_copied,
+	     (unsigned long long)st.pages_zeroed,
+	     (unsigned long long)(st.bytes_copied >> 20),
+	     (unsigned long long)fl_stats_percentile(&st, 50) / 1000,
+	     (unsigned long long)fl_stats_percentile(&st, 99) / 1000);
+	write_stats(d, s, &st, ms);
+	if (d->cfg->record) {
+		if (fl_engine_save_trace(s->engine, d->cfg->record) < 0)
+			slog(s, "%s", fl_last_error());
+		else
+			slog(s, "working set (%llu faults) written to %s",
+			     (unsigned long long)st.faults, d->cfg->record);
+	}
+	fl_engine_destroy(s->engine);	/* closes the uffd */
+}
+
+static void session_free(struct session *s)
+{
+	fc_parser_free(s->parser);
+	close(s->sock);
+	free(s);
+}
+
+static void *teardown_main(void *arg)
+{
+	struct teardown *t = arg;
+	struct daemon *d = t->d;
+
+	teardown_engine(d, t->s, t->why, t->ms);
+	session_free(t->s);
+	free(t);
+	pthread_mutex_lock(&d->lock);
+	d->tearing--;
+	pthread_cond_broadcast(&d->torn);
+	pthread_mutex_unlock(&d->lock);
+	return NULL;
+}
+
+/*
+ * End a session.  Stopping an engine waits for its threads, which may be
+ * inside a slow source read (HTTP retries, a post-copy peer): that happens
+ * on a detached thread, so the control loop keeps accepting and serving.
+ */
 static void session_end(struct daemon *d, struct session *s, const char *why)
 {
 	uint64_t ms = now_ms() - s->t_start;
 
-	if (s->engine) {
-		struct fl_stats st;
-
-		fl_engine_stop(s->engine);
-		fl_engine_stats(s->engine, &st);
-		slog(s, "ended (%s) after %llu ms: %llu faults, %llu pages copied, %llu zeroed, %llu MiB, p50 %llu us, p99 %llu us",
-		     why, (unsigned long long)ms,
-		     (unsigned long long)st.faults,
-		     (unsigned long long)st.pages_copied,
-		     (unsigned long long)st.pages_zeroed,
-		     (unsigned long long)(st.bytes_copied >> 20),
-		     (unsigned long long)fl_stats_percentile(&st, 50) / 1000,
-		     (unsigned long long)fl_stats_percentile(&st, 99) / 1000);
-		write_stats(d, s, &st, ms);
-		if (d->cfg->record) {
-			if (fl_engine_save_trace(s->engine, d->cfg->record) < 0)
-				slog(s, "%s", fl_last_error());
-			else
-				slog(s, "working set (%llu faults) written to %s",
-				     (unsigned long long)st.faults,
-				     d->cfg->record);
-		}
-		fl_engine_destroy(s->engine);	/* closes the uffd */
-	} else {
-		slog(s, "closed: %s", why);
-		if (s->uffd >= 0)
-			close(s->uffd);
-	}
-	fc_parser_free(s->parser);
-	close(s->sock);
 	for (struct session **pp = &d->sessions; *pp; pp = &(*pp)->next) {
 		if (*pp == s) {
 			*pp = s->next;
 			break;
 		}
 	}
-	free(s);
 	d->nsessions--;
 	d->ended++;
+	if (!s->engine) {
+		slog(s, "closed: %s", why);
+		if (s->uffd >= 0)
+			close(s->uffd);
+		session_free(s);
+		return;
+	}
+
+	struct teardown *t = malloc(sizeof(*t));
+	pthread_attr_t attr;
+	pthread_t th;
+
+	if (t) {
+		*t = (struct teardown){ .d = d, .s = s, .ms = ms };
+		snprintf(t->why, sizeof(t->why), "%s", why);
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		pthread_mutex_lock(&d->lock);
+		d->tearing++;
+		pthread_mutex_unlock(&d->lock);
+		if (pthread_create(&th, &attr, teardown_main, t) == 0) {
+			pthread_attr_destroy(&attr);
+			return;
+		}
+		pthread_attr_destroy(&attr);
+		pthread_mutex_lock(&d->lock);
+		d->tearing--;
+		pthread_mutex_unlock(&d->lock);
+		free(t);
+	}
+	teardown_engine(d, s, why, ms);	/* no thread to be had: here */
+	session_free(s);
+}
+
+/* Wait for sessions still being torn down (their stats, their traces). */
+static void wait_teardowns(struct daemon *d)
+{
+	pthread_mutex_lock(&d->lock);
+	while (d->tearing)
+		pthread_cond_wait(&d->torn, &d->lock);
+	pthread_mutex_unlock(&d->lock);
 }
 
 static void accept_one(struct daemon *d)
@@ -508,6 +585,7 @@ static int loop(struct daemon *d)
 	}
 	while (d->sessions)
 		session_end(d, d->sessions, "daemon stopping");
+	wait_teardowns(d);
 	free(pfd);
 	free(who);
 	return 0;
@@ -515,7 +593,9 @@ static int loop(struct daemon *d)
 
 int serve_run(const struct serve_config *cfg)
 {
-	struct daemon d = { .cfg = cfg, .listen_fd = -1, .sig_fd = -1 };
+	struct daemon d = { .cfg = cfg, .listen_fd = -1, .sig_fd = -1,
+			    .lock = PTHREAD_MUTEX_INITIALIZER,
+			    .torn = PTHREAD_COND_INITIALIZER };
 	sigset_t set;
 	int ret;
 
