@@ -48,6 +48,8 @@ struct pending {
 };
 
 struct worker {
+	struct fl_engine *e;	/* owner (engine_worker) */
+	struct worker *next;	/* in e->workers */
 	void *map;		/* the mapping buf lives in */
 	void *buf;		/* FL_MAX_CHUNK bytes: the source reads here */
 	struct pending *q;	/* faults read, not yet served */
@@ -130,6 +132,31 @@ void worker_free(struct worker *w)
 	free(w);
 }
 
+/*
+ * A worker for one of the engine's threads, owned by the engine and freed
+ * by fl_engine_destroy() after the uffd is closed.  A thread must not
+ * unmap its buffer on its way out: in-process, that munmap can raise an
+ * UNMAP event on the engine's own uffd, and the threads that would read
+ * it may already be gone (seen: fl_engine_destroy() hung joining such a
+ * thread).  Called from API calls only, never concurrently.
+ */
+struct fl_engine *worker_engine(const struct worker *w)
+{
+	return w->e;
+}
+
+struct worker *engine_worker(struct fl_engine *e)
+{
+	struct worker *w = worker_new();
+
+	if (w) {
+		w->e = e;
+		w->next = e->workers;
+		e->workers = w;
+	}
+	return w;
+}
+
 /* Make room for n more queued faults. */
 static int queue_reserve(struct worker *w, int n)
 {
@@ -175,17 +202,28 @@ static int add_region_locked(struct fl_engine *e, struct region *r)
 	return 0;
 }
 
-static void apply_remove(struct fl_engine *e, uint64_t start, uint64_t end,
-			 bool unmap)
+/* Add r, or free it if there is no room. */
+static void add_or_free(struct fl_engine *e, struct region *r)
 {
-	for (int i = 0; i < e->nregions; i++) {
-		struct region *r = e->regions[i];
+	if (r && add_region_locked(e, r) < 0)
+		region_free(r);
+}
 
-		if (unmap && start <= r->addr && end >= r->addr + r->len) {
-			drop_region(e, i--);
-			continue;
-		}
-		region_mark_removed(r, start, end);
+/*
+ * Cut [start, end) out of every region (UNMAP, or the old range of a
+ * REMAP): regions shrink, split or go, so none covers memory the client
+ * may map anew there.
+ */
+static void apply_cut(struct fl_engine *e, uint64_t start, uint64_t end)
+{
+	/* Tails appended here lie past the range: cutting them is a no-op. */
+	for (int i = 0; i < e->nregions; i++) {
+		struct region *tail;
+		int gone = region_cut(e->regions[i], start, end, &tail);
+
+		add_or_free(e, tail);
+		if (gone == 1)
+			drop_region(e, i--);	/* the last one takes slot i */
 	}
 }
 
@@ -194,13 +232,15 @@ static void apply_remap(struct fl_engine *e, uint64_t from, uint64_t to,
 {
 	int n = e->nregions;
 
+	/* First the moved parts, at their new addresses... */
 	for (int i = 0; i < n; i++) {
 		struct region *nr;
 
-		if (region_remap(e->regions[i], from, len, to, &nr) == 0 && nr &&
-		    add_region_locked(e, nr) < 0)
-			region_free(nr);
+		if (region_remap(e->regions[i], from, len, to, &nr) == 0)
+			add_or_free(e, nr);
 	}
+	/* ...then what stayed behind no longer covers the old range. */
+	apply_cut(e, from, from + len);
 }
 
 /* Called with the engine lock held exclusively. */
@@ -209,10 +249,12 @@ static void apply_event(struct fl_engine *e, const struct uffd_msg *m)
 	stat_add(&e->st.events, 1);
 	switch (m->event) {
 	case UFFD_EVENT_REMOVE:
-		apply_remove(e, m->arg.remove.start, m->arg.remove.end, false);
+		for (int i = 0; i < e->nregions; i++)
+			region_mark_removed(e->regions[i], m->arg.remove.start,
+					    m->arg.remove.end);
 		break;
 	case UFFD_EVENT_UNMAP:
-		apply_remove(e, m->arg.remove.start, m->arg.remove.end, true);
+		apply_cut(e, m->arg.remove.start, m->arg.remove.end);
 		break;
 	case UFFD_EVENT_REMAP:
 		apply_remap(e, m->arg.remap.from, m->arg.remap.to,
@@ -630,11 +672,9 @@ static int pump(struct fl_engine *e, struct worker *w)
 
 static void *engine_thread(void *arg)
 {
-	struct fl_engine *e = arg;
-	struct worker *w = worker_new();
+	struct worker *w = arg;
+	struct fl_engine *e = w->e;
 
-	if (!w)
-		return NULL;
 	while (!atomic_load(&e->stopping) && !atomic_load(&e->finished)) {
 		struct pollfd pfd[2] = {
 			{ .fd = e->uffd, .events = POLLIN },
@@ -655,7 +695,6 @@ static void *engine_thread(void *arg)
 		if (pump(e, w) == -ESRCH)
 			break;
 	}
-	worker_free(w);
 	return NULL;
 }
 
@@ -873,7 +912,9 @@ int fl_engine_start(struct fl_engine *e, unsigned int nthreads)
 	if (!e->threads)
 		return -ENOMEM;
 	for (unsigned int i = 0; i < nthreads; i++) {
-		int ret = pthread_create(&e->threads[i], NULL, engine_thread, e);
+		struct worker *w = engine_worker(e);
+		int ret = w ? pthread_create(&e->threads[i], NULL,
+					     engine_thread, w) : ENOMEM;
 
 		if (ret) {
 			fl_engine_stop(e);
@@ -943,6 +984,12 @@ void fl_engine_destroy(struct fl_engine *e)
 	if (e->own_uffd)
 		close(e->uffd);
 	close(e->stopfd);
+	while (e->workers) {	/* only now: see engine_worker() */
+		struct worker *w = e->workers;
+
+		e->workers = w->next;
+		worker_free(w);
+	}
 	worker_free(e->process_worker);
 	pthread_rwlock_destroy(&e->lock);
 	pthread_mutex_destroy(&e->process_lock);

@@ -58,6 +58,7 @@ struct fl_engine {
 	atomic_bool stopping;
 	atomic_bool finished;
 
+	struct worker *workers;		/* the threads' workers (engine_worker) */
 	pthread_mutex_t process_lock;	/* fl_engine_process() callers */
 	struct worker *process_worker;
 
@@ -96,6 +97,9 @@ struct fl_engine {
 
 struct worker *worker_new(void);
 void worker_free(struct worker *w);
+/* A worker owned by e, freed by fl_engine_destroy(). */
+struct worker *engine_worker(struct fl_engine *e);
+struct fl_engine *worker_engine(const struct worker *w);
 uint64_t now_ns(void);
 /* Fill [first, last) of r; the engine lock must be held (shared). */
 int engine_fill_range(struct fl_engine *e, struct worker *w, struct region *r,

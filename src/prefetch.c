@@ -305,11 +305,9 @@ static bool filler_stopped(struct fl_engine *e)
 
 static void *filler(void *arg)
 {
-	struct fl_engine *e = arg;
-	struct worker *w = worker_new();
+	struct fl_engine *e = worker_engine(arg);
+	struct worker *w = arg;
 
-	if (!w)
-		return NULL;
 	pthread_mutex_lock(&e->ra_lock);
 	while (!filler_stopped(e)) {
 		if (e->njobs || e->replay_next < e->replay.n) {
@@ -347,14 +345,14 @@ static void *filler(void *arg)
 			atomic_store(&e->restored, true);
 	}
 	pthread_mutex_unlock(&e->ra_lock);
-	worker_free(w);
 	return NULL;
 }
 
 int prefetch_start(struct fl_engine *e)
 {
 	atomic_store(&e->last_fault_ns, now_ns());
-	int ret = pthread_create(&e->filler, NULL, filler, e);
+	struct worker *w = engine_worker(e);
+	int ret = w ? pthread_create(&e->filler, NULL, filler, w) : ENOMEM;
 
 	if (ret)
 		return -ret;

@@ -74,6 +74,54 @@ uint64_t region_mark_removed(struct region *r, uint64_t start, uint64_t end)
 	return last - first;
 }
 
+/* A new region for pages [first, last) of r, at addr, states copied. */
+static int region_slice(const struct region *r, uint64_t first,
+			uint64_t last, uint64_t addr, struct region **out)
+{
+	struct fl_region_desc d = {
+		.addr = addr,
+		.len = (last - first) << r->page_shift,
+		.page_size = r->page_size,
+		.src_offset = r->src_off + (first << r->page_shift),
+		.flags = r->memfd >= 0 ? FL_REGION_MINOR : 0,
+		.memfd = r->memfd,
+		.memfd_offset = r->memfd_off + (first << r->page_shift),
+	};
+	int ret = region_new(&d, r->src, out);
+
+	if (ret < 0)
+		return fl_err(ret, "region 0x%llx: out of memory splitting it",
+			      (unsigned long long)r->addr);
+	for (uint64_t i = first; i < last; i++)
+		atomic_store(&(*out)->state[i - first], region_get(r, i));
+	return 0;
+}
+
+int region_cut(struct region *r, uint64_t start, uint64_t end,
+	       struct region **tail)
+{
+	uint64_t first, last;
+
+	*tail = NULL;
+	if (!clip_pages(r, start, end, &first, &last))
+		return 0;
+	if (last < r->npages) {
+		int ret = region_slice(r, last, r->npages,
+				       region_page_addr(r, last), tail);
+
+		if (ret < 0) {
+			/* Keep covering the range, as zeros: never as data. */
+			region_set(r, first, last - first, PG_REMOVED);
+			return ret;
+		}
+	}
+	if (first == 0)
+		return 1;
+	r->npages = first;
+	r->len = first << r->page_shift;
+	return 0;
+}
+
 int region_remap(struct region *r, uint64_t start, uint64_t len,
 		 uint64_t new_addr, struct region **out)
 {
@@ -86,28 +134,10 @@ int region_remap(struct region *r, uint64_t start, uint64_t len,
 
 	if (first == 0 && last == r->npages) {
 		r->addr = new_addr + (moved_at - start);
-		return 0;
+		return 1;
 	}
-
-	struct fl_region_desc d = {
-		.addr = new_addr + (moved_at - start),
-		.len = (last - first) << r->page_shift,
-		.page_size = r->page_size,
-		.src_offset = r->src_off + (first << r->page_shift),
-		.flags = r->memfd >= 0 ? FL_REGION_MINOR : 0,
-		.memfd = r->memfd,
-		.memfd_offset = r->memfd_off + (first << r->page_shift),
-	};
-	struct region *nr;
-	int ret = region_new(&d, r->src, &nr);
-
-	if (ret < 0)
-		return fl_err(ret, "remap: out of memory");
-	for (uint64_t i = first; i < last; i++)
-		atomic_store(&nr->state[i - first], region_get(r, i));
-	region_set(r, first, last - first, PG_REMOVED);
-	*out = nr;
-	return 0;
+	return region_slice(r, first, last, new_addr + (moved_at - start),
+			    out);
 }
 
 void region_count(const struct region *r, uint64_t counts[4])

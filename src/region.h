@@ -89,13 +89,22 @@ static inline bool region_claim(struct region *r, uint64_t pg,
 uint64_t region_mark_removed(struct region *r, uint64_t start, uint64_t end);
 
 /*
- * Split off [start, start+len) of r into a new region at new_addr (mremap):
- * the new region keeps the pages' source offsets and states.  The old range
- * is marked removed.  If the move covers all of r, r itself is moved and
- * *out is NULL.
+ * mremap moved [start, start+len) to new_addr.  If that is all of r, r is
+ * moved and 1 returned.  Otherwise *out is a new region for the moved part
+ * (same source offsets and page states; the caller cuts the old range out
+ * of r with region_cut).  0 if r is not concerned, or -errno.
  */
 int region_remap(struct region *r, uint64_t start, uint64_t len,
 		 uint64_t new_addr, struct region **out);
+
+/*
+ * Take [start, end) out of r (unmapped, or moved away): r keeps what lies
+ * before it, and what lies after becomes a new region *tail, so regions
+ * never overlap what the client maps next.  Returns 1 if nothing of r is
+ * left before the range (the caller drops r; *tail may still be set).
+ */
+int region_cut(struct region *r, uint64_t start, uint64_t end,
+	       struct region **tail);
 
 /* Number of pages in each state (for stats and tests). */
 void region_count(const struct region *r, uint64_t counts[4]);

@@ -83,6 +83,35 @@ int main(void)
 	munmap(mem, len / 2);
 	munmap(moved, len / 2);
 
+	/*
+	 * The second half moved away and back again: the first region must
+	 * no longer claim the vacated range (it would answer with zeros).
+	 */
+	mem = map_anon(len, 0);
+	e = serve(src, mem, len, 0);
+	hole = map_anon(len / 2, 0);
+	moved = mremap(mem + len / 2, len / 2, len / 2,
+		       MREMAP_MAYMOVE | MREMAP_FIXED, hole);
+	uint8_t *back = mremap(moved, len / 2, len / 2,
+			       MREMAP_MAYMOVE | MREMAP_FIXED, mem + len / 2);
+
+	ok(back == mem + len / 2 &&
+	   same_as_file(mem + len / 2, len / 2, len / 2, SEED, 0),
+	   "half moved away and back: its snapshot bytes, not zeros");
+	fl_engine_destroy(e);
+	munmap(mem, len);
+
+	/* A hole unmapped in the middle: both sides are still served. */
+	mem = map_anon(len, 0);
+	e = serve(src, mem, len, 0);
+	munmap(mem + (4 << 20), 4 << 20);
+	ok(same_as_file(mem, 4 << 20, 0, SEED, 0) &&
+	   same_as_file(mem + (8 << 20), len - (8 << 20), 8 << 20, SEED, 0),
+	   "middle unmapped: the head and the tail are still served");
+	fl_engine_destroy(e);
+	munmap(mem, 4 << 20);
+	munmap(mem + (8 << 20), len - (8 << 20));
+
 	/* UNMAP drops the region: the engine keeps serving the other one. */
 	uint8_t *a = map_anon(4 << 20, 0), *b = map_anon(4 << 20, 0);
 	struct fl_engine_opts o = { .uffd = -1 };
