@@ -41,6 +41,9 @@
 #define MSG_BATCH	64
 #define PROBE_BYTES	256	/* read to tell a data run from a zero run */
 #define HUGE_2M		(2ull << 20)
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ	22	/* Linux 5.14 */
+#endif
 
 struct pending {
 	uint64_t addr;
@@ -480,15 +483,20 @@ static int fill_run(struct fl_engine *e, struct worker *w, struct region *r,
 				    how, counter);
 	if (!zero && src->ops->hole && src->ops->hole(src, off, len))
 		zero = true;
+	const void *map = zero || r->memfd >= 0 || atomic_load(&e->use_move) ||
+			  !src->ops->map ? NULL : src->ops->map(src, off, len);
+
 	/*
-	 * Not into hugetlb pages: a COPY from mapping pages this process
-	 * never touched takes the kernel's retry path, which on hugetlb
-	 * holds two huge pages at once and fails with ENOMEM when the pool
-	 * is sized to the guest; a pread costs little beside a 2 MiB page.
+	 * Into hugetlb pages, a COPY from mapping pages this process never
+	 * touched takes the kernel's retry path, which holds two huge pages
+	 * at once and fails with ENOMEM when the pool is sized to the guest:
+	 * map the source pages first (no user-space read, so a truncated file
+	 * is an error here, not SIGBUS), or fall back to pread.
 	 */
-	const void *map = zero || r->memfd >= 0 || r->page_size >= HUGE_2M ||
-			  atomic_load(&e->use_move) || !src->ops->map ? NULL :
-			  src->ops->map(src, off, len);
+	if (map && r->page_size >= HUGE_2M &&
+	    madvise((void *)((uintptr_t)map & ~4095ul),
+		    len + ((uintptr_t)map & 4095), MADV_POPULATE_READ) < 0)
+		map = NULL;
 
 	if (map) {
 		/*
