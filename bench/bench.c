@@ -25,6 +25,7 @@
 #include <xxhash.h>
 
 #include "bench.h"
+#include "uffd.h"
 #include "../tools/cli.h"
 
 struct bench_def {
@@ -204,6 +205,24 @@ int bench_memfile(uint64_t len, char *path, bool unlink_it)
 out:
 	free(buf);
 	return ret ? ret : fd;
+}
+
+int bench_uffd_range(void *dst, size_t len, bool move)
+{
+	uint64_t feat = 0;
+	int uffd = uffd_create(move ? UFFD_FEATURE_MOVE : 0, &feat);
+	int ret;
+
+	if (uffd < 0)
+		return uffd;
+	ret = move && !(feat & UFFD_FEATURE_MOVE) ? -EOPNOTSUPP :
+	      uffd_register(uffd, (uintptr_t)dst, len,
+			    UFFDIO_REGISTER_MODE_MISSING, NULL);
+	if (ret < 0) {
+		close(uffd);
+		return ret;
+	}
+	return uffd;
 }
 
 void *bench_map(size_t len)

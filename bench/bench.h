@@ -89,6 +89,11 @@ uint64_t bench_pattern_sum(uint64_t len);
 
 /* mmap len bytes of private anonymous memory aligned to 2 MiB; NULL on error. */
 void *bench_map(size_t len);
+/*
+ * A uffd (with UFFD_FEATURE_MOVE if move) with [dst, dst+len) registered
+ * MISSING: the fd, or -errno (-EOPNOTSUPP if MOVE is wanted but missing).
+ */
+int bench_uffd_range(void *dst, size_t len, bool move);
 void bench_unmap(void *p, size_t len);
 /* Populate [p, p+len) for writing in one call (faster than touching it
  * page by page under shadow paging); 0 or -errno. */

@@ -50,7 +50,7 @@ static double run_case(int k, uint64_t len, uint64_t want, bool *ok,
 	int adv = cases[k].thp ? MADV_HUGEPAGE : MADV_NOHUGEPAGE;
 	uint8_t *src = bench_map(len), *dst = bench_map(len);
 	struct bench_busy busy = { 0 };
-	uint64_t feat = 0, done, run = cases[k].run;
+	uint64_t done, run = cases[k].run;
 	int uffd = -1, ret = 0;
 	double t0 = 0, t1 = 0;
 
@@ -69,19 +69,11 @@ static double run_case(int k, uint64_t len, uint64_t want, bool *ok,
 
 	*src_thp = h < 0 ? -1 : (double)h / (double)len;
 
-	uffd = uffd_create(UFFD_FEATURE_MOVE, &feat);
+	uffd = bench_uffd_range(dst, len, true);
 	if (uffd < 0) {
 		ret = uffd;
 		goto out;
 	}
-	if (!(feat & UFFD_FEATURE_MOVE)) {
-		ret = -EOPNOTSUPP;
-		goto out;
-	}
-	ret = uffd_register(uffd, (uintptr_t)dst, len,
-			    UFFDIO_REGISTER_MODE_MISSING, NULL);
-	if (ret < 0)
-		goto out;
 	if (cases[k].busy) {
 		ret = bench_busy_start(&busy);
 		if (ret < 0)

@@ -151,22 +151,11 @@ static double run_case(struct pop_ctx *c, enum pop_case k, bool *ok,
 	}
 	if (k == P_COPY_4K || k == P_COPY_64K || k == P_COPY_2M ||
 	    k == P_PREAD_MOVE) {
-		uint64_t feat = 0;
-
-		uffd = uffd_create(k == P_PREAD_MOVE ? UFFD_FEATURE_MOVE : 0,
-				   &feat);
+		uffd = bench_uffd_range(dst, len, k == P_PREAD_MOVE);
 		if (uffd < 0) {
 			ret = uffd;
 			goto out;
 		}
-		if (k == P_PREAD_MOVE && !(feat & UFFD_FEATURE_MOVE)) {
-			ret = -EOPNOTSUPP;
-			goto out;
-		}
-		ret = uffd_register(uffd, (uintptr_t)dst, len,
-				    UFFDIO_REGISTER_MODE_MISSING, NULL);
-		if (ret < 0)
-			goto out;
 	}
 	chunk = k == P_COPY_4K ? 4 * KIB : k == P_COPY_64K ? 64 * KIB :
 		2 * MIB;
