@@ -24,10 +24,15 @@ struct engine_stats {
 
 struct worker;
 
-/* A readahead window queued for the filler thread (pages of r). */
+/*
+ * A readahead window queued for the filler thread (pages of r): [next,
+ * end), or with a stride, run pages every stride pages from next; the
+ * marker_len pages at marker are left for the client to fault on.
+ */
 struct ra_job {
 	struct region *r;
-	uint64_t next, end, marker;
+	uint64_t next, end, marker, marker_len;
+	uint64_t stride, run;
 };
 
 #define RA_JOBS 16
@@ -77,6 +82,7 @@ struct fl_engine {
 	uint64_t bg_page;
 	atomic_bool restored;		/* background found nothing missing */
 	atomic_bool dense;		/* a client faults all over: stream now */
+	atomic_int readers_waiting;	/* fault readers waiting for the lock */
 
 	/* Working-set traces (trace.c): record faults, replay a trace. */
 	struct trace *rec;		/* non-NULL while recording */
@@ -94,6 +100,13 @@ struct fl_engine {
 #define FILL_REMOVED	(1u << 0)
 #define FILL_DONTWAKE	(1u << 1)
 #define FILL_FROM_MAP	(1u << 2)	/* internal: COPY from source->map() */
+/*
+ * Prefetch: runs of at most YIELD_RUN_BYTES, and stop between two (-EINTR)
+ * when a fault reader waits for the lock, so that a fault never waits for
+ * more than one run of somebody else's prefetch.
+ */
+#define FILL_YIELD	(1u << 3)
+#define YIELD_RUN_BYTES	(256u << 10)
 
 struct worker *worker_new(void);
 void worker_free(struct worker *w);

@@ -18,12 +18,16 @@
  * filled right after readahead and before background restore.
  *
  * Background restore: once no fault has arrived for quiet_ns (or at once,
- * when random faults have already hit 1/32 of a region's chunks: a dense
- * random client), the filler
- * walks every region for missing pages and fills them in 2 MiB pieces,
- * pausing whenever faults come back, so that a restore always completes
- * (QEMU postcopy and CRIU lazy-pages do the same).  Removed pages are never
+ * when random faults have already hit 1/DENSE_DIV of a region's chunks: a
+ * dense random client), the filler walks every region for missing pages
+ * and fills them in 2 MiB pieces, so that a restore always completes (QEMU
+ * postcopy and CRIU lazy-pages do the same).  Removed pages are never
  * filled ahead of a fault: the client gave that memory back.
+ *
+ * Faults come first: the filler copies in runs of YIELD_RUN_BYTES and
+ * gives the engine lock up between two runs as soon as a fault reader
+ * waits for it (FILL_YIELD), so a fault waits for one run at most, never
+ * for a whole piece.
  */
 #include <errno.h>
 #include <string.h>
@@ -35,6 +39,13 @@
 
 #define PIECE_BYTES	(512u << 10)	/* readahead work per lock hold */
 #define BG_BYTES	(2u << 20)	/* background work per lock hold */
+/*
+ * Random faults on 1/DENSE_DIV of a region's chunks make a client dense.
+ * 128 MiB touched at random: 16 faults of ~60 us before the restore
+ * streams (at 1/32 it waited for 64); a sparse client counts once per run.
+ */
+#define DENSE_DIV	128
+#define STRIDE_MAX	(64u << 20)	/* a larger stride is two random faults */
 
 static uint64_t pages_of(const struct region *r, uint64_t bytes)
 {
@@ -43,53 +54,92 @@ static uint64_t pages_of(const struct region *r, uint64_t bytes)
 	return n ? n : 1;
 }
 
-/* Called with the engine lock shared, after the fault's chunk is filled. */
+/* Queue window [start, end) (steps of run pages every stride; ra_lock held). */
+static void queue_window(struct fl_engine *e, struct region *r, uint64_t start,
+			 uint64_t size, uint64_t stride, uint64_t run)
+{
+	if (start >= r->npages || e->njobs == RA_JOBS)
+		return;
+	uint64_t steps = stride ? size / run : 0;
+	uint64_t end = stride ? start + steps * stride : start + size;
+
+	if (end > r->npages)
+		end = r->npages;
+	r->ra_size = size;
+	r->ra_end = end;
+	r->ra_stride = stride;
+	if (stride) {
+		/* The middle step is left unfilled, all of it. */
+		r->ra_marker = start + steps / 2 * stride;
+		r->ra_marker_len = run;
+	} else {
+		r->ra_marker = start + (end - start) / 2;
+		r->ra_marker_len = 1;
+	}
+	e->jobs[e->njobs++] = (struct ra_job){
+		r, start, end, r->ra_marker, r->ra_marker_len, stride, run,
+	};
+	pthread_cond_signal(&e->ra_cond);
+}
+
+/*
+ * A random fault.  Once random faults have hit 1/DENSE_DIV of a region's
+ * chunks, the client is touching all of its memory in no order readahead
+ * can follow: waiting for a quiet moment would only leave it faulting on
+ * the rest, so background restore starts now.  Streams (sparse runs) count
+ * once per run and never get there.  ra_lock held.
+ */
+static void random_fault(struct fl_engine *e, struct region *r, uint64_t chunk)
+{
+	if (++r->ra_random * DENSE_DIV * chunk > r->npages &&
+	    !atomic_load(&e->dense)) {
+		atomic_store(&e->dense, true);
+		pthread_cond_signal(&e->ra_cond);
+	}
+}
+
+/*
+ * Called with the engine lock shared, after the fault's chunk [first,
+ * last) of r is filled.  Three patterns, per region:
+ *  - sequential: this chunk starts where the last one ended;
+ *  - strided: the last three chunks started the same distance apart,
+ *    farther than a chunk (a client walking an array of large records);
+ *    the window is then that many chunks at that stride;
+ *  - random: anything else.
+ * A fault on a window's marker (or, sequentially, right after the window)
+ * queues the next window, twice as large, up to ra_max bytes of data.
+ */
 void prefetch_after_fault(struct fl_engine *e, struct region *r, uint64_t pg,
 			  uint64_t first, uint64_t last)
 {
-	uint64_t start, size, chunk = last - first;
+	uint64_t chunk = last - first, max = pages_of(r, e->ra_max);
+	uint64_t delta = first > r->ra_prev_first ? first - r->ra_prev_first : 0;
+	bool on_marker = pg >= r->ra_marker &&
+			 pg < r->ra_marker + r->ra_marker_len;
 
 	pthread_mutex_lock(&e->ra_lock);
-	if (r->ra_size && (pg == r->ra_marker || first == r->ra_end)) {
+	if (r->ra_size && (on_marker || (!r->ra_stride && first == r->ra_end))) {
 		/* Progress through the window: queue the next, larger one. */
-		start = r->ra_end > last ? r->ra_end : last;
-		size = r->ra_size * 2;
+		uint64_t start = r->ra_end > last || r->ra_stride ?
+				 r->ra_end : last;
+
+		queue_window(e, r, start, r->ra_size * 2 < max ?
+			     r->ra_size * 2 : max, r->ra_stride, chunk);
 	} else if (first && first == r->ra_prev_end) {
 		/* Two chunks in a row: a sequential stream starts. */
-		start = last;
-		size = chunk * 4;
+		queue_window(e, r, last, chunk * 4 < max ? chunk * 4 : max,
+			     0, chunk);
+	} else if (delta > chunk && delta == r->ra_delta &&
+		   delta <= pages_of(r, STRIDE_MAX)) {
+		/* Three chunks at the same stride: a strided stream starts. */
+		queue_window(e, r, first + delta,
+			     chunk * 4 < max ? chunk * 4 : max, delta, chunk);
 	} else {
-		/*
-		 * A random fault.  Once random faults have hit 1/32 of a
-		 * region's chunks, the client is touching all of its memory
-		 * in no order readahead can follow: waiting for a quiet moment
-		 * would only leave it faulting on the rest, so background
-		 * restore starts now.  Streams (sparse runs) count once per
-		 * run and never get there.
-		 */
-		if (++r->ra_random * 32 * chunk > r->npages &&
-		    !atomic_load(&e->dense)) {
-			atomic_store(&e->dense, true);
-			pthread_cond_signal(&e->ra_cond);
-		}
-		r->ra_prev_end = last;
-		pthread_mutex_unlock(&e->ra_lock);
-		return;
+		random_fault(e, r, chunk);
 	}
 	r->ra_prev_end = last;
-	if (size > pages_of(r, e->ra_max))
-		size = pages_of(r, e->ra_max);
-	if (start >= r->npages || e->njobs == RA_JOBS) {
-		pthread_mutex_unlock(&e->ra_lock);
-		return;
-	}
-	uint64_t end = start + size < r->npages ? start + size : r->npages;
-
-	r->ra_size = size;
-	r->ra_end = end;
-	r->ra_marker = start + (end - start) / 2;
-	e->jobs[e->njobs++] = (struct ra_job){ r, start, end, r->ra_marker };
-	pthread_cond_signal(&e->ra_cond);
+	r->ra_delta = delta;
+	r->ra_prev_first = first;
 	pthread_mutex_unlock(&e->ra_lock);
 }
 
@@ -129,7 +179,8 @@ static int fill_ahead(struct fl_engine *e, struct worker *w, struct region *r,
 {
 	if (first >= last)
 		return 0;
-	int ret = engine_fill_range(e, w, r, first, last, FILL_DONTWAKE,
+	int ret = engine_fill_range(e, w, r, first, last,
+				    FILL_DONTWAKE | FILL_YIELD,
 				    counter);
 
 	uffd_wake(e->uffd, region_page_addr(r, first),
@@ -149,9 +200,24 @@ static void requeue(struct fl_engine *e, const struct ra_job *j)
 	pthread_mutex_unlock(&e->ra_lock);
 }
 
+/* Fill [a, b) of j's region but its marker. */
+static int fill_around_marker(struct fl_engine *e, struct worker *w,
+			      const struct ra_job *j, uint64_t a, uint64_t b)
+{
+	_Atomic uint64_t *c = &e->st.pages_prefetched;
+	uint64_t m0 = j->marker, m1 = j->marker + j->marker_len;
+
+	if (m1 <= a || m0 >= b)
+		return fill_ahead(e, w, j->r, a, b, c);
+	int ret = fill_ahead(e, w, j->r, a, m0 > a ? m0 : a, c);
+
+	return ret ? ret : fill_ahead(e, w, j->r, m1 < b ? m1 : b, b, c);
+}
+
 /*
- * One piece of the oldest readahead job.  Engine lock held shared.
- * Returns -EAGAIN when an event is pending: the piece is queued again.
+ * One piece of the oldest readahead job: PIECE_BYTES of data, contiguous
+ * or in steps.  Engine lock held shared.  Returns -EAGAIN when an event is
+ * pending or -EINTR when a fault waits: the piece is queued again.
  */
 static int readahead_piece(struct fl_engine *e, struct worker *w)
 {
@@ -161,7 +227,9 @@ static int readahead_piece(struct fl_engine *e, struct worker *w)
 		return 0;
 	}
 	struct ra_job j = e->jobs[0];
-	uint64_t stop = j.next + pages_of(j.r, PIECE_BYTES);
+	uint64_t piece = pages_of(j.r, PIECE_BYTES);
+	uint64_t stop = j.stride ? j.next + (piece > j.run ? piece / j.run : 1) *
+				   j.stride : j.next + piece;
 
 	if (stop > j.end)
 		stop = j.end;
@@ -171,17 +239,14 @@ static int readahead_piece(struct fl_engine *e, struct worker *w)
 			sizeof(*e->jobs) * (size_t)--e->njobs);
 	pthread_mutex_unlock(&e->ra_lock);
 
-	_Atomic uint64_t *c = &e->st.pages_prefetched;
-	int ret;
+	int ret = 0;
 
-	if (j.marker >= j.next && j.marker < stop) {
-		ret = fill_ahead(e, w, j.r, j.next, j.marker, c);
-		if (ret == 0)
-			ret = fill_ahead(e, w, j.r, j.marker + 1, stop, c);
-	} else {
-		ret = fill_ahead(e, w, j.r, j.next, stop, c);
-	}
-	if (ret == -EAGAIN)
+	if (!j.stride)
+		ret = fill_around_marker(e, w, &j, j.next, stop);
+	for (uint64_t a = j.next; j.stride && a < stop && !ret; a += j.stride)
+		ret = fill_around_marker(e, w, &j, a, a + j.run < j.r->npages ?
+					 a + j.run : j.r->npages);
+	if (ret == -EAGAIN || ret == -EINTR)
 		requeue(e, &j);
 	return ret;
 }
@@ -227,14 +292,16 @@ static int replay_piece(struct fl_engine *e, struct worker *w)
 		uint64_t last = (hi - r->src_off + r->page_size - 1) >>
 				r->page_shift;
 
-		if (fill_ahead(e, w, r, first, last,
-			       &e->st.pages_replayed) == -EAGAIN) {
-			/* An event is pending: do this piece again. */
+		int ret = fill_ahead(e, w, r, first, last,
+				     &e->st.pages_replayed);
+
+		if (ret == -EAGAIN || ret == -EINTR) {
+			/* An event or a fault is pending: do it again. */
 			pthread_mutex_lock(&e->ra_lock);
 			e->replay_next = at;
 			e->replay_off = at_off;
 			pthread_mutex_unlock(&e->ra_lock);
-			return -EAGAIN;
+			return ret;
 		}
 	}
 	return 0;
@@ -274,7 +341,7 @@ static bool background_piece(struct fl_engine *e, struct worker *w)
 				return false;	/* pool empty: faults only */
 			pthread_mutex_lock(&e->ra_lock);
 			e->bg_region = ri;
-			e->bg_page = ret == -EAGAIN ? pg : end;
+			e->bg_page = ret == -EAGAIN || ret == -EINTR ? pg : end;
 			pthread_mutex_unlock(&e->ra_lock);
 			return true;
 		}
@@ -307,7 +374,6 @@ static void *filler(void *arg)
 {
 	struct fl_engine *e = worker_engine(arg);
 	struct worker *w = arg;
-
 	pthread_mutex_lock(&e->ra_lock);
 	while (!filler_stopped(e)) {
 		if (e->njobs || e->replay_next < e->replay.n) {

@@ -37,10 +37,14 @@ struct region {
 	_Atomic uint8_t *state;	/* npages bytes, enum page_state */
 
 	/* Readahead stream (prefetch.c), under the engine's ra_lock; pages. */
-	uint64_t ra_prev_end;	/* end of the last fault's chunk */
+	uint64_t ra_prev_first;	/* start of the last fault's chunk */
+	uint64_t ra_prev_end;	/* its end */
+	uint64_t ra_delta;	/* distance between the last two chunk starts */
 	uint64_t ra_end;	/* end of the current readahead window */
-	uint64_t ra_size;	/* its size */
-	uint64_t ra_marker;	/* page left unfilled: a fault there = progress */
+	uint64_t ra_size;	/* pages it fills */
+	uint64_t ra_stride;	/* 0: contiguous; else its steps' distance */
+	uint64_t ra_marker;	/* pages left unfilled: a fault there = progress */
+	uint64_t ra_marker_len;
 	uint64_t ra_random;	/* faults that started no stream (density) */
 };
 

@@ -1,10 +1,13 @@
 /*
  * engine_prefetch.c - readahead and background restore fill the right bytes:
  * a linear client gets pages filled ahead of it (and every byte equal to the
- * snapshot), a random client gets no readahead, an idle client gets its
+ * snapshot), a strided client gets the chunks ahead at its stride and
+ * nothing between them, a random client gets no readahead, an idle client
+ * gets its
  * whole memory restored in the background, and removed pages are never
  * filled ahead of a fault.
  */
+#include <stdbool.h>
 #include <time.h>
 
 #include "faultline.h"
@@ -13,6 +16,14 @@
 
 #define SEED 0xfe7c
 #define LEN (64ull << 20)
+#define STRIDE (256ull << 10)
+
+static bool resident(void *p, size_t len)
+{
+	unsigned char v = 0;
+
+	return mincore(p, len, &v) == 0 && (v & 1);
+}
 
 static struct fl_engine *serve(struct fl_source *src, uint8_t *mem,
 			       unsigned int flags)
@@ -44,6 +55,7 @@ int main(void)
 	struct fl_stats st;
 	uint8_t *mem;
 	unsigned int seed = 3;
+	int good;
 
 	fl_source_open(path, &src);
 
@@ -63,10 +75,31 @@ int main(void)
 	is_int(st.pages_copied, LEN / PAGE, "linear: each page copied once");
 	munmap(mem, LEN);
 
+	/* Strided: one page every 256 KiB (four chunks apart). */
+	mem = map_anon(LEN, 0);
+	e = serve(src, mem, FL_ENGINE_NO_BACKGROUND);
+	good = 1;
+	for (uint64_t off = 4096; off < LEN; off += STRIDE)
+		good &= same_as_file(mem + off, PAGE, off, SEED, 0);
+	ok(good, "strided: every touched page right");
+	st = finish(e);
+	ok(st.faults < LEN / STRIDE / 4,
+	   "strided: far fewer faults than touches (%llu of %llu)",
+	   (unsigned long long)st.faults, (unsigned long long)(LEN / STRIDE));
+	ok(st.pages_prefetched > LEN / STRIDE * 16 / 2,
+	   "strided: most touched chunks prefetched (%llu pages)",
+	   (unsigned long long)st.pages_prefetched);
+	is_int(st.pages_copied, LEN / STRIDE * 16,
+	       "strided: the touched chunks and nothing between them");
+	ok(!resident(mem + 128 * 1024, PAGE) &&
+	   !resident(mem + LEN - STRIDE / 2, PAGE),
+	   "strided: pages between the steps left alone");
+	munmap(mem, LEN);
+
 	/* Random: no stream, no readahead. */
 	mem = map_anon(LEN, 0);
 	e = serve(src, mem, FL_ENGINE_NO_BACKGROUND);
-	int good = 1;
+	good = 1;
 
 	for (int i = 0; i < 200; i++) {
 		uint64_t pg = (uint64_t)rand_r(&seed) % (LEN / PAGE);
