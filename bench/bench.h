@@ -1,7 +1,7 @@
 /*
  * bench.h - shared plumbing for `faultline bench`: options, timing, the
- * result table every benchmark fills, test data, checksums and the busy
- * second thread.
+ * result table every benchmark fills, test data, checksums, the busy
+ * second thread and a `faultline serve` daemon to restore through.
  *
  * A benchmark fills one struct bench_table (rows of medians, one row marked
  * as the reference measured in the same run) and bench.c prints it as a
@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define KIB (1ULL << 10)
 #define MIB (1ULL << 20)
@@ -132,6 +133,29 @@ void bench_busy_stop(struct bench_busy *b);
  * *t1 is bench_now() after the last touch.  0 or -errno. */
 int bench_guest_run(uint8_t *mem, const uint32_t *pages, uint64_t n,
 		    double *t1);
+
+/* ---- a `faultline serve` daemon (restore.c, populate.c) ---------------- */
+
+struct fc_client;
+
+struct bench_daemon {
+	pid_t pid;		/* 0: not running */
+	char sock[108];		/* its socket, "" before the first start */
+};
+
+/*
+ * Start `faultline serve --socket /tmp/flb-PID-ID.sock ARGS...` (args: NULL
+ * terminated) with its output to /dev/null, and wait until it accepts
+ * connections (up to 5 s).  The binary is $FAULTLINE_BIN, this program if it
+ * is faultline, else build/faultline.  bench names the benchmark in the
+ * error message.  0 or -errno.
+ */
+int bench_daemon_start(struct bench_daemon *d, const char *bench, int id,
+		       const char *const *args);
+/* SIGTERM (SIGKILL after 3 s), reap it and remove its socket. */
+void bench_daemon_stop(struct bench_daemon *d);
+/* fc_client_connect(), retried while the socket is not there yet (5 s). */
+int bench_daemon_connect(struct fc_client *fc, const char *sock);
 
 /* ---- the benchmarks ------------------------------------------------------ */
 

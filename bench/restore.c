@@ -20,11 +20,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <json-c/json.h>
-#include <limits.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,11 +111,9 @@ struct rs_ctx {
 	uint32_t *pages[W_N];	/* touch order, page indices */
 	uint64_t npages[W_N];
 	uint64_t want[W_N];	/* checksum of the touched pages */
-	const char *exe;	/* the faultline binary */
-	char sock[D_N][108];
+	struct bench_daemon daemon[D_N];
 	char stats[D_N][64];
 	char trace[64];		/* the recorded sparse working set */
-	pid_t pid[D_N];
 };
 
 /* What a child reports through its pipe. */
@@ -252,19 +247,6 @@ static int pread_full(int fd, uint8_t *buf, uint64_t len)
 	return 0;
 }
 
-static int connect_retry(struct fc_client *fc, const char *sock)
-{
-	int ret = -ECONNREFUSED;
-
-	for (int i = 0; i < 500; i++) {
-		ret = fc_client_connect(fc, sock);
-		if (ret != -ENOENT && ret != -ECONNREFUSED)
-			break;
-		usleep(10000);
-	}
-	return ret;
-}
-
 /* Private anonymous 2 MiB hugetlb memory, as Firecracker maps it. */
 static uint8_t *map_huge(uint64_t len)
 {
@@ -370,7 +352,7 @@ static int child_run(struct rs_ctx *c, const struct rs_case *k,
 	g.mem = p;
 	t0 = bench_now();
 	if (k->b == B_DAEMON) {
-		ret = connect_retry(&fc, c->sock[k->daemon]);
+		ret = bench_daemon_connect(&fc, c->daemon[k->daemon].sock);
 		if (ret < 0)
 			goto out;
 	}
@@ -458,101 +440,26 @@ static int run_case(struct rs_ctx *c, const struct rs_case *k,
 
 /* ---- the daemons ---------------------------------------------------------- */
 
-static const char *find_exe(void)
-{
-	static char buf[PATH_MAX];
-	const char *env = getenv("FAULTLINE_BIN");
-	ssize_t n;
-
-	if (env && *env)
-		return env;
-	n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-	if (n > 0) {
-		buf[n] = 0;
-		const char *b = strrchr(buf, '/');
-
-		if (b && !strcmp(b + 1, "faultline"))
-			return buf;
-	}
-	return "build/faultline";
-}
-
 static int start_daemon(struct rs_ctx *c, int d)
 {
 	struct rs_mem *m = d == D_DEFAULT || d == D_2M ? &c->small : &c->big;
-	const char *argv[16] = { "faultline", "serve", "--socket", c->sock[d],
-				 "--mem-file", m->path, "--stats-json",
-				 c->stats[d] };
-	int argc = 8;
-	pid_t pid;
+	const char *args[8] = { "--mem-file", m->path, "--stats-json",
+				c->stats[d] };
+	int argc = 4;
 
-	snprintf(c->sock[d], sizeof(c->sock[d]), "/tmp/flb-%d-%d.sock",
-		 (int)getpid(), d);
 	snprintf(c->stats[d], sizeof(c->stats[d]), "/tmp/flb-%d-%d.json",
 		 (int)getpid(), d);
 	snprintf(c->trace, sizeof(c->trace), "/tmp/flb-%d.trace",
 		 (int)getpid());
 	if (d == D_2M) {
-		argv[argc++] = "--chunk";
-		argv[argc++] = "2M";
+		args[argc++] = "--chunk";
+		args[argc++] = "2M";
 	} else if (d == D_RECORD || d == D_SPARSE_TRACE) {
-		argv[argc++] = d == D_RECORD ? "--record" : "--prefetch";
-		argv[argc++] = c->trace;
+		args[argc++] = d == D_RECORD ? "--record" : "--prefetch";
+		args[argc++] = c->trace;
 	}
-	unlink(c->sock[d]);
 	unlink(c->stats[d]);
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-
-		if (null >= 0) {
-			dup2(null, STDOUT_FILENO);
-			dup2(null, STDERR_FILENO);
-		}
-		execv(c->exe, (char *const *)argv);
-		_exit(127);
-	}
-	c->pid[d] = pid;
-	/* Wait until it accepts connections (up to 5 s). */
-	for (int i = 0; i < 500; i++) {
-		int fd = fc_connect_unix(c->sock[d]);
-
-		if (fd >= 0) {
-			close(fd);
-			return 0;
-		}
-		if (waitpid(pid, NULL, WNOHANG) == pid) {
-			c->pid[d] = 0;
-			break;
-		}
-		usleep(10000);
-	}
-	fprintf(stderr, "faultline bench kvm-restore: %s serve --socket %s "
-		"did not start\n", c->exe, c->sock[d]);
-	return -ECHILD;
-}
-
-static void stop_daemon(struct rs_ctx *c, int d)
-{
-	int st;
-
-	if (c->pid[d] > 0) {
-		kill(c->pid[d], SIGTERM);
-		for (int i = 0; i < 300; i++) {
-			if (waitpid(c->pid[d], &st, WNOHANG) == c->pid[d])
-				goto done;
-			usleep(10000);
-		}
-		kill(c->pid[d], SIGKILL);
-		waitpid(c->pid[d], &st, 0);
-	}
-done:
-	c->pid[d] = 0;
-	if (c->sock[d][0])
-		unlink(c->sock[d]);
+	return bench_daemon_start(&c->daemon[d], "kvm-restore", d, args);
 }
 
 /* Median bytes_copied of the daemon's sessions of len bytes. */
@@ -642,7 +549,7 @@ static int record_sparse(struct rs_ctx *c)
 
 	if (ret == 0)
 		ret = run_case(c, &k, &res);
-	stop_daemon(c, D_RECORD);	/* the trace is written at session end */
+	bench_daemon_stop(&c->daemon[D_RECORD]);	/* the trace is written at session end */
 	if (ret == 0 && access(c->trace, R_OK) < 0)
 		ret = -ENOENT;
 	return ret;
@@ -667,7 +574,6 @@ int bench_restore(const struct bench_opts *o, struct bench_table *t)
 		ret = -ENOMEM;
 		goto out;
 	}
-	c.exe = find_exe();
 
 	/* Linear and random: one 128 MiB memory file, two daemons. */
 	ret = open_mem(&c.small, o->size ? o->size : o->quick ? 8 * MIB :
@@ -692,8 +598,8 @@ int bench_restore(const struct bench_opts *o, struct bench_table *t)
 	ret = run_group(&c, 0, first_sparse, runs, samples, ok, copied);
 	huge_restore(huge_old);
 	huge_old = -1;
-	stop_daemon(&c, D_DEFAULT);
-	stop_daemon(&c, D_2M);
+	bench_daemon_stop(&c.daemon[D_DEFAULT]);
+	bench_daemon_stop(&c.daemon[D_2M]);
 	close_mem(&c.small);
 	if (ret < 0)
 		goto out;
@@ -710,8 +616,8 @@ int bench_restore(const struct bench_opts *o, struct bench_table *t)
 	    (ret = start_daemon(&c, D_SPARSE_TRACE)) < 0)
 		goto out;
 	ret = run_group(&c, first_sparse, NCASES, runs, samples, ok, copied);
-	stop_daemon(&c, D_SPARSE);
-	stop_daemon(&c, D_SPARSE_TRACE);
+	bench_daemon_stop(&c.daemon[D_SPARSE]);
+	bench_daemon_stop(&c.daemon[D_SPARSE_TRACE]);
 	if (ret < 0)
 		goto out;
 	dcopied = daemon_copied(&c, D_SPARSE, c.big.len);
@@ -790,7 +696,7 @@ nofile:
 out:
 	huge_restore(huge_old);
 	for (int d = 0; d < D_N; d++) {
-		stop_daemon(&c, d);
+		bench_daemon_stop(&c.daemon[d]);
 		if (c.stats[d][0])
 			unlink(c.stats[d]);
 	}
