@@ -179,6 +179,13 @@ struct fl_stats {
 };
 
 int fl_engine_stats(const struct fl_engine *e, struct fl_stats *out);
+/*
+ * Restore progress: bytes of all regions not filled yet (removed memory
+ * counts as done) and bytes in all.  It scans the page state maps (a byte
+ * per page, 256 KiB per GiB): call it a few times a second, not per fault.
+ */
+int fl_engine_progress(struct fl_engine *e, uint64_t *missing,
+		       uint64_t *total);
 /* Latency percentile (0..100) from the histogram, in ns (bucket upper end). */
 uint64_t fl_stats_percentile(const struct fl_stats *s, double pct);
 /* Render as a JSON object into a malloc'd string (free() it). */

@@ -55,6 +55,8 @@ struct session {
 	int nregions;
 	uint64_t bytes;
 	uint64_t t_start;	/* ms, CLOCK_MONOTONIC */
+	uint64_t t_serving;	/* ms, when the handshake was done */
+	bool restored;		/* "restore complete" was said */
 	struct session *next;
 };
 
@@ -72,6 +74,10 @@ struct daemon {
 	pthread_mutex_t lock;	/* tearing, and the stats file */
 	pthread_cond_t torn;
 	int tearing;		/* sessions being torn down */
+	uint64_t t_progress;	/* ms, last progress check */
+	uint64_t prev_done;	/* bytes restored at that check */
+	int last_step;		/* not a terminal: last 10 % step said */
+	bool tty;		/* stderr is a terminal */
 };
 
 static uint64_t now_ms(void)
@@ -82,6 +88,9 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* The progress bar is on stderr's last line (a terminal): clear it first. */
+static bool bar_on_line;
+
 static __attribute__((format(printf, 2, 3)))
 void slog(const struct session *s, const char *fmt, ...)
 {
@@ -91,6 +100,10 @@ void slog(const struct session *s, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	if (bar_on_line) {	/* a log line replaces the progress bar */
+		fputs("\r\033[K", stderr);
+		bar_on_line = false;
+	}
 	if (s)
 		fprintf(stderr, "faultline: session %d (pid %d uid %u): %s\n",
 			s->id, (int)s->pid, (unsigned int)s->uid, msg);
@@ -430,6 +443,7 @@ static int start_serving(struct daemon *d, struct session *s,
 		return ret;
 	s->state = S_SERVING;
 	s->nregions = n;
+	s->t_serving = now_ms();
 	slog(s, "serving %d region%s, %llu MiB, from %s", n, n > 1 ? "s" : "",
 	     (unsigned long long)(s->bytes >> 20), d->src->desc);
 	return 0;
@@ -498,6 +512,100 @@ static void serving_input(struct daemon *d, struct session *s, short revents)
 		return;
 	}
 	/* Firecracker sends nothing more; anything else is ignored. */
+}
+
+/* ---- restore progress ---------------------------------------------------- */
+
+#define PROGRESS_MS	250	/* how often sessions' progress is checked */
+#define BAR_WIDTH	30
+
+/* One session's restore is complete: say so once, with what it took. */
+static void say_restored(struct session *s, uint64_t now)
+{
+	struct fl_stats st;
+
+	s->restored = true;
+	if (fl_engine_stats(s->engine, &st) < 0)
+		return;
+	slog(s, "restore complete: %llu MiB in %llu ms (%llu faults, %llu "
+	     "pages ahead of them, %llu in the background)",
+	     (unsigned long long)(s->bytes >> 20),
+	     (unsigned long long)(now - s->t_serving),
+	     (unsigned long long)st.faults,
+	     (unsigned long long)(st.pages_prefetched + st.pages_replayed),
+	     (unsigned long long)st.pages_background);
+}
+
+/*
+ * The restore of every session still restoring, as one line: a bar
+ * redrawn in place on a terminal, a line per 10 % step otherwise.
+ */
+static void draw_progress(struct daemon *d, int n, uint64_t done,
+			  uint64_t total, uint64_t ms)
+{
+	unsigned int pct = (unsigned int)(done * 100 / total);
+	double rate = ms ? (double)(done - d->prev_done) * 1000.0 / (double)ms : 0;
+
+	if (done < d->prev_done)	/* a session ended or began */
+		rate = 0;
+	d->prev_done = done;
+	if (!d->tty) {
+		if ((int)pct / 10 == d->last_step)
+			return;
+		d->last_step = (int)pct / 10;
+		slog(NULL, "restoring %d session%s: %u%% (%llu of %llu MiB)",
+		     n, n > 1 ? "s" : "", pct,
+		     (unsigned long long)(done >> 20),
+		     (unsigned long long)(total >> 20));
+		return;
+	}
+	char bar[BAR_WIDTH + 1];
+	unsigned int full = (unsigned int)(done * BAR_WIDTH / total);
+
+	for (unsigned int i = 0; i < BAR_WIDTH; i++)
+		bar[i] = i < full ? '#' : '-';
+	bar[BAR_WIDTH] = 0;
+	fprintf(stderr, "\r\033[Kfaultline: restoring %d session%s [%s] %3u%% "
+		"%llu/%llu MiB %.0f MiB/s", n, n > 1 ? "s" : "", bar, pct,
+		(unsigned long long)(done >> 20),
+		(unsigned long long)(total >> 20), rate / (1 << 20));
+	bar_on_line = true;
+}
+
+/* Every PROGRESS_MS: sessions whose restore completed, and the bar. */
+static void check_progress(struct daemon *d)
+{
+	uint64_t now = now_ms(), done = 0, total = 0;
+	uint64_t ms = now - d->t_progress;
+	int n = 0;
+
+	if (ms < PROGRESS_MS)
+		return;
+	d->t_progress = now;
+	for (struct session *s = d->sessions; s; s = s->next) {
+		uint64_t miss, all;
+
+		if (s->state != S_SERVING || s->restored ||
+		    fl_engine_progress(s->engine, &miss, &all) < 0)
+			continue;
+		if (!miss) {
+			say_restored(s, now);
+			continue;
+		}
+		done += all - miss;
+		total += all;
+		n++;
+	}
+	if (!d->cfg->progress)
+		return;
+	if (n) {
+		draw_progress(d, n, done, total, ms);
+	} else {
+		if (bar_on_line)	/* nothing restoring: no bar */
+			fputs("\r\033[K", stderr);
+		bar_on_line = false;
+		d->last_step = -1;
+	}
 }
 
 /* ---- the control loop --------------------------------------------------- */
@@ -582,6 +690,7 @@ static int loop(struct daemon *d)
 		if (first == 2 && d->listen_fd >= 0 && pfd[1].revents)
 			accept_one(d);
 		check_sessions(d);
+		check_progress(d);
 	}
 	while (d->sessions)
 		session_end(d, d->sessions, "daemon stopping");
@@ -595,7 +704,8 @@ int serve_run(const struct serve_config *cfg)
 {
 	struct daemon d = { .cfg = cfg, .listen_fd = -1, .sig_fd = -1,
 			    .lock = PTHREAD_MUTEX_INITIALIZER,
-			    .torn = PTHREAD_COND_INITIALIZER };
+			    .torn = PTHREAD_COND_INITIALIZER,
+			    .last_step = -1, .tty = isatty(2) };
 	sigset_t set;
 	int ret;
 

@@ -25,6 +25,7 @@ struct serve_config {
 	uint64_t cache_max;		/* its bound; 0: FL_DEFAULT_CACHE_MAX */
 	const char *record;		/* write each session's trace here */
 	const char *replay;		/* replay this trace in every session */
+	bool progress;			/* draw restore progress on stderr */
 };
 
 /* Run until SIGTERM (and drained) or, with once, the first session's end. */

@@ -50,6 +50,26 @@ int fl_engine_stats(const struct fl_engine *e, struct fl_stats *o)
 	return 0;
 }
 
+int fl_engine_progress(struct fl_engine *e, uint64_t *missing,
+		       uint64_t *total)
+{
+	uint64_t m = 0, t = 0;
+
+	pthread_rwlock_rdlock(&e->lock);
+	for (int i = 0; i < e->nregions; i++) {
+		const struct region *r = e->regions[i];
+		uint64_t c[4];
+
+		region_count(r, c);
+		m += (c[PG_MISSING] + c[PG_BUSY]) << r->page_shift;
+		t += r->len;
+	}
+	pthread_rwlock_unlock(&e->lock);
+	*missing = m;
+	*total = t;
+	return 0;
+}
+
 uint64_t fl_stats_percentile(const struct fl_stats *s, double pct)
 {
 	uint64_t total = 0, seen = 0;

@@ -593,6 +593,71 @@ static void test_once(void)
 	serve_cleanup(&s1);
 }
 
+/* ---- restore progress ---------------------------------------------------- */
+
+static struct serve psrv;
+
+/* Touch nothing: the background restore fills it all, and says so. */
+static int progress_client(void *unused)
+{
+	static const char *const kw[] = { "restore complete", NULL };
+	uint64_t size = FILE_SIZE, t0 = su_now_ms();
+	unsigned char *vec = malloc(FILE_SIZE / 4096);
+	struct fc_client c;
+	char line[512];
+	int bad = 0;
+
+	(void)unused;
+	if (!vec || fc_client_map(&c, 1, &size, FC_PAGE_4K) ||
+	    fc_client_connect(&c, psrv.sock))
+		return 10;
+	for (;;) {
+		size_t in = 0;
+
+		if (mincore(c.regions[0].addr, size, vec))
+			return 11;
+		for (uint64_t i = 0; i < size / 4096; i++)
+			in += vec[i] & 1;
+		if (in == size / 4096)
+			break;
+		if (su_now_ms() - t0 > 10000) {
+			diag("progress: %zu of %llu pages resident after 10 s",
+			     in, (unsigned long long)(size / 4096));
+			return 12;
+		}
+		su_sleep_ms(5);
+	}
+	if (!serve_log_find(&psrv, 0, getpid(), kw, 5000, line, sizeof(line)))
+		bad |= 1;
+	else if (!strstr(line, "32 MiB"))
+		bad |= 2;
+	if (su_verify(&mem, c.regions[0].addr, 0, size, 4096, SU_FORWARD,
+		      NULL))
+		bad |= 4;
+	fc_client_close(&c);
+	free(vec);
+	return bad;
+}
+
+static void test_progress(void)
+{
+	static const char *const opts[] = { "--progress", NULL };
+
+	serve_init(&psrv);
+	if (serve_start(&psrv, mem.path, opts)) {
+		ok(0, "--progress daemon starts");
+		return;
+	}
+	is_int(su_reap(su_spawn(progress_client, NULL),
+		       SU_CHILD_TIMEOUT * 1000), 0,
+	       "an idle client is restored in the background, every byte "
+	       "right, and the daemon says \"restore complete: 32 MiB\"");
+	serve_stop(&psrv);
+	if (tap_failed)
+		serve_log_dump(&psrv, 0);
+	serve_cleanup(&psrv);
+}
+
 static void test_socket_activation(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -683,6 +748,7 @@ int main(void)
 
 	test_options();
 	test_once();
+	test_progress();
 	test_socket_activation();
 	test_drain();
 

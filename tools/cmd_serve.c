@@ -16,7 +16,9 @@ static const char usage[] =
 	"usage: faultline serve --socket PATH --mem-file FILE|URL [--chunk SIZE]\n"
 	"       [--threads N] [--stats-json FILE] [--once] [--allow-uid UID,...]\n"
 	"       [--on-source-error poison|kill] [--record TRACE] [--prefetch TRACE]\n"
-	"       [--cache DIR] [--cache-max SIZE]\n";
+	"       [--cache DIR] [--cache-max SIZE] [--progress|--no-progress]\n"
+	"  --progress: restore progress on stderr, a bar on a terminal (the\n"
+	"  default there), a line per 10 % step otherwise\n";
 
 static int parse_uids(const char *arg, struct serve_config *c)
 {
@@ -58,10 +60,13 @@ int cmd_serve(int argc, char **argv)
 		{ "prefetch", required_argument, NULL, 'p' },
 		{ "cache", required_argument, NULL, 256 },
 		{ "cache-max", required_argument, NULL, 257 },
+		{ "progress", no_argument, NULL, 258 },
+		{ "no-progress", no_argument, NULL, 259 },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	struct serve_config c = { .threads = 1, .handshake_timeout_ms = 5000 };
+	struct serve_config c = { .threads = 1, .handshake_timeout_ms = 5000,
+				  .progress = isatty(2) };
 	int opt;
 	char *end;
 
@@ -104,6 +109,8 @@ int cmd_serve(int argc, char **argv)
 					   "must be poison or kill");
 			break;
 		case 256: c.cache_dir = optarg; break;
+		case 258: c.progress = true; break;
+		case 259: c.progress = false; break;
 		case 257:
 			if (parse_size(optarg, &c.cache_max) < 0 ||
 			    c.cache_max < (1 << 20))
