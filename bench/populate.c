@@ -4,7 +4,11 @@
  * 64 KiB and 2 MiB into a MISSING-registered range, pread into THP memory
  * (one copy into huge pages: the single-copy limit and the reference), and
  * pread into a reused 2 MiB THP staging buffer followed by UFFDIO_MOVE of the
- * whole PMD (one copy, and the result is THP-backed).
+ * whole PMD (one copy, and the result is THP-backed).  Then the engine's
+ * background restore with nothing touched: in-process (COPY and MOVE, 1 ms
+ * quiet period) and through a `faultline serve` daemon with default flags,
+ * its client Firecracker's (timed from connect until mincore() shows every
+ * page resident, the daemon's 100 ms quiet period included).
  *
  * Decisions: the source is a real memory file in /tmp, written, synced and
  * read once so the page cache is warm and clean; memcpy and COPY read it
@@ -23,6 +27,7 @@
 
 #include "bench.h"
 #include "faultline.h"
+#include "fc_client.h"
 #include "source.h"
 #include "uffd.h"
 
@@ -36,6 +41,7 @@ enum pop_case {
 	P_PREAD_MOVE,
 	P_ENGINE_COPY,
 	P_ENGINE_MOVE,
+	P_DAEMON_COPY,
 	P_NCASES,
 };
 
@@ -55,10 +61,14 @@ static const struct {
 			     -1 },
 	[P_ENGINE_MOVE]  = { "engine_move", "engine background restore, MOVE",
 			     -1 },
+	[P_DAEMON_COPY]  = { "daemon_copy", "daemon background restore, default",
+			     -1 },
 };
 
 struct pop_ctx {
 	int fd;			/* the memory file */
+	char path[64];		/* its path, for the daemon */
+	struct bench_daemon daemon;	/* faultline serve, default flags */
 	const uint8_t *src;	/* read-only mapping of it */
 	uint64_t len;
 	uint64_t want;		/* checksum of the file */
@@ -67,9 +77,7 @@ struct pop_ctx {
 
 static int make_source(struct pop_ctx *c)
 {
-	char path[64];
-
-	c->fd = bench_memfile(c->len, path, true);
+	c->fd = bench_memfile(c->len, c->path, false);
 	if (c->fd < 0)
 		return c->fd;
 	c->src = mmap(NULL, c->len, PROT_READ, MAP_SHARED | MAP_POPULATE,
@@ -121,15 +129,86 @@ static int engine_restore(struct pop_ctx *c, uint8_t *dst, bool move)
 	return ret;
 }
 
+/*
+ * Wait until every page of [p, p+len) is resident, polling mincore() every
+ * millisecond from the first page not yet seen resident (a filled page
+ * stays).  0, -ETIMEDOUT after 120 s, or -errno.
+ */
+static int wait_resident(uint8_t *p, uint64_t len)
+{
+	static unsigned char vec[4096];
+	double deadline = bench_now() + 120;
+	uint64_t off = 0;
+
+	while (off < len) {
+		uint64_t n = len - off, i = 0;
+
+		if (n > sizeof(vec) * 4096)
+			n = sizeof(vec) * 4096;
+		if (mincore(p + off, n, vec) < 0)
+			return -errno;
+		while (i < n / 4096 && (vec[i] & 1))
+			i++;
+		off += i * 4096;
+		if (i == n / 4096)
+			continue;
+		if (bench_now() > deadline)
+			return -ETIMEDOUT;
+		usleep(1000);
+	}
+	return 0;
+}
+
+/* After a run: the destination's THP fraction and whether it holds the file. */
+static void check_dst(const struct pop_ctx *c, const uint8_t *dst, bool *ok,
+		      double *thp)
+{
+	int64_t h = bench_thp_bytes(dst, c->len);
+
+	*thp = h < 0 ? -1 : (double)h / (double)c->len;
+	*ok = bench_sum(dst, c->len) == c->want;
+}
+
+/*
+ * A Firecracker client of the daemon touching nothing: seconds from just
+ * before connect until the background restore has filled all its memory,
+ * or -errno.
+ */
+static double daemon_restore(struct pop_ctx *c, bool *ok, double *thp)
+{
+	struct fc_client fc;
+	double t0, t1;
+	int ret;
+
+	ret = fc_client_map(&fc, 1, &c->len, 4096);
+	if (ret < 0)
+		return ret;
+	t0 = bench_now();
+	ret = bench_daemon_connect(&fc, c->daemon.sock);
+	if (ret == 0)
+		ret = wait_resident(fc.regions[0].addr, c->len);
+	t1 = bench_now();
+	if (ret == 0) {
+		close(fc.sock);	/* end the session; the memory stays */
+		fc.sock = -1;
+		check_dst(c, fc.regions[0].addr, ok, thp);
+	}
+	fc_client_close(&fc);
+	return ret < 0 ? ret : t1 - t0;
+}
+
 /* One run of one case: returns seconds (> 0) or -errno. */
 static double run_case(struct pop_ctx *c, enum pop_case k, bool *ok,
 		       double *thp)
 {
 	uint64_t len = c->len, chunk = 0, done;
-	uint8_t *dst = bench_map(len);
+	uint8_t *dst;
 	int uffd = -1, ret = 0;
 	double t0 = 0, t1 = 0;
 
+	if (k == P_DAEMON_COPY)
+		return daemon_restore(c, ok, thp);
+	dst = bench_map(len);
 	if (!dst)
 		return -ENOMEM;
 	switch (k) {
@@ -195,13 +274,8 @@ static double run_case(struct pop_ctx *c, enum pop_case k, bool *ok,
 		ret = -EINVAL;
 	}
 	t1 = bench_now();
-	if (ret < 0)
-		goto out;
-
-	int64_t h = bench_thp_bytes(dst, len);
-
-	*thp = h < 0 ? -1 : (double)h / (double)len;
-	*ok = bench_sum(dst, len) == c->want;
+	if (ret >= 0)
+		check_dst(c, dst, ok, thp);
 out:
 	if (uffd >= 0)
 		close(uffd);
@@ -212,8 +286,9 @@ out:
 int bench_populate(const struct bench_opts *o, struct bench_table *t)
 {
 	struct pop_ctx c = { .fd = -1 };
+	const char *args[] = { "--mem-file", c.path, NULL };
 	int runs = o->runs, ret;
-	double (*samples)[P_NCASES];
+	double (*samples)[P_NCASES], daemon_sec = 0;
 	double thp[P_NCASES];
 	bool ok[P_NCASES];
 
@@ -227,6 +302,9 @@ int bench_populate(const struct bench_opts *o, struct bench_table *t)
 			"memory file in /tmp: %s\n", strerror(-ret));
 		goto out;
 	}
+	ret = bench_daemon_start(&c.daemon, "populate", 0, args);
+	if (ret < 0)
+		goto out;
 	c.staging = bench_map(2 * MIB);
 	if (!c.staging ||
 	    madvise(c.staging, 2 * MIB, MADV_HUGEPAGE) < 0 ||
@@ -278,16 +356,29 @@ int bench_populate(const struct bench_opts *o, struct bench_table *t)
 		t->rows[i].thp_frac = thp[k];
 		if (k == P_PREAD_THP)
 			t->ref = i;
+		if (k == P_DAEMON_COPY)
+			daemon_sec = t->rows[i].sec;
 	}
 	bench_add_kv(t, "pread_move_thp_fraction", thp[P_PREAD_MOVE]);
+	/* The daemon's row includes its quiet period; this is without it. */
+	bench_add_kv(t, "daemon_quiet_ms", FL_DEFAULT_QUIET_MS);
+	bench_add_kv(t, "daemon_restore_minus_quiet_s_per_gib",
+		     (daemon_sec - FL_DEFAULT_QUIET_MS * 1e-3) *
+		     (double)GIB / (double)c.len);
 	snprintf(t->notes, sizeof(t->notes),
 		 "reference: pread into THP memory (one copy, the limit).  "
 		 "THP = AnonHugePages/size of the destination (smaps).\n"
 		 "pread+MOVE destination THP-backed: %.0f%% "
-		 "(UFFDIO_COPY can never give anonymous THP).",
-		 thp[P_PREAD_MOVE] * 100);
+		 "(UFFDIO_COPY can never give anonymous THP).\n"
+		 "daemon: `faultline serve` with default flags, a Firecracker "
+		 "client touching nothing, timed from connect until mincore() "
+		 "shows every page resident (its %d ms quiet period included).",
+		 thp[P_PREAD_MOVE] * 100, FL_DEFAULT_QUIET_MS);
 	ret = 0;
 out:
+	bench_daemon_stop(&c.daemon);
+	if (c.path[0])
+		unlink(c.path);
 	if (c.staging)
 		bench_unmap(c.staging, 2 * MIB);
 	if (c.src)

@@ -55,7 +55,7 @@ static int run(const char *cmd, char **out)
 
 static const char *const populate_keys[] = {
 	"memcpy_thp", "memcpy_nothp", "copy_4k", "copy_64k", "copy_2m",
-	"pread_thp", "pread_move", NULL,
+	"pread_thp", "pread_move", "daemon_copy", NULL,
 };
 static const char *const move_keys[] = {
 	"move_4k", "move_64k", "move_2m", "move_2m_thp", "move_4k_busy",
