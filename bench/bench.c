@@ -840,11 +840,28 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: faultline bench NAME [--json] [--quick] [--runs N] "
 		"[--size SIZE]\n"
+		"       [--only PREFIX,...]  (kvm-restore: only the rows whose "
+		"key starts so,\n"
+		"        e.g. random,sparse; each workload's reference is kept)\n"
 		"       faultline bench all [--json] [--quick] [-o FILE]  "
 		"(default bench-results.json)\n"
 		"       faultline bench plot FILE [-o DIR]  "
 		"(PNG charts with gnuplot)\n"
 		"       faultline bench list\n");
+}
+
+bool bench_selected(const struct bench_opts *o, const char *key)
+{
+	const char *p = o->only;
+
+	while (p && *p) {
+		size_t n = strcspn(p, ",");
+
+		if (n && !strncmp(key, p, n))
+			return true;
+		p += n + (p[n] == ',');
+	}
+	return !o->only;
 }
 
 static void list(void)
@@ -878,6 +895,8 @@ int cmd_bench(int argc, char **argv)
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
 			return 0;
+		} else if (!strcmp(a, "--only") && i + 1 < argc) {
+			o.only = argv[++i];
 		} else if ((!strcmp(a, "--runs") || !strcmp(a, "--size") ||
 			    !strcmp(a, "-o") || !strcmp(a, "--out")) &&
 			   i + 1 < argc) {

@@ -31,7 +31,11 @@ struct bench_opts {
 	bool quick;		/* tiny sizes, one run (make check) */
 	int runs;		/* medians of this many runs */
 	uint64_t size;		/* bytes per benchmark (0: default) */
+	const char *only;	/* comma-separated key prefixes, or NULL */
 };
+
+/* Is a row with this key selected by --only (always, without it)? */
+bool bench_selected(const struct bench_opts *o, const char *key);
 
 struct bench_row {
 	const char *key;	/* JSON key, e.g. "copy_4k" */

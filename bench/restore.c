@@ -517,13 +517,49 @@ static void close_mem(struct rs_mem *m)
 	m->fd = -1;
 }
 
-/* Run cases [from, to) round-robin, runs times, into samples[run][case]. */
+/*
+ * The cases --only selects, and the prepopulated reference of every
+ * workload (and page size) one of them belongs to.  Returns how many of
+ * [from, to) are selected.
+ */
+static int select_cases(const struct bench_opts *o, bool *sel, int from,
+			int to)
+{
+	int n = 0;
+
+	for (int i = 0; i < NCASES; i++)
+		sel[i] = bench_selected(o, cases[i].key);
+	for (int i = 0; i < NCASES; i++)
+		for (int j = 0; j < NCASES && cases[i].b == B_PREPOP; j++)
+			sel[i] |= sel[j] && cases[j].wl == cases[i].wl &&
+				  cases[j].page_size == cases[i].page_size;
+	for (int i = from; i < to; i++)
+		n += sel[i];
+	return n;
+}
+
+static bool any_huge(const bool *sel)
+{
+	for (int i = 0; i < NCASES; i++)
+		if (sel[i] && cases[i].page_size)
+			return true;
+	return false;
+}
+
+/*
+ * Run the selected cases of [from, to) round-robin, runs times, into
+ * samples[run][case].
+ */
 static int run_group(struct rs_ctx *c, int from, int to, int runs,
-		     double *samples, bool *ok, double *copied)
+		     const bool *sel, double *samples, bool *ok,
+		     double *copied)
 {
 	for (int r = 0; r < runs; r++) {
 		for (int i = from; i < to; i++) {
 			struct rs_result res;
+
+			if (!sel[i])
+				continue;
 			int ret = run_case(c, &cases[i], &res);
 
 			if (ret < 0)
@@ -561,7 +597,7 @@ int bench_restore(const struct bench_opts *o, struct bench_table *t)
 	int runs = o->runs, ret, first_sparse = NCASES;
 	long huge_old = -1;
 	double *samples, *copied, dcopied = -1, tcopied = -1;
-	bool ok[NCASES];
+	bool ok[NCASES], sel[NCASES];
 
 	for (int i = 0; i < NCASES; i++) {
 		ok[i] = true;
@@ -588,14 +624,15 @@ int bench_restore(const struct bench_opts *o, struct bench_table *t)
 	if ((ret = start_daemon(&c, D_DEFAULT)) < 0 ||
 	    (ret = start_daemon(&c, D_2M)) < 0)
 		goto out;
-	ret = huge_reserve(c.small.len, &huge_old);
+	select_cases(o, sel, 0, NCASES);
+	ret = any_huge(sel) ? huge_reserve(c.small.len, &huge_old) : 0;
 	if (ret < 0) {
 		fprintf(stderr, "faultline bench kvm-restore: cannot reserve "
 			"2 MiB hugetlb pages (/proc/sys/vm/nr_hugepages): %s\n",
 			strerror(-ret));
 		goto out;
 	}
-	ret = run_group(&c, 0, first_sparse, runs, samples, ok, copied);
+	ret = run_group(&c, 0, first_sparse, runs, sel, samples, ok, copied);
 	huge_restore(huge_old);
 	huge_old = -1;
 	bench_daemon_stop(&c.daemon[D_DEFAULT]);
@@ -605,6 +642,8 @@ int bench_restore(const struct bench_opts *o, struct bench_table *t)
 		goto out;
 
 	/* Sparse: a 1 GiB memory file, one daemon. */
+	if (!select_cases(o, sel, first_sparse, NCASES))
+		goto table;
 	ret = open_mem(&c.big, o->quick ? 64 * MIB : GIB);
 	if (ret < 0)
 		goto nofile;
@@ -615,14 +654,15 @@ int bench_restore(const struct bench_opts *o, struct bench_table *t)
 	    (ret = start_daemon(&c, D_SPARSE)) < 0 ||
 	    (ret = start_daemon(&c, D_SPARSE_TRACE)) < 0)
 		goto out;
-	ret = run_group(&c, first_sparse, NCASES, runs, samples, ok, copied);
+	ret = run_group(&c, first_sparse, NCASES, runs, sel, samples, ok,
+			copied);
 	bench_daemon_stop(&c.daemon[D_SPARSE]);
 	bench_daemon_stop(&c.daemon[D_SPARSE_TRACE]);
 	if (ret < 0)
 		goto out;
 	dcopied = daemon_copied(&c, D_SPARSE, c.big.len);
 	tcopied = daemon_copied(&c, D_SPARSE_TRACE, c.big.len);
-
+table:
 	t->title = "guest touches all its memory after a restore (kvm-restore,"
 		   " process-thread guest)";
 	t->seed = "003 (Firecracker UFFD handler, nested KVM guest, 128 MiB "
@@ -641,6 +681,8 @@ int bench_restore(const struct bench_opts *o, struct bench_table *t)
 		const struct rs_case *k = &cases[i];
 		double v[runs], cp[runs];
 
+		if (!sel[i])
+			continue;
 		for (int r = 0; r < runs; r++) {
 			v[r] = samples[r * NCASES + i];
 			cp[r] = copied[r * NCASES + i];
@@ -671,12 +713,14 @@ int bench_restore(const struct bench_opts *o, struct bench_table *t)
 			refrow = row;
 		t->rows[row].cmp = row == 0 ? -1 : refrow;
 	}
-	bench_add_kv(t, "sparse_memory_bytes", (double)c.big.len);
-	bench_add_kv(t, "sparse_touched_bytes", (double)touched);
-	bench_add_kv(t, "sparse_daemon_copied_per_touched",
-		     dcopied >= 0 ? dcopied / (double)touched : -1);
-	bench_add_kv(t, "sparse_trace_copied_per_touched",
-		     tcopied >= 0 ? tcopied / (double)touched : -1);
+	if (c.big.len) {
+		bench_add_kv(t, "sparse_memory_bytes", (double)c.big.len);
+		bench_add_kv(t, "sparse_touched_bytes", (double)touched);
+		bench_add_kv(t, "sparse_daemon_copied_per_touched",
+			     dcopied >= 0 ? dcopied / (double)touched : -1);
+		bench_add_kv(t, "sparse_trace_copied_per_touched",
+			     tcopied >= 0 ? tcopied / (double)touched : -1);
+	}
 	snprintf(t->notes, sizeof(t->notes),
 		 "No /dev/kvm here (a PVM guest): the guest is a thread of a "
 		 "child process.  Even so, its first user-mode touch of a page "
