@@ -99,17 +99,20 @@ static void stat_add(_Atomic uint64_t *c, uint64_t v)
 
 /* ---- workers ------------------------------------------------------------ */
 
-struct worker *worker_new(void)
+struct worker *worker_new(bool huge)
 {
 	struct worker *w = calloc(1, sizeof(*w));
 
 	if (!w)
 		return NULL;
 	/*
-	 * The read buffer is a 2 MiB-aligned THP-backed staging area: the
-	 * source reads into huge pages, and in-process engines MOVE them
-	 * into place (a whole PMD when the run is one).  Not inherited by
-	 * fork, or MOVE would find its pages shared (EBUSY).
+	 * The read buffer is a 2 MiB-aligned staging area.  For MOVE it is
+	 * THP-backed: the source reads into a huge page, and in-process
+	 * engines MOVE it into place (a whole PMD when the run is one).
+	 * Otherwise it is not: its first write would fault in a huge page,
+	 * 5 ms under PVM (direct compaction, memory the host has not
+	 * backed), in the middle of a fault.  Not inherited by fork, or MOVE
+	 * would find its pages shared (EBUSY).
 	 */
 	uint8_t *p = mmap(NULL, 2 * FL_MAX_CHUNK, PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -121,7 +124,8 @@ struct worker *worker_new(void)
 	w->map = p;
 	w->buf = (void *)(((uintptr_t)p + FL_MAX_CHUNK - 1) &
 			  ~(uintptr_t)(FL_MAX_CHUNK - 1));
-	madvise(w->buf, FL_MAX_CHUNK, MADV_HUGEPAGE);
+	if (huge)
+		madvise(w->buf, FL_MAX_CHUNK, MADV_HUGEPAGE);
 	madvise(w->buf, FL_MAX_CHUNK, MADV_DONTFORK);
 	return w;
 }
@@ -150,7 +154,7 @@ struct fl_engine *worker_engine(const struct worker *w)
 
 struct worker *engine_worker(struct fl_engine *e)
 {
-	struct worker *w = worker_new();
+	struct worker *w = worker_new(atomic_load(&e->use_move));
 
 	if (w) {
 		w->e = e;
@@ -511,11 +515,17 @@ static int fill_run(struct fl_engine *e, struct worker *w, struct region *r,
 		 * whose start is zero is read in full below and checked.
 		 */
 		size_t probe = len < PROBE_BYTES ? len : PROBE_BYTES;
+		uint8_t head[PROBE_BYTES];
 
-		ret = src->ops->read(src, w->buf, probe, off);
+		/*
+		 * Not into the staging buffer: its first write faults in a
+		 * huge page, 5 ms under PVM (direct compaction, and a host
+		 * that has not backed the memory) on a fault that needs none.
+		 */
+		ret = src->ops->read(src, head, probe, off);
 		if (ret < 0)
 			return source_failed(e, r, pg, npg, ret);
-		if (!is_zero(w->buf, probe))
+		if (!is_zero(head, probe))
 			return fill_claimed(e, r, pg, npg, UFFD_OP_COPY,
 					    (uintptr_t)map, prior,
 					    how | FILL_FROM_MAP, counter);
@@ -774,7 +784,7 @@ int fl_engine_create(const struct fl_engine_opts *opts, struct fl_engine **out)
 	pthread_rwlockattr_destroy(&attr);
 	pthread_mutex_init(&e->process_lock, NULL);
 	e->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	e->process_worker = worker_new();
+	e->process_worker = worker_new(opts->flags & FL_ENGINE_MOVE);
 	if (e->stopfd < 0 || !e->process_worker) {
 		ret = e->stopfd < 0 ? -errno : -ENOMEM;
 		goto fail;

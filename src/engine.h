@@ -108,7 +108,7 @@ struct fl_engine {
 #define FILL_YIELD	(1u << 3)
 #define YIELD_RUN_BYTES	(256u << 10)
 
-struct worker *worker_new(void);
+struct worker *worker_new(bool huge);
 void worker_free(struct worker *w);
 /* A worker owned by e, freed by fl_engine_destroy(). */
 struct worker *engine_worker(struct fl_engine *e);
