@@ -17,6 +17,7 @@
 #define SEED 0xfe7c
 #define LEN (64ull << 20)
 #define STRIDE (256ull << 10)
+#define RECORD (64ull << 10)	/* the default chunk */
 
 static bool resident(void *p, size_t len)
 {
@@ -75,22 +76,26 @@ int main(void)
 	is_int(st.pages_copied, LEN / PAGE, "linear: each page copied once");
 	munmap(mem, LEN);
 
-	/* Strided: one page every 256 KiB (four chunks apart). */
+	/*
+	 * Strided: a 64 KiB record every 256 KiB (four chunks apart), read
+	 * whole: a client that only touched one byte per step would outrun
+	 * any copier, and how far it got would be a race.
+	 */
 	mem = map_anon(LEN, 0);
 	e = serve(src, mem, FL_ENGINE_NO_BACKGROUND);
 	good = 1;
-	for (uint64_t off = 4096; off < LEN; off += STRIDE)
-		good &= same_as_file(mem + off, PAGE, off, SEED, 0);
-	ok(good, "strided: every touched page right");
+	for (uint64_t off = 0; off < LEN; off += STRIDE)
+		good &= same_as_file(mem + off, RECORD, off, SEED, 0);
+	ok(good, "strided: every record read right");
 	st = finish(e);
-	ok(st.faults < LEN / STRIDE / 4,
-	   "strided: far fewer faults than touches (%llu of %llu)",
+	ok(st.faults < LEN / STRIDE / 2,	/* ~10; 256 without */
+	   "strided: far fewer faults than records (%llu of %llu)",
 	   (unsigned long long)st.faults, (unsigned long long)(LEN / STRIDE));
 	ok(st.pages_prefetched > LEN / STRIDE * 16 / 2,
-	   "strided: most touched chunks prefetched (%llu pages)",
+	   "strided: most records prefetched (%llu pages)",
 	   (unsigned long long)st.pages_prefetched);
 	is_int(st.pages_copied, LEN / STRIDE * 16,
-	       "strided: the touched chunks and nothing between them");
+	       "strided: the records and nothing between them");
 	ok(!resident(mem + 128 * 1024, PAGE) &&
 	   !resident(mem + LEN - STRIDE / 2, PAGE),
 	   "strided: pages between the steps left alone");
