@@ -6,8 +6,9 @@
  * demand paging, Firecracker's File backend), the library engine in-process
  * (a naive 4 KiB handler, a chunk sweep without prefetch, the default
  * engine) and the real daemon (`faultline serve`) with a Firecracker-style
- * client.  Workloads: linear, random (a fixed permutation) and sparse (1 MiB
- * runs every 16 MiB of a larger memory).
+ * client.  Workloads: linear, random (a fixed permutation), strided (a
+ * 64 KiB record every 256 KiB) and sparse (1 MiB runs every 16 MiB of a
+ * larger memory).
  *
  * Decisions: this machine has no /dev/kvm (it is itself a PVM guest), so the
  * issue's fallback applies: the guest is a thread of a forked child process
@@ -34,7 +35,7 @@
 #include "faultline.h"
 #include "fc_client.h"
 
-enum rs_wl { W_LINEAR, W_RANDOM, W_SPARSE, W_N };
+enum rs_wl { W_LINEAR, W_RANDOM, W_STRIDED, W_SPARSE, W_N };
 enum rs_backend { B_PREPOP, B_FILE, B_LIB, B_DAEMON };
 /* D_RECORD records the sparse working set that D_SPARSE_TRACE replays. */
 enum rs_daemon { D_DEFAULT, D_2M, D_SPARSE, D_SPARSE_TRACE, D_RECORD, D_N };
@@ -83,6 +84,14 @@ static const struct rs_case {
 	  W_RANDOM, B_LIB, 0, 0, 0, -1, NULL, 0 },
 	{ "random_daemon", "random: daemon (serve, default)",
 	  W_RANDOM, B_DAEMON, 0, 0, D_DEFAULT, -1, NULL, 0 },
+	{ "strided_prepopulated", "strided: prepopulated (pread before)",
+	  W_STRIDED, B_PREPOP, 0, 0, 0, -1, NULL, 0 },
+	{ "strided_inproc_64k", "strided: in-proc 64K, no prefetch",
+	  W_STRIDED, B_LIB, 64 * KIB, NO_PF, 0, -1, NULL, 0 },
+	{ "strided_inproc_default", "strided: in-proc default engine",
+	  W_STRIDED, B_LIB, 0, 0, 0, -1, NULL, 0 },
+	{ "strided_daemon", "strided: daemon (serve, default)",
+	  W_STRIDED, B_DAEMON, 0, 0, D_DEFAULT, -1, NULL, 0 },
 	{ "sparse_prepopulated", "sparse: prepopulated (pread before)",
 	  W_SPARSE, B_PREPOP, 0, 0, 0, -1, NULL, 0 },
 	{ "sparse_inproc_default", "sparse: in-proc default engine",
@@ -106,7 +115,7 @@ struct rs_mem {			/* one memory file */
 };
 
 struct rs_ctx {
-	struct rs_mem small;	/* linear and random */
+	struct rs_mem small;	/* linear, random, strided */
 	struct rs_mem big;	/* sparse */
 	uint32_t *pages[W_N];	/* touch order, page indices */
 	uint64_t npages[W_N];
@@ -134,22 +143,31 @@ static struct rs_mem *mem_of(struct rs_ctx *c, enum rs_wl w)
 
 #define SPARSE_RUN	(1 * MIB)
 #define SPARSE_STRIDE	(16 * MIB)
+#define STRIDED_RUN	(64 * KIB)
+#define STRIDED_STRIDE	(256 * KIB)
+
+/* Sparse and strided touch runs of run bytes every stride bytes. */
+static bool in_runs(enum rs_wl w, uint64_t *run, uint64_t *stride)
+{
+	*run = w == W_SPARSE ? SPARSE_RUN : STRIDED_RUN;
+	*stride = w == W_SPARSE ? SPARSE_STRIDE : STRIDED_STRIDE;
+	return w == W_SPARSE || w == W_STRIDED;
+}
 
 static int make_order(struct rs_ctx *c, enum rs_wl w)
 {
-	uint64_t len = mem_of(c, w)->len, n = len / 4096, k = 0;
+	uint64_t len = mem_of(c, w)->len, n = len / 4096, k = 0, run, stride;
+	bool runs = in_runs(w, &run, &stride);
 	uint32_t *p;
 
-	if (w == W_SPARSE)
-		n = (len + SPARSE_STRIDE - 1) / SPARSE_STRIDE *
-		    (SPARSE_RUN / 4096);
+	if (runs)
+		n = (len + stride - 1) / stride * (run / 4096);
 	p = malloc(n * sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	if (w == W_SPARSE) {
-		for (uint64_t s = 0; s < len; s += SPARSE_STRIDE)
-			for (uint64_t o = 0; o < SPARSE_RUN && s + o < len;
-			     o += 4096)
+	if (runs) {
+		for (uint64_t s = 0; s < len; s += stride)
+			for (uint64_t o = 0; o < run && s + o < len; o += 4096)
 				p[k++] = (uint32_t)((s + o) / 4096);
 		n = k;
 	} else {
@@ -179,12 +197,12 @@ static int make_order(struct rs_ctx *c, enum rs_wl w)
 static uint64_t touched_sum(const struct rs_ctx *c, enum rs_wl w,
 			    const uint8_t *m, uint64_t len)
 {
-	uint64_t h = 0;
+	uint64_t h = 0, run, stride;
 
-	if (w != W_SPARSE)
+	if (!in_runs(w, &run, &stride))
 		return bench_sum(m, len);
-	for (uint64_t s = 0; s < len; s += SPARSE_STRIDE) {
-		uint64_t n = len - s < SPARSE_RUN ? len - s : SPARSE_RUN;
+	for (uint64_t s = 0; s < len; s += stride) {
+		uint64_t n = len - s < run ? len - s : run;
 
 		h = h * 0x9e3779b97f4a7c15ULL + bench_sum(m + s, n);
 	}
@@ -611,16 +629,19 @@ int bench_restore(const struct bench_opts *o, struct bench_table *t)
 		goto out;
 	}
 
-	/* Linear and random: one 128 MiB memory file, two daemons. */
+	/* Linear, random, strided: one 128 MiB memory file, two daemons. */
 	ret = open_mem(&c.small, o->size ? o->size : o->quick ? 8 * MIB :
 		       128 * MIB);
 	if (ret < 0)
 		goto nofile;
 	if ((ret = make_order(&c, W_LINEAR)) < 0 ||
-	    (ret = make_order(&c, W_RANDOM)) < 0)
+	    (ret = make_order(&c, W_RANDOM)) < 0 ||
+	    (ret = make_order(&c, W_STRIDED)) < 0)
 		goto out;
 	c.want[W_LINEAR] = touched_sum(&c, W_LINEAR, c.small.src, c.small.len);
 	c.want[W_RANDOM] = c.want[W_LINEAR];
+	c.want[W_STRIDED] = touched_sum(&c, W_STRIDED, c.small.src,
+					c.small.len);
 	if ((ret = start_daemon(&c, D_DEFAULT)) < 0 ||
 	    (ret = start_daemon(&c, D_2M)) < 0)
 		goto out;

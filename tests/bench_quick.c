@@ -75,6 +75,7 @@ static const char *const latency_keys[] = {
 static const char *const restore_keys[] = {
 	"linear_prepopulated", "linear_file", "linear_uffd_naive_4k",
 	"linear_inproc_default", "linear_daemon", "random_daemon",
+	"strided_inproc_default", "strided_daemon",
 	"sparse_daemon", "sparse_daemon_trace", NULL,
 };
 
