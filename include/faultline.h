@@ -169,6 +169,7 @@ struct fl_stats {
 	uint64_t pages_replayed;	/* filled from a working-set trace */
 	uint64_t pages_moved;		/* of pages_copied: moved, not copied */
 	uint64_t restore_complete;	/* 1 once nothing is left missing */
+	uint64_t restore_ms;	/* fl_engine_start() to restore complete */
 	uint64_t bytes_copied;
 	uint64_t eexist;	/* populated behind our back, woken */
 	uint64_t eagain;	/* retried after applying pending events */

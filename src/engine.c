@@ -948,6 +948,7 @@ int fl_engine_start(struct fl_engine *e, unsigned int nthreads)
 	e->threads = calloc(nthreads, sizeof(*e->threads));
 	if (!e->threads)
 		return -ENOMEM;
+	e->start_ns = now_ns();
 	for (unsigned int i = 0; i < nthreads; i++) {
 		struct worker *w = engine_worker(e);
 		int ret = w ? pthread_create(&e->threads[i], NULL,

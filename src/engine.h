@@ -81,6 +81,8 @@ struct fl_engine {
 	int bg_region;			/* background cursor */
 	uint64_t bg_page;
 	atomic_bool restored;		/* background found nothing missing */
+	uint64_t start_ns;		/* fl_engine_start() */
+	_Atomic uint64_t restored_ns;	/* when restored last became true */
 	atomic_bool dense;		/* a client faults all over: stream now */
 	atomic_int readers_waiting;	/* fault readers waiting for the lock */
 

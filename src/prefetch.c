@@ -407,6 +407,8 @@ static void *filler(void *arg)
 
 		pthread_rwlock_unlock(&e->lock);
 		pthread_mutex_lock(&e->ra_lock);
+		if (!more && !atomic_load(&e->restored))
+			atomic_store(&e->restored_ns, now_ns());
 		if (!more)
 			atomic_store(&e->restored, true);
 	}

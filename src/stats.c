@@ -39,6 +39,9 @@ int fl_engine_stats(const struct fl_engine *e, struct fl_stats *o)
 	o->pages_replayed = atomic_load(&s->pages_replayed);
 	o->pages_moved = atomic_load(&s->pages_moved);
 	o->restore_complete = atomic_load(&e->restored);
+	if (o->restore_complete && e->start_ns)
+		o->restore_ms = (atomic_load(&e->restored_ns) - e->start_ns) /
+				1000000;
 	o->bytes_copied = atomic_load(&s->bytes_copied);
 	o->eexist = atomic_load(&s->eexist);
 	o->eagain = atomic_load(&s->eagain);
@@ -115,6 +118,7 @@ char *fl_stats_json(const struct fl_stats *s)
 	put_u64(o, "pages_replayed", s->pages_replayed);
 	put_u64(o, "pages_moved", s->pages_moved);
 	put_u64(o, "restore_complete", s->restore_complete);
+	put_u64(o, "restore_ms", s->restore_ms);
 	put_u64(o, "bytes_copied", s->bytes_copied);
 	put_u64(o, "eexist", s->eexist);
 	put_u64(o, "eagain", s->eagain);

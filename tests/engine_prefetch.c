@@ -134,6 +134,9 @@ int main(void)
 	}
 	fl_engine_stats(e, &st);
 	ok(st.restore_complete, "background: restore completed while idle");
+	ok(st.restore_ms >= 100 && st.restore_ms < 3000,
+	   "background: restore_ms %llu (after the 100 ms quiet period)",
+	   (unsigned long long)st.restore_ms);
 	is_int(st.faults, 1, "background: no fault but the first");
 	is_int(st.pages_copied, LEN / PAGE - 256,
 	       "background: every page but the removed ones filled");

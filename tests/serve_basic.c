@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <json-c/json.h>
 #include <linux/falloc.h>
 #include <pthread.h>
 
@@ -639,11 +640,35 @@ static int progress_client(void *unused)
 	return bad;
 }
 
+/* restore_ms of the first --stats-json line, or -1. */
+static long stats_restore_ms(const char *path)
+{
+	char line[8192];
+	FILE *f = fopen(path, "r");
+	long v = -1;
+
+	if (f && fgets(line, sizeof(line), f)) {
+		json_object *o = json_tokener_parse(line), *r;
+
+		if (o && json_object_object_get_ex(o, "restore_ms", &r) &&
+		    json_object_is_type(r, json_type_int))
+			v = (long)json_object_get_int64(r);
+		json_object_put(o);
+	}
+	if (f)
+		fclose(f);
+	return v;
+}
+
 static void test_progress(void)
 {
-	static const char *const opts[] = { "--progress", NULL };
+	static const char *opts[] = { "--progress", "--stats-json", NULL, NULL };
+	char stats[160];
+	long ms;
 
 	serve_init(&psrv);
+	snprintf(stats, sizeof(stats), "%s/stats.json", psrv.dir);
+	opts[2] = stats;
 	if (serve_start(&psrv, mem.path, opts)) {
 		ok(0, "--progress daemon starts");
 		return;
@@ -653,6 +678,9 @@ static void test_progress(void)
 	       "an idle client is restored in the background, every byte "
 	       "right, and the daemon says \"restore complete: 32 MiB\"");
 	serve_stop(&psrv);
+	ms = stats_restore_ms(stats);
+	ok(ms >= 100 && ms < 10000,
+	   "--stats-json: restore_ms %ld (after the 100 ms quiet period)", ms);
 	if (tap_failed)
 		serve_log_dump(&psrv, 0);
 	serve_cleanup(&psrv);
