@@ -8,6 +8,7 @@
  * filled ahead of a fault.
  */
 #include <stdbool.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "faultline.h"
@@ -117,6 +118,55 @@ int main(void)
 	   "random: little readahead (%llu of %llu)",
 	   (unsigned long long)st.pages_prefetched,
 	   (unsigned long long)st.pages_copied);
+	munmap(mem, LEN);
+
+	/*
+	 * Dense random with background restore on (the defaults): faults
+	 * then come 2 MiB at a time while the filler streams the rest and
+	 * gives way to them; a range removed before any touch and one
+	 * removed after its touch must read zeros, everything else the
+	 * snapshot.
+	 */
+	mem = map_anon(LEN, 0);
+	e = serve(src, mem, 0);
+	madvise(mem + (8 << 20), 1 << 20, MADV_DONTNEED);	/* untouched */
+	good = same_as_file(mem + (20 << 20), 1 << 20, 20 << 20, SEED, 0);
+	madvise(mem + (20 << 20), 1 << 20, MADV_DONTNEED);	/* touched */
+	{
+		uint64_t n = LEN / PAGE, *order = malloc(n * sizeof(*order));
+
+		for (uint64_t i = 0; i < n; i++)
+			order[i] = i;
+		for (uint64_t i = n - 1; i > 0; i--) {
+			uint64_t j = (uint64_t)rand_r(&seed) % (i + 1), t = order[i];
+
+			order[i] = order[j];
+			order[j] = t;
+		}
+		for (uint64_t i = 0; i < n; i++) {
+			uint64_t off = order[i] * PAGE;
+			bool removed = (off >> 20) == 8 || (off >> 20) == 20;
+
+			good &= removed ? is_zero_mem(mem + off, PAGE) :
+				same_as_file(mem + off, PAGE, off, SEED, 0);
+		}
+		free(order);
+	}
+	ok(good, "dense random: every page right, removed ranges zeros");
+	st = finish(e);
+	ok(st.pages_background > LEN / PAGE / 4,
+	   "dense random: background restore streamed (%llu pages)",
+	   (unsigned long long)st.pages_background);
+	ok(st.faults < LEN / (64 << 10) / 4,
+	   "dense random: far fewer faults than chunks (%llu)",
+	   (unsigned long long)st.faults);
+	uint64_t by_faults = st.pages_copied + st.pages_zeroed -
+			     st.pages_background - st.pages_prefetched;
+
+	ok(by_faults > st.faults * 64,
+	   "dense random: faults fill more than 256 KiB each on average "
+	   "(%llu pages in %llu faults: 2 MiB once dense)",
+	   (unsigned long long)by_faults, (unsigned long long)st.faults);
 	munmap(mem, LEN);
 
 	/* Idle: background restore completes the memory. */
