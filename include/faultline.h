@@ -184,6 +184,7 @@ int fl_engine_stats(const struct fl_engine *e, struct fl_stats *out);
  * Restore progress: bytes of all regions not filled yet (removed memory
  * counts as done) and bytes in all.  It scans the page state maps (a byte
  * per page, 256 KiB per GiB): call it a few times a second, not per fault.
+ * Never waits: -EBUSY while the engine is applying events (try later).
  */
 int fl_engine_progress(struct fl_engine *e, uint64_t *missing,
 		       uint64_t *total);

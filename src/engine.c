@@ -124,8 +124,7 @@ struct worker *worker_new(bool huge)
 	w->map = p;
 	w->buf = (void *)(((uintptr_t)p + FL_MAX_CHUNK - 1) &
 			  ~(uintptr_t)(FL_MAX_CHUNK - 1));
-	if (huge)
-		madvise(w->buf, FL_MAX_CHUNK, MADV_HUGEPAGE);
+	madvise(w->buf, FL_MAX_CHUNK, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 	madvise(w->buf, FL_MAX_CHUNK, MADV_DONTFORK);
 	return w;
 }
@@ -231,6 +230,8 @@ static void apply_cut(struct fl_engine *e, uint64_t start, uint64_t end)
 		add_or_free(e, tail);
 		if (gone == 1)
 			drop_region(e, i--);	/* the last one takes slot i */
+		else
+			prefetch_clip(e, e->regions[i]);	/* may be shorter */
 	}
 }
 
@@ -411,7 +412,14 @@ static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
 	/* The source mapping failed under the kernel's copy (truncated). */
 	if (ret == -EFAULT && (how & FILL_FROM_MAP))
 		return source_failed(e, r, left, pg + npg - left, -EIO);
-	region_set(r, left, pg + npg - left, prior);
+	/*
+	 * ENOENT: no registered mapping there any more (unmapped without an
+	 * UNMAP event: Firecracker does not ask for them).  Memory mapped
+	 * there anew reads zeros; and background restore must not retry it
+	 * forever.
+	 */
+	region_set(r, left, pg + npg - left,
+		   ret == -ENOENT ? PG_REMOVED : prior);
 	/*
 	 * Another worker may have skipped a fault on these pages because
 	 * they were ours (busy): wake them, the threads fault again and the

@@ -129,6 +129,8 @@ void prefetch_after_fault(struct fl_engine *e, struct region *r, uint64_t pg,
 			  uint64_t first, uint64_t last);
 /* r is going away (engine lock held exclusively). */
 void prefetch_forget(struct fl_engine *e, struct region *r);
+/* r may have shrunk (engine lock held exclusively): no job past its end. */
+void prefetch_clip(struct fl_engine *e, struct region *r);
 /* Regions changed (engine lock held exclusively): restart background. */
 void prefetch_regions_changed(struct fl_engine *e);
 

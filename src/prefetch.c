@@ -113,11 +113,12 @@ void prefetch_after_fault(struct fl_engine *e, struct region *r, uint64_t pg,
 			  uint64_t first, uint64_t last)
 {
 	uint64_t chunk = last - first, max = pages_of(r, e->ra_max);
+
+	pthread_mutex_lock(&e->ra_lock);
 	uint64_t delta = first > r->ra_prev_first ? first - r->ra_prev_first : 0;
 	bool on_marker = pg >= r->ra_marker &&
 			 pg < r->ra_marker + r->ra_marker_len;
 
-	pthread_mutex_lock(&e->ra_lock);
 	if (r->ra_size && (on_marker || (!r->ra_stride && first == r->ra_end))) {
 		/* Progress through the window: queue the next, larger one. */
 		uint64_t start = r->ra_end > last || r->ra_stride ?
@@ -159,6 +160,27 @@ void prefetch_forget(struct fl_engine *e, struct region *r)
 	pthread_mutex_unlock(&e->ra_lock);
 }
 
+void prefetch_clip(struct fl_engine *e, struct region *r)
+{
+	pthread_mutex_lock(&e->ra_lock);
+	for (int i = 0; i < e->njobs; i++) {
+		struct ra_job *j = &e->jobs[i];
+
+		if (j->r != r)
+			continue;
+		if (j->end > r->npages)
+			j->end = r->npages;
+		if (j->next < j->end)
+			continue;
+		memmove(j, j + 1, sizeof(*j) * (size_t)(e->njobs - i - 1));
+		e->njobs--;
+		i--;
+	}
+	if (r->ra_end > r->npages)	/* the stream starts over */
+		r->ra_size = 0;
+	pthread_mutex_unlock(&e->ra_lock);
+}
+
 void prefetch_regions_changed(struct fl_engine *e)
 {
 	pthread_mutex_lock(&e->ra_lock);
@@ -188,18 +210,6 @@ static int fill_ahead(struct fl_engine *e, struct worker *w, struct region *r,
 	return ret;
 }
 
-/* Put a job whose piece met a pending event back at the front. */
-static void requeue(struct fl_engine *e, const struct ra_job *j)
-{
-	pthread_mutex_lock(&e->ra_lock);
-	if (e->njobs < RA_JOBS) {
-		memmove(&e->jobs[1], &e->jobs[0],
-			sizeof(*e->jobs) * (size_t)e->njobs++);
-		e->jobs[0] = *j;
-	}
-	pthread_mutex_unlock(&e->ra_lock);
-}
-
 /* Fill [a, b) of j's region but its marker. */
 static int fill_around_marker(struct fl_engine *e, struct worker *w,
 			      const struct ra_job *j, uint64_t a, uint64_t b)
@@ -217,7 +227,8 @@ static int fill_around_marker(struct fl_engine *e, struct worker *w,
 /*
  * One piece of the oldest readahead job: PIECE_BYTES of data, contiguous
  * or in steps.  Engine lock held shared.  Returns -EAGAIN when an event is
- * pending or -EINTR when a fault waits: the piece is queued again.
+ * pending or -EINTR when a fault waits: the job stays as it was, and the
+ * piece is done again later (what was filled is skipped).
  */
 static int readahead_piece(struct fl_engine *e, struct worker *w)
 {
@@ -226,28 +237,42 @@ static int readahead_piece(struct fl_engine *e, struct worker *w)
 		pthread_mutex_unlock(&e->ra_lock);
 		return 0;
 	}
+	/*
+	 * Only this thread removes jobs, and nothing moves them while the
+	 * engine lock is held shared: jobs[0] is still this job afterwards.
+	 */
 	struct ra_job j = e->jobs[0];
 	uint64_t piece = pages_of(j.r, PIECE_BYTES);
 	uint64_t stop = j.stride ? j.next + (piece > j.run ? piece / j.run : 1) *
 				   j.stride : j.next + piece;
 
-	if (stop > j.end)
-		stop = j.end;
-	e->jobs[0].next = stop;
-	if (stop == j.end)
-		memmove(&e->jobs[0], &e->jobs[1],
-			sizeof(*e->jobs) * (size_t)--e->njobs);
+	uint64_t end = j.end < j.r->npages ? j.end : j.r->npages;
+
+	if (stop > end)
+		stop = end;
 	pthread_mutex_unlock(&e->ra_lock);
 
 	int ret = 0;
 
 	if (!j.stride)
 		ret = fill_around_marker(e, w, &j, j.next, stop);
-	for (uint64_t a = j.next; j.stride && a < stop && !ret; a += j.stride)
-		ret = fill_around_marker(e, w, &j, a, a + j.run < j.r->npages ?
-					 a + j.run : j.r->npages);
+	for (uint64_t a = j.next; j.stride && a < stop && !ret; a += j.stride) {
+		/* Each step is a run of its own: yield between them. */
+		if (a > j.next && atomic_load(&e->readers_waiting))
+			ret = -EINTR;
+		else
+			ret = fill_around_marker(e, w, &j, a,
+						 a + j.run < j.r->npages ?
+						 a + j.run : j.r->npages);
+	}
 	if (ret == -EAGAIN || ret == -EINTR)
-		requeue(e, &j);
+		return ret;	/* the same piece again, later */
+	pthread_mutex_lock(&e->ra_lock);
+	e->jobs[0].next = stop;
+	if (stop == end)
+		memmove(&e->jobs[0], &e->jobs[1],
+			sizeof(*e->jobs) * (size_t)--e->njobs);
+	pthread_mutex_unlock(&e->ra_lock);
 	return ret;
 }
 

@@ -58,6 +58,7 @@ struct session {
 	uint64_t t_serving;	/* ms, when the handshake was done */
 	bool restored;		/* "restore complete" was said */
 	uint64_t restore_ms;	/* from the handshake to that */
+	uint64_t missing, total;	/* bytes, at the last progress scan */
 	struct session *next;
 };
 
@@ -89,8 +90,13 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* The progress bar is on stderr's last line (a terminal): clear it first. */
+/*
+ * The progress bar is on stderr's last line (a terminal): a log line
+ * clears it first.  Teardown threads log too: out_lock keeps each line and
+ * the bar whole.
+ */
 static bool bar_on_line;
+static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static __attribute__((format(printf, 2, 3)))
 void slog(const struct session *s, const char *fmt, ...)
@@ -101,6 +107,7 @@ void slog(const struct session *s, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	pthread_mutex_lock(&out_lock);
 	if (bar_on_line) {	/* a log line replaces the progress bar */
 		fputs("\r\033[K", stderr);
 		bar_on_line = false;
@@ -110,6 +117,7 @@ void slog(const struct session *s, const char *fmt, ...)
 			s->id, (int)s->pid, (unsigned int)s->uid, msg);
 	else
 		fprintf(stderr, "faultline: %s\n", msg);
+	pthread_mutex_unlock(&out_lock);
 }
 
 /* ---- listening ---------------------------------------------------------- */
@@ -527,23 +535,34 @@ static void serving_input(struct daemon *d, struct session *s, short revents)
 #define BAR_WIDTH	30
 
 /* One session's restore is complete: say so once, with what it took. */
-static void say_restored(struct session *s, uint64_t now)
+static void say_restored(struct session *s, const struct fl_stats *st,
+			 uint64_t now)
 {
-	struct fl_stats st;
+	char poisoned[48] = "";
 
 	s->restored = true;
-	s->restore_ms = now - s->t_serving;
-	if (fl_engine_stats(s->engine, &st) < 0)
-		return;
-	if (st.restore_complete)	/* the filler's own clock: exact */
-		s->restore_ms = st.restore_ms;
+	/* The filler's own clock is exact; else the first check that saw it. */
+	s->restore_ms = st->restore_complete ? st->restore_ms :
+			now - s->t_serving;
+	if (st->pages_poisoned)
+		snprintf(poisoned, sizeof(poisoned), ", %llu pages poisoned",
+			 (unsigned long long)st->pages_poisoned);
 	slog(s, "restore complete: %llu MiB in %llu ms (%llu faults, %llu "
-	     "pages ahead of them, %llu in the background)",
+	     "pages ahead of them, %llu in the background%s)",
 	     (unsigned long long)(s->bytes >> 20),
 	     (unsigned long long)s->restore_ms,
-	     (unsigned long long)st.faults,
-	     (unsigned long long)(st.pages_prefetched + st.pages_replayed),
-	     (unsigned long long)st.pages_background);
+	     (unsigned long long)st->faults,
+	     (unsigned long long)(st->pages_prefetched + st->pages_replayed),
+	     (unsigned long long)st->pages_background, poisoned);
+}
+
+/* Redraw the terminal's bar line (out_lock serialises it with slog). */
+static void put_bar(const char *line)
+{
+	pthread_mutex_lock(&out_lock);
+	fprintf(stderr, "\r\033[K%s", line);
+	bar_on_line = *line != 0;
+	pthread_mutex_unlock(&out_lock);
 }
 
 /*
@@ -555,6 +574,7 @@ static void draw_progress(struct daemon *d, int n, uint64_t done,
 {
 	unsigned int pct = (unsigned int)(done * 100 / total);
 	double rate = ms ? (double)(done - d->prev_done) * 1000.0 / (double)ms : 0;
+	char bar[BAR_WIDTH + 1], line[160];
 
 	if (done < d->prev_done)	/* a session ended or began */
 		rate = 0;
@@ -569,20 +589,24 @@ static void draw_progress(struct daemon *d, int n, uint64_t done,
 		     (unsigned long long)(total >> 20));
 		return;
 	}
-	char bar[BAR_WIDTH + 1];
 	unsigned int full = (unsigned int)(done * BAR_WIDTH / total);
 
 	for (unsigned int i = 0; i < BAR_WIDTH; i++)
 		bar[i] = i < full ? '#' : '-';
 	bar[BAR_WIDTH] = 0;
-	fprintf(stderr, "\r\033[Kfaultline: restoring %d session%s [%s] %3u%% "
-		"%llu/%llu MiB %.0f MiB/s", n, n > 1 ? "s" : "", bar, pct,
-		(unsigned long long)(done >> 20),
-		(unsigned long long)(total >> 20), rate / (1 << 20));
-	bar_on_line = true;
+	snprintf(line, sizeof(line), "faultline: restoring %d session%s [%s] "
+		 "%3u%% %llu/%llu MiB %.0f MiB/s", n, n > 1 ? "s" : "", bar,
+		 pct, (unsigned long long)(done >> 20),
+		 (unsigned long long)(total >> 20), rate / (1 << 20));
+	put_bar(line);
 }
 
-/* Every PROGRESS_MS: sessions whose restore completed, and the bar. */
+/*
+ * Every PROGRESS_MS: sessions whose restore completed (the engine's own
+ * flag, read without its lock), and with --progress the bar, from a scan
+ * of each session's page states that never waits for an engine busy with
+ * events (the control loop must not stall behind a slow source).
+ */
 static void check_progress(struct daemon *d)
 {
 	uint64_t now = now_ms(), done = 0, total = 0;
@@ -593,18 +617,29 @@ static void check_progress(struct daemon *d)
 		return;
 	d->t_progress = now;
 	for (struct session *s = d->sessions; s; s = s->next) {
+		struct fl_stats st;
 		uint64_t miss, all;
 
 		if (s->state != S_SERVING || s->restored ||
-		    fl_engine_progress(s->engine, &miss, &all) < 0)
+		    fl_engine_stats(s->engine, &st) < 0)
 			continue;
-		if (!miss) {
-			say_restored(s, now);
+		if (st.restore_complete) {
+			say_restored(s, &st, now);
 			continue;
 		}
-		done += all - miss;
-		total += all;
-		n++;
+		if (!d->cfg->progress)
+			continue;
+		if (fl_engine_progress(s->engine, &miss, &all) == 0) {
+			s->missing = miss;
+			s->total = all;
+		}
+		if (s->total && !s->missing) {	/* all of it faulted in */
+			say_restored(s, &st, now);
+			continue;
+		}
+		done += s->total - s->missing;
+		total += s->total;
+		n += s->total != 0;
 	}
 	if (!d->cfg->progress)
 		return;
@@ -612,8 +647,7 @@ static void check_progress(struct daemon *d)
 		draw_progress(d, n, done, total, ms);
 	} else {
 		if (bar_on_line)	/* nothing restoring: no bar */
-			fputs("\r\033[K", stderr);
-		bar_on_line = false;
+			put_bar("");
 		d->last_step = -1;
 	}
 }

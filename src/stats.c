@@ -2,6 +2,7 @@
  * stats.c - engine counters and the fault-latency histogram (fault read to
  * wake, log2 buckets of nanoseconds), exported as a struct or JSON.
  */
+#include <errno.h>
 #include <json-c/json.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +59,8 @@ int fl_engine_progress(struct fl_engine *e, uint64_t *missing,
 {
 	uint64_t m = 0, t = 0;
 
-	pthread_rwlock_rdlock(&e->lock);
+	if (pthread_rwlock_tryrdlock(&e->lock))
+		return -EBUSY;
 	for (int i = 0; i < e->nregions; i++) {
 		const struct region *r = e->regions[i];
 		uint64_t c[4];
