@@ -58,6 +58,8 @@ struct worker {
 	struct pending *q;	/* faults read, not yet served */
 	int qhead, qlen, qcap;
 	struct uffd_msg msgs[MSG_BATCH];
+	const struct fl_source *pop_src;	/* source blocks last mapped */
+	uint64_t pop_lo, pop_hi;		/* (map_source) */
 };
 
 static const void *zero_buf;	/* FL_MAX_CHUNK bytes of zeros, read-only */
@@ -474,6 +476,33 @@ static int64_t memfd_fill(int fd, const uint8_t *buf, uint64_t off, size_t len)
 }
 
 /*
+ * MADV_POPULATE_READ the 2 MiB blocks of the source around [off, off+len)
+ * (map is the source's mapping of off), once per block and worker: a
+ * background piece comes in several runs of the same block.  Each time
+ * (again) for hugetlb, where a source page evicted since would mean ENOMEM.
+ */
+static int map_source(struct worker *w, const struct fl_source *src,
+		      const void *map, uint64_t off, size_t len, bool again)
+{
+	uint64_t lo = off & ~(HUGE_2M - 1);
+	uint64_t hi = (off + len + HUGE_2M - 1) & ~(HUGE_2M - 1);
+	const uint8_t *base = (const uint8_t *)map - off;
+
+	if (hi > src->size)
+		hi = (src->size + 4095) & ~4095ull;
+	if (!again && w->pop_src == src && lo >= w->pop_lo && hi <= w->pop_hi)
+		return 0;
+	if (madvise((void *)(base + lo), hi - lo, MADV_POPULATE_READ) < 0) {
+		w->pop_src = NULL;
+		return -errno;
+	}
+	w->pop_src = src;
+	w->pop_lo = lo;
+	w->pop_hi = hi;
+	return 0;
+}
+
+/*
  * Resolve the claimed run [pg, pg+npg), all of them formerly prior, by the
  * cheapest means: zero pages for removed pages, holes and all-zero data;
  * for shared-memory regions (minor mode) one write into the page cache and
@@ -511,9 +540,8 @@ static int fill_run(struct fl_engine *e, struct worker *w, struct region *r,
 	 * to the guest.  A failure (a truncated file) falls back to pread,
 	 * which reports it.
 	 */
-	if (map &&
-	    madvise((void *)((uintptr_t)map & ~4095ul),
-		    len + ((uintptr_t)map & 4095), MADV_POPULATE_READ) < 0)
+	if (map && map_source(w, src, map, off, len,
+			      r->page_size >= HUGE_2M) < 0)
 		map = NULL;
 
 	if (map) {
@@ -577,7 +605,16 @@ int engine_fill_range(struct fl_engine *e, struct worker *w, struct region *r,
 {
 	uint64_t i = first;
 	bool ran = false;
-	uint64_t max_bytes = how & FILL_YIELD ? YIELD_RUN_BYTES : FL_MAX_CHUNK;
+	uint64_t max_bytes = FL_MAX_CHUNK;
+
+	/*
+	 * Prefetch while faults come: short runs, so that one waits little.
+	 * Once they have gone quiet: whole 2 MiB runs (a background restore
+	 * of an idle client, 8 % faster here).
+	 */
+	if ((how & FILL_YIELD) &&
+	    now_ns() - atomic_load(&e->last_fault_ns) < e->quiet_ns)
+		max_bytes = YIELD_RUN_BYTES;
 
 	while (i < last) {
 		enum page_state s = region_get(r, i);

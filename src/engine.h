@@ -103,9 +103,9 @@ struct fl_engine {
 #define FILL_DONTWAKE	(1u << 1)
 #define FILL_FROM_MAP	(1u << 2)	/* internal: COPY from source->map() */
 /*
- * Prefetch: runs of at most YIELD_RUN_BYTES, and stop between two (-EINTR)
- * when a fault reader waits for the lock, so that a fault never waits for
- * more than one run of somebody else's prefetch.
+ * Prefetch: runs of at most YIELD_RUN_BYTES while faults come, and stop
+ * between two (-EINTR) when a fault reader waits for the lock, so that a
+ * fault never waits for more than one run of somebody else's prefetch.
  */
 #define FILL_YIELD	(1u << 3)
 #define YIELD_RUN_BYTES	(256u << 10)
