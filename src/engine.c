@@ -27,6 +27,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -365,6 +366,52 @@ static int source_failed(struct fl_engine *e, struct region *r, uint64_t pg,
 static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
 			uint64_t npg, enum uffd_fill_op op, uint64_t src,
 			enum page_state prior, unsigned int how,
+			_Atomic uint64_t *counter);
+
+/*
+ * Is the page at addr mapped in the client?  1 or 0; -1 if that cannot be
+ * told (another process whose pagemap we may not read).
+ */
+static int resident(const struct fl_engine *e, uint64_t addr)
+{
+	unsigned char v = 0;
+	uint64_t ent;
+
+	if (e->pagemap_fd >= 0)
+		return pread(e->pagemap_fd, &ent, sizeof(ent),
+			     (off_t)(addr / 4096 * sizeof(ent))) ==
+		       (ssize_t)sizeof(ent) ? (int)(ent >> 63) : -1;
+	if (e->client_pid > 0 && e->client_pid != getpid())
+		return -1;
+	return mincore((void *)(uintptr_t)addr, 4096, &v) == 0 && (v & 1);
+}
+
+/*
+ * Fill the claimed pages [pg, end) one at a time (src: the source of pg).
+ * Stops at an error that is not about the page itself, handing the rest
+ * back as prior.
+ */
+static int fill_pagewise(struct fl_engine *e, struct region *r, uint64_t pg,
+			 uint64_t end, enum uffd_fill_op op, uint64_t src,
+			 enum page_state prior, unsigned int how,
+			 _Atomic uint64_t *counter)
+{
+	for (uint64_t p = pg; p < end; p++) {
+		uint64_t s = src ? src + ((p - pg) << r->page_shift) : 0;
+		int ret = fill_claimed(e, r, p, 1, op, s, prior, how, counter);
+
+		if (ret == -EAGAIN || ret == -ESRCH || ret == -EFAULT ||
+		    ret == -ENOMEM) {
+			region_set(r, p + 1, end - p - 1, prior);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
+			uint64_t npg, enum uffd_fill_op op, uint64_t src,
+			enum page_state prior, unsigned int how,
 			_Atomic uint64_t *counter)
 {
 	uint64_t mode = how & FILL_DONTWAKE ? UFFDIO_COPY_MODE_DONTWAKE : 0;
@@ -399,6 +446,15 @@ static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
 		off += done;
 		if (ret != -EEXIST)
 			break;
+		/*
+		 * Into hugetlb memory with the pool empty, this kernel (6.18)
+		 * answers EEXIST, not ENOMEM: believe it only if the page is
+		 * there, or the thread would fault on it forever.
+		 */
+		if (r->page_size >= HUGE_2M && resident(e, base + off) == 0) {
+			ret = -ENOMEM;
+			break;
+		}
 		/* Populated behind our back: it is present; wake its waiters. */
 		stat_add(&e->st.eexist, 1);
 		region_set(r, first + n, 1, PG_PRESENT);
@@ -415,10 +471,20 @@ static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
 	if (ret == -EFAULT && (how & FILL_FROM_MAP))
 		return source_failed(e, r, left, pg + npg - left, -EIO);
 	/*
-	 * ENOENT: no registered mapping there any more (unmapped without an
-	 * UNMAP event: Firecracker does not ask for them).  Memory mapped
-	 * there anew reads zeros; and background restore must not retry it
-	 * forever.
+	 * ENOENT is the answer for the whole range when it does not lie in
+	 * one registered VMA: a run across a VMA's end (the rest unmapped, or
+	 * the region split by mprotect or madvise).  Find out page by page
+	 * which pages have no mapping; the others are filled.
+	 */
+	if (ret == -ENOENT && pg + npg - left > 1)
+		return fill_pagewise(e, r, left, pg + npg, op,
+				     src ? src + off : 0,
+				     prior, how, counter);
+	/*
+	 * ENOENT for one page: no registered mapping there any more
+	 * (unmapped without an UNMAP event: Firecracker does not ask for
+	 * them).  Memory mapped there anew reads zeros; and background
+	 * restore must not retry it forever.
 	 */
 	region_set(r, left, pg + npg - left,
 		   ret == -ENOENT ? PG_REMOVED : prior);
@@ -820,6 +886,13 @@ int fl_engine_create(const struct fl_engine_opts *opts, struct fl_engine **out)
 	trace_init(&e->replay);
 	e->on_error = opts->on_error;
 	e->client_pid = opts->client_pid;
+	e->pagemap_fd = -1;
+	if (e->client_pid > 0 && e->client_pid != getpid()) {
+		char path[40];
+
+		snprintf(path, sizeof(path), "/proc/%d/pagemap", e->client_pid);
+		e->pagemap_fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
 	pthread_rwlockattr_t attr;
 
 	pthread_rwlockattr_init(&attr);
@@ -863,6 +936,8 @@ int fl_engine_create(const struct fl_engine_opts *opts, struct fl_engine **out)
 fail:
 	if (e->stopfd >= 0)
 		close(e->stopfd);
+	if (e->pagemap_fd >= 0)
+		close(e->pagemap_fd);
 	worker_free(e->process_worker);
 	free(e);
 	return ret;
@@ -1067,6 +1142,8 @@ void fl_engine_destroy(struct fl_engine *e)
 	if (e->own_uffd)
 		close(e->uffd);
 	close(e->stopfd);
+	if (e->pagemap_fd >= 0)
+		close(e->pagemap_fd);
 	while (e->workers) {	/* only now: see engine_worker() */
 		struct worker *w = e->workers;
 

@@ -45,6 +45,7 @@ struct fl_engine {
 	atomic_bool use_move;	/* in-process: MOVE from the read buffer */
 	int on_error;
 	int client_pid;
+	int pagemap_fd;		/* /proc/client/pagemap (another process), or -1 */
 
 	/*
 	 * Readers: resolvers (bitmap check through COPY).  Writer: whoever
@@ -81,6 +82,8 @@ struct fl_engine {
 	int bg_region;			/* background cursor */
 	uint64_t bg_page;
 	atomic_bool restored;		/* background found nothing missing */
+	uint64_t bg_gen;		/* regions changed: bumped (ra_lock) */
+	bool bg_stopped;		/* hugetlb pool empty: faults only */
 	uint64_t start_ns;		/* fl_engine_start() */
 	_Atomic uint64_t restored_ns;	/* when restored last became true */
 	atomic_bool dense;		/* a client faults all over: stream now */

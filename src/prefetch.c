@@ -186,6 +186,8 @@ void prefetch_regions_changed(struct fl_engine *e)
 	pthread_mutex_lock(&e->ra_lock);
 	e->bg_region = 0;
 	e->bg_page = 0;
+	e->bg_gen++;		/* a scan begun before is stale */
+	e->bg_stopped = false;
 	atomic_store(&e->restored, false);
 	pthread_cond_signal(&e->ra_cond);
 	pthread_mutex_unlock(&e->ra_lock);
@@ -334,9 +336,10 @@ static int replay_piece(struct fl_engine *e, struct worker *w)
 
 /*
  * One background piece: the next missing pages from the cursor.  Returns
- * false when no region has a missing page left.  Engine lock held shared.
+ * 1 while there is more, 0 when no region has a missing page left, or
+ * -ENOMEM when the hugetlb pool is empty.  Engine lock held shared.
  */
-static bool background_piece(struct fl_engine *e, struct worker *w)
+static int background_piece(struct fl_engine *e, struct worker *w)
 {
 	pthread_mutex_lock(&e->ra_lock);
 	int ri = e->bg_region;
@@ -349,7 +352,7 @@ static bool background_piece(struct fl_engine *e, struct worker *w)
 			pg = 0;
 		}
 		if (!e->nregions)
-			return false;
+			return 0;
 		struct region *r = e->regions[ri];
 
 		while (pg < r->npages && region_get(r, pg) != PG_MISSING)
@@ -363,17 +366,17 @@ static bool background_piece(struct fl_engine *e, struct worker *w)
 					     &e->st.pages_background);
 
 			if (ret == -ENOMEM)
-				return false;	/* pool empty: faults only */
+				return -ENOMEM;	/* pool empty: faults only */
 			pthread_mutex_lock(&e->ra_lock);
 			e->bg_region = ri;
 			e->bg_page = ret == -EAGAIN || ret == -EINTR ? pg : end;
 			pthread_mutex_unlock(&e->ra_lock);
-			return true;
+			return 1;
 		}
 		ri++;
 		pg = 0;
 	}
-	return false;
+	return 0;
 }
 
 static void wait_ns(struct fl_engine *e, uint64_t ns)
@@ -416,7 +419,8 @@ static void *filler(void *arg)
 			pthread_mutex_lock(&e->ra_lock);
 			continue;
 		}
-		if (!e->background || atomic_load(&e->restored)) {
+		if (!e->background || e->bg_stopped ||
+		    atomic_load(&e->restored)) {
 			wait_ns(e, 1000000000ull);
 			continue;
 		}
@@ -426,16 +430,21 @@ static void *filler(void *arg)
 			wait_ns(e, e->quiet_ns - since);
 			continue;
 		}
+		uint64_t gen = e->bg_gen;
+
 		pthread_mutex_unlock(&e->ra_lock);
 		pthread_rwlock_rdlock(&e->lock);
-		bool more = background_piece(e, w);
+		int more = background_piece(e, w);
 
 		pthread_rwlock_unlock(&e->lock);
 		pthread_mutex_lock(&e->ra_lock);
-		if (!more && !atomic_load(&e->restored))
+		if (more < 0)		/* hugetlb pool empty: faults only */
+			e->bg_stopped = true;
+		if (more || gen != e->bg_gen)	/* regions added meanwhile */
+			continue;
+		if (!atomic_load(&e->restored))
 			atomic_store(&e->restored_ns, now_ns());
-		if (!more)
-			atomic_store(&e->restored, true);
+		atomic_store(&e->restored, true);
 	}
 	pthread_mutex_unlock(&e->ra_lock);
 	return NULL;

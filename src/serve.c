@@ -242,6 +242,9 @@ struct teardown {
 	char why[160];
 };
 
+static void say_restored(struct session *s, const struct fl_stats *st,
+			 uint64_t now);
+
 static void teardown_engine(struct daemon *d, struct session *s,
 			    const char *why, uint64_t ms)
 {
@@ -249,6 +252,9 @@ static void teardown_engine(struct daemon *d, struct session *s,
 
 	fl_engine_stop(s->engine);
 	fl_engine_stats(s->engine, &st);
+	/* Restored since the last progress check: say it now. */
+	if (!s->restored && st.restore_complete)
+		say_restored(s, &st, now_ms());
 	slog(s, "ended (%s) after %llu ms: %llu faults, %llu pages copied, %llu zeroed, %llu MiB, p50 %llu us, p99 %llu us",
 	     why, (unsigned long long)ms, (unsigned long long)st.faults,
 	     (unsigned long long)st.pages_copied,

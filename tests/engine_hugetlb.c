@@ -1,10 +1,12 @@
 /*
  * engine_hugetlb.c - 2 MiB hugetlb regions: every huge page equals the
  * snapshot, zero huge pages are served as zeroed copies (ZEROPAGE does not
- * work on hugetlbfs), removed huge pages read as zeros.  Reserves pages
+ * work on hugetlbfs), removed huge pages read as zeros, and a fault that
+ * finds the pool empty gets SIGBUS.  Reserves pages
  * through /proc/sys/vm/nr_hugepages and restores the old value.
  */
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <string.h>
 
@@ -14,6 +16,74 @@
 
 #define SEED 0x4a9e
 #define NHUGE 8
+
+static sigjmp_buf bus_jmp;
+static volatile int got_bus;
+
+static void on_bus(int sig)
+{
+	(void)sig;
+	got_bus = 1;
+	siglongjmp(bus_jmp, 1);
+}
+
+struct touch {
+	uint8_t *addr;
+	volatile int done;
+};
+
+/* Touch one page; a SIGBUS (poisoned page) ends the touch too. */
+static void *touch_page(void *arg)
+{
+	struct touch *t = arg;
+
+	if (!sigsetjmp(bus_jmp, 1))
+		(void)*(volatile uint8_t *)t->addr;
+	t->done = 1;
+	return NULL;
+}
+
+/*
+ * More huge pages mapped than the pool holds: the fault that finds the
+ * pool empty gets SIGBUS, as the kernel answers it, instead of faulting
+ * forever (this kernel answers such a COPY with EEXIST, not ENOMEM).
+ */
+static void test_pool_empty(struct fl_source *src)
+{
+	uint64_t len = (NHUGE + 1) * HPAGE;	/* the whole snapshot */
+	uint8_t *mem = map_anon(len, 1);
+	struct fl_engine_opts o = { .uffd = -1, .flags =
+				    FL_ENGINE_NO_PREFETCH | FL_ENGINE_NO_BACKGROUND };
+	struct fl_region_desc d = { .addr = (uintptr_t)mem, .len = len,
+				    .page_size = HPAGE, .flags = FL_REGION_REGISTER };
+	struct touch t = { .addr = mem + NHUGE * HPAGE };
+	struct fl_engine *e;
+	struct fl_stats st;
+	pthread_t th;
+	int good = 1;
+
+	signal(SIGBUS, on_bus);
+	if (!mem || fl_engine_create(&o, &e) < 0 ||
+	    fl_engine_add_region(e, &d, src) < 0 || fl_engine_start(e, 1) < 0)
+		BAIL("pool test: %s", fl_last_error());
+	for (int i = 0; i < NHUGE; i++)		/* the whole pool */
+		good &= i == 3 ? is_zero_mem(mem + i * HPAGE, 4096) :	/* a hole */
+			same_as_file(mem + i * HPAGE, 4096, i * HPAGE, SEED, 0);
+	ok(good, "pool empty: the pool's %d pages filled right", NHUGE);
+	pthread_create(&th, NULL, touch_page, &t);
+	for (int i = 0; i < 500 && !t.done; i++)
+		usleep(10000);
+	ok(t.done && got_bus, "pool empty: the next fault gets SIGBUS, not "
+	   "an endless fault");
+	fl_engine_stop(e);	/* a touch still faulting would hang here */
+	fl_engine_stats(e, &st);
+	is_int(st.pages_poisoned, 1, "pool empty: one page poisoned");
+	if (t.done)
+		pthread_join(th, NULL);
+	fl_engine_destroy(e);
+	munmap(mem, len);
+	signal(SIGBUS, SIG_DFL);
+}
 
 static void restore(int sig)
 {
@@ -32,6 +102,8 @@ int main(void)
 
 	signal(SIGINT, restore);
 	signal(SIGTERM, restore);
+	signal(SIGALRM, restore);
+	alarm(120);	/* a fault left looping must fail the test, not hang it */
 	if (hugetlb_reserve(NHUGE) < 0) {
 		hugetlb_restore();
 		skip_all("cannot reserve 2 MiB hugetlb pages");
@@ -114,6 +186,7 @@ int main(void)
 	fl_source_put(hsrc);
 	unlink(hpath);
 	free(hpath);
+	test_pool_empty(src);
 	fl_source_put(src);
 	unlink(path);
 	hugetlb_restore();

@@ -2,7 +2,8 @@
  * engine_readahead_events.c - a readahead window queued over memory the
  * client then unmaps or moves away is never filled there: the engine
  * clips it to what is left of its region.  Pages removed after the cut
- * and the range MREMAP_DONTUNMAP leaves behind must read zeros.
+ * and the range MREMAP_DONTUNMAP leaves behind must read zeros.  And a
+ * run across a VMA split (ENOENT for the whole run) is filled page by page.
  *
  * The client runs on a thread while the caller-driven engine (no filler)
  * applies its events; the filler starts only afterwards, so the window is
@@ -93,12 +94,45 @@ static struct fl_engine *run(struct fl_source *src, void *(*client)(void *))
 	return e;
 }
 
+/*
+ * A region split in two VMAs (madvise on part of it): a run across the
+ * split fails whole with ENOENT; every page must still be restored.
+ */
+static void test_split(struct fl_source *src)
+{
+	struct fl_engine_opts o = { .uffd = -1, .quiet_ms = 1 };
+	struct fl_region_desc d = { .len = LEN, .page_size = PAGE,
+				    .flags = FL_REGION_REGISTER };
+	struct fl_engine *e;
+	struct fl_stats st = { 0 };
+
+	mem = map_anon(LEN, 0);
+	d.addr = (uintptr_t)mem;
+	madvise(mem + LEN / 2 + 12 * 1024, LEN / 2 - 12 * 1024,
+		MADV_NOHUGEPAGE);
+	if (fl_engine_create(&o, &e) < 0 ||
+	    fl_engine_add_region(e, &d, src) < 0 || fl_engine_start(e, 1) < 0)
+		BAIL("engine: %s", fl_last_error());
+	for (int i = 0; i < 300 && !st.restore_complete; i++) {
+		usleep(10000);
+		fl_engine_stats(e, &st);
+	}
+	ok(st.restore_complete && st.pages_background == LEN / PAGE,
+	   "split VMA: background restore filled every page (%llu)",
+	   (unsigned long long)st.pages_background);
+	ok(same_as_file(mem, LEN, 0, SEED, 0),
+	   "split VMA: every byte is the snapshot's");
+	fl_engine_destroy(e);
+	munmap(mem, LEN);
+}
+
 int main(void)
 {
 	char *path = make_snapshot(LEN, SEED, NULL, 0);
 	struct fl_source *src;
 	struct fl_engine *e;
 
+	alarm(60);	/* a fault left to loop must fail the test, not hang it */
 	if (fl_source_open(path, &src) < 0)
 		BAIL("source: %s", fl_last_error());
 
@@ -122,6 +156,7 @@ int main(void)
 	   "MREMAP_DONTUNMAP: the moved range is the snapshot's");
 	fl_engine_destroy(e);
 
+	test_split(src);
 	fl_source_put(src);
 	unlink(path);
 	return done_testing();
