@@ -138,7 +138,7 @@ void bench_busy_stop(struct bench_busy *b);
 int bench_guest_run(uint8_t *mem, const uint32_t *pages, uint64_t n,
 		    double *t1);
 
-/* ---- a `faultline serve` daemon (restore.c, populate.c) ---------------- */
+/* ---- a `faultline serve` daemon (restore.c, populate.c, fault_latency.c) */
 
 struct fc_client;
 
@@ -150,7 +150,8 @@ struct bench_daemon {
 /*
  * Start `faultline serve --socket /tmp/flb-PID-ID.sock ARGS...` (args: NULL
  * terminated) with its output to /dev/null, and wait until it accepts
- * connections (up to 5 s).  The binary is $FAULTLINE_BIN, this program if it
+ * connections (up to 5 s: a connection of its own, so not for --once
+ * daemons).  The binary is $FAULTLINE_BIN, this program if it
  * is faultline, else build/faultline.  bench names the benchmark in the
  * error message.  0 or -errno.
  */

@@ -182,90 +182,31 @@ out:
 	return ret;
 }
 
-/* Start `faultline serve --once` on a fresh socket; returns its pid. */
-static pid_t start_daemon(struct lat_ctx *c, char *sock, size_t n)
-{
-	static int seq;
-	pid_t pid;
-
-	snprintf(sock, n, "/tmp/faultline-bench-%d-%d.sock", (int)getpid(),
-		 seq++);
-	unlink(sock);
-	pid = fork();
-	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-
-		if (null >= 0) {
-			dup2(null, STDOUT_FILENO);
-			dup2(null, STDERR_FILENO);
-		}
-		execl("/proc/self/exe", "faultline", "serve", "--socket", sock,
-		      "--mem-file", c->path, "--chunk", "4K", "--once",
-		      (char *)NULL);
-		_exit(127);
-	}
-	return pid < 0 ? -errno : pid;
-}
-
-static void stop_daemon(pid_t pid)
-{
-	int st;
-
-	for (int i = 0; i < 200; i++) {
-		if (waitpid(pid, &st, WNOHANG) == pid)
-			return;
-		usleep(10000);
-	}
-	kill(pid, SIGTERM);
-	for (int i = 0; i < 100; i++) {
-		if (waitpid(pid, &st, WNOHANG) == pid)
-			return;
-		usleep(10000);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, &st, 0);
-}
-
 static int run_daemon(struct lat_ctx *c)
 {
+	/* Not --once: bench_daemon_start()'s readiness probe is a session. */
+	const char *args[] = { "--mem-file", c->path, "--chunk", "4K", NULL };
+	struct bench_daemon d = { 0 };
 	struct fc_client fc;
 	uint64_t size = c->len;
-	char sock[108];
-	pid_t pid;
 	int ret;
 
 	fc_client_init(&fc);
-	pid = start_daemon(c, sock, sizeof(sock));
-	if (pid < 0)
-		return (int)pid;
+	ret = bench_daemon_start(&d, "fault-latency", 0, args);
+	if (ret < 0)
+		return ret;
 	ret = fc_client_map(&fc, 1, &size, 4096);
-	if (ret < 0)
-		goto out;
-	madvise(fc.regions[0].addr, size, MADV_NOHUGEPAGE);
-	/* Wait for the daemon to listen (up to 5 s). */
-	for (int i = 0; i < 500; i++) {
-		ret = fc_client_connect(&fc, sock);
-		if (ret != -ENOENT && ret != -ECONNREFUSED)
-			break;
-		if (waitpid(pid, NULL, WNOHANG) == pid) {
-			pid = 0;
-			ret = -ECHILD;
-			break;
-		}
-		usleep(10000);
+	if (ret == 0) {
+		madvise(fc.regions[0].addr, size, MADV_NOHUGEPAGE);
+		ret = bench_daemon_connect(&fc, d.sock);
 	}
-	if (ret < 0)
-		goto out;
-	touch(c, L_DAEMON, fc.regions[0].addr, true);
-out:
-	if (ret < 0)
+	if (ret == 0)
+		touch(c, L_DAEMON, fc.regions[0].addr, true);
+	else
 		fprintf(stderr, "faultline bench fault-latency: daemon: %s\n",
-			ret == -ECHILD ? "faultline serve exited" :
 			strerror(-ret));
 	fc_client_close(&fc);
-	if (pid > 0)
-		stop_daemon(pid);
-	unlink(sock);
+	bench_daemon_stop(&d);
 	return ret;
 }
 

@@ -229,8 +229,8 @@ static int fill_around_marker(struct fl_engine *e, struct worker *w,
 /*
  * One piece of the oldest readahead job: PIECE_BYTES of data, contiguous
  * or in steps.  Engine lock held shared.  Returns -EAGAIN when an event is
- * pending or -EINTR when a fault waits: the job stays as it was, and the
- * piece is done again later (what was filled is skipped).
+ * pending or -EINTR when a fault waits: the rest of the piece is done
+ * again later (what was filled is skipped).
  */
 static int readahead_piece(struct fl_engine *e, struct worker *w)
 {
@@ -255,10 +255,12 @@ static int readahead_piece(struct fl_engine *e, struct worker *w)
 	pthread_mutex_unlock(&e->ra_lock);
 
 	int ret = 0;
+	uint64_t resume = j.next;	/* strided: the first step not done */
 
 	if (!j.stride)
 		ret = fill_around_marker(e, w, &j, j.next, stop);
 	for (uint64_t a = j.next; j.stride && a < stop && !ret; a += j.stride) {
+		resume = a;
 		/* Each step is a run of its own: yield between them. */
 		if (a > j.next && atomic_load(&e->readers_waiting))
 			ret = -EINTR;
@@ -267,8 +269,13 @@ static int readahead_piece(struct fl_engine *e, struct worker *w)
 						 a + j.run < j.r->npages ?
 						 a + j.run : j.r->npages);
 	}
-	if (ret == -EAGAIN || ret == -EINTR)
-		return ret;	/* the same piece again, later */
+	if (ret == -EAGAIN || ret == -EINTR) {
+		/* The rest of the piece again, later (steps done stay done). */
+		pthread_mutex_lock(&e->ra_lock);
+		e->jobs[0].next = resume;
+		pthread_mutex_unlock(&e->ra_lock);
+		return ret;
+	}
 	pthread_mutex_lock(&e->ra_lock);
 	e->jobs[0].next = stop;
 	if (stop == end)
