@@ -118,6 +118,11 @@ void prefetch_after_fault(struct fl_engine *e, struct region *r, uint64_t pg,
 	uint64_t delta = first > r->ra_prev_first ? first - r->ra_prev_first : 0;
 	bool on_marker = pg >= r->ra_marker &&
 			 pg < r->ra_marker + r->ra_marker_len;
+	/* A step of the strided window that the filler has not reached. */
+	bool in_step = r->ra_stride && r->ra_marker_len && first < r->ra_end &&
+		       r->ra_end - first <= r->ra_size / r->ra_marker_len *
+					    r->ra_stride &&
+		       (r->ra_end - first) % r->ra_stride == 0;
 
 	if (r->ra_size && (on_marker || (!r->ra_stride && first == r->ra_end))) {
 		/* Progress through the window: queue the next, larger one. */
@@ -126,6 +131,8 @@ void prefetch_after_fault(struct fl_engine *e, struct region *r, uint64_t pg,
 
 		queue_window(e, r, start, r->ra_size * 2 < max ?
 			     r->ra_size * 2 : max, r->ra_stride, chunk);
+	} else if (in_step) {
+		/* The client outran the filler: still the stream, not random. */
 	} else if (first && first == r->ra_prev_end) {
 		/* Two chunks in a row: a sequential stream starts. */
 		queue_window(e, r, last, chunk * 4 < max ? chunk * 4 : max,
