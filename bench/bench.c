@@ -101,6 +101,26 @@ int bench_add_row(struct bench_table *t, const char *key, const char *label,
 	return t->nrows++;
 }
 
+double bench_row_ratio(const struct bench_table *t, const struct bench_row *r)
+{
+	double ref = t->rows[r->cmp >= 0 ? r->cmp : t->ref].sec;
+
+	if (r->ratio > 0)
+		return r->ratio;
+	return ref > 0 ? r->sec / ref : 0;
+}
+
+double bench_paired_ratio(const double *v, const double *ref, int n)
+{
+	double q[n > 0 ? n : 1];
+	int k = 0;
+
+	for (int i = 0; i < n; i++)
+		if (ref[i] > 0)
+			q[k++] = v[i] / ref[i];
+	return bench_median(q, k);
+}
+
 void bench_add_kv(struct bench_table *t, const char *key, double val)
 {
 	if (t->nkv < BENCH_MAX_KV)
@@ -521,9 +541,7 @@ static void print_table(const struct bench_table *t, FILE *f)
 		if (t->per_gib)
 			fprintf(f, " %10.4f",
 				r->sec * gsc * (double)GIB / (double)t->bytes);
-		double ref = t->rows[r->cmp >= 0 ? r->cmp : t->ref].sec;
-
-		fprintf(f, " %6.2fx", ref > 0 ? r->sec / ref : 0);
+		fprintf(f, " %6.2fx", bench_row_ratio(t, r));
 		if (thp) {
 			if (r->thp_frac >= 0)
 				fprintf(f, " %4.0f%%", r->thp_frac * 100);
@@ -607,7 +625,6 @@ static json_object *table_json(const struct bench_table *t,
 	for (int i = 0; i < t->nrows; i++) {
 		const struct bench_row *r = &t->rows[i];
 		json_object *row = json_object_new_object();
-		double ref = t->rows[r->cmp >= 0 ? r->cmp : t->ref].sec;
 
 		json_object_object_add(row, "label",
 				       json_object_new_string(r->label));
@@ -622,7 +639,7 @@ static json_object *table_json(const struct bench_table *t,
 				json_object_new_double(r->sec * (double)GIB /
 						       (double)t->bytes));
 		json_object_object_add(row, "ratio",
-			json_object_new_double(ref > 0 ? r->sec / ref : 0));
+			json_object_new_double(bench_row_ratio(t, r)));
 		json_object_object_add(row, "ratio_to",
 			json_object_new_string(t->rows[r->cmp >= 0 ? r->cmp :
 						      t->ref].key));

@@ -48,6 +48,8 @@ struct bench_row {
 	bool checksum_ok;	/* every run restored the expected bytes */
 	double thp_frac;	/* fraction THP-backed, < 0: not measured */
 	int cmp;		/* row its ratio is to; -1: the reference */
+	double ratio;		/* median of per-run ratios to cmp's runs
+				 * (paired); 0: the ratio of the medians */
 };
 
 /* Extra scalar facts a benchmark reports (JSON and a line under the table). */
@@ -70,7 +72,7 @@ struct bench_table {
 	struct bench_row rows[BENCH_MAX_ROWS];
 	int nkv;
 	struct bench_kv kv[BENCH_MAX_KV];
-	char notes[512];	/* printed under the table */
+	char notes[768];	/* printed under the table */
 };
 
 /* ---- timing ------------------------------------------------------------- */
@@ -82,6 +84,10 @@ double bench_median(double *v, int n);	/* sorts v */
 int bench_add_row(struct bench_table *t, const char *key, const char *label,
 		  double *samples, int n, bool checksum_ok, double seed);
 void bench_add_kv(struct bench_table *t, const char *key, double val);
+/* Ratio of row r to the row it compares with (see bench_row.ratio). */
+double bench_row_ratio(const struct bench_table *t, const struct bench_row *r);
+/* Median of v[i] / ref[i], i < n (runs measured side by side). */
+double bench_paired_ratio(const double *v, const double *ref, int n);
 
 /* ---- data ---------------------------------------------------------------- */
 

@@ -695,19 +695,23 @@ table:
 	t->runs = runs;
 	t->ref = 0;
 
-	int refrow = 0;
+	int refrow = 0, refcase = 0;
 	uint64_t touched = c.npages[W_SPARSE] * 4096;
 
 	for (int i = 0; i < NCASES; i++) {
 		const struct rs_case *k = &cases[i];
-		double v[runs], cp[runs];
+		double v[runs], cp[runs], rv[runs], ratio;
 
 		if (!sel[i])
 			continue;
+		if (k->b == B_PREPOP)
+			refcase = i;
 		for (int r = 0; r < runs; r++) {
 			v[r] = samples[r * NCASES + i];
 			cp[r] = copied[r * NCASES + i];
+			rv[r] = samples[r * NCASES + refcase];
 		}
+		ratio = bench_paired_ratio(v, rv, runs);
 		if (k->wl == W_SPARSE && k->b == B_LIB)
 			bench_add_kv(t, "sparse_inproc_copied_per_touched",
 				     bench_median(cp, runs) / (double)touched);
@@ -720,8 +724,7 @@ table:
 
 			bench_add_kv(t, k->key, m * 1e3);
 			bench_add_kv(t, k->b == B_FILE && k->wl == W_SPARSE ?
-				     "sparse_file_vs_ref" : "ratio",
-				     m / t->rows[refrow].sec);
+				     "sparse_file_vs_ref" : "ratio", ratio);
 			if (!ok[i])
 				t->rows[refrow].checksum_ok = false;
 			continue;
@@ -733,6 +736,7 @@ table:
 		if (k->b == B_PREPOP)
 			refrow = row;
 		t->rows[row].cmp = row == 0 ? -1 : refrow;
+		t->rows[row].ratio = ratio;
 	}
 	if (c.big.len) {
 		bench_add_kv(t, "sparse_memory_bytes", (double)c.big.len);
@@ -742,16 +746,21 @@ table:
 		bench_add_kv(t, "sparse_trace_copied_per_touched",
 			     tcopied >= 0 ? tcopied / (double)touched : -1);
 	}
+	char sparse[64] = "";
+
+	if (c.big.len)
+		snprintf(sparse, sizeof(sparse), "  Sparse: 1 MiB every 16 MiB "
+			 "of %llu MiB.", (unsigned long long)(c.big.len >> 20));
 	snprintf(t->notes, sizeof(t->notes),
 		 "No /dev/kvm here (a PVM guest): the guest is a thread of a "
 		 "child process.  Even so, its first user-mode touch of a page "
 		 "the kernel filled (by pread) costs a PVM shadow fault, so "
 		 "the reference is slow (see the second pass) and the ratios "
 		 "are far smaller than a VM's would be.  Rows vs their "
-		 "workload's prepopulated row; sparse: 1 MiB every 16 MiB of "
-		 "%llu MiB.  Daemon: connect to last touch.  Default engine: "
-		 "%u KiB chunks + prefetch + background.",
-		 (unsigned long long)(c.big.len >> 20),
+		 "workload's prepopulated row (median of the runs' ratios to "
+		 "the reference run beside them).%s  Daemon: connect to last "
+		 "touch.  Default engine: %u KiB chunks + prefetch + "
+		 "background.", sparse,
 		 (unsigned int)(FL_DEFAULT_CHUNK >> 10));
 	ret = 0;
 	goto out;
