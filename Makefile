@@ -62,7 +62,7 @@ $(BUILD)/faultline: $(CLI_OBJ) $(BUILD)/libfaultline.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # Each tests/NAME.c is one TAP program; tests/tap.h and tests/*.h are shared.
-$(BUILD)/tests/%: tests/%.c $(BUILD)/libfaultline.a tests/tap.h | deps
+$(BUILD)/tests/%: tests/%.c $(BUILD)/libfaultline.a $(wildcard tests/*.h) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libfaultline.a $(LDLIBS)
 

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -46,6 +47,9 @@
 #include "source.h"
 
 #define HELLO_TIMEOUT_MS 5000
+#define MAX_CONNS	256	/* connection threads at once, at most */
+#define FD_RESERVE	32	/* descriptors kept for everything else */
+#define ACCEPT_BACKOFF_MS 100	/* out of descriptors: wait, don't spin */
 
 struct sender {
 	const struct send_config *cfg;
@@ -54,6 +58,7 @@ struct sender {
 	uint64_t file_id;	/* identity of the file at start (never 0) */
 	uint32_t bsize;
 	int done_fd;		/* eventfd: a session ended complete (--once) */
+	int max_conns;		/* connection threads allowed (max_conns()) */
 	pthread_mutex_t lock;	/* sessions */
 	struct session *sessions;
 	atomic_int nthreads;	/* connection threads running */
@@ -601,12 +606,48 @@ static void peer_name(const struct sockaddr_storage *ss, socklen_t len,
 		snprintf(out, n, "%.40s:%.8s", host, port);
 }
 
+/*
+ * How many connections may be open at once: each holds a descriptor and a
+ * thread until its receiver leaves (a demand connection may stay idle for
+ * the whole migration), so anyone who can connect could otherwise take
+ * every descriptor.  Over the limit a connection is refused with a
+ * message; the limit leaves FD_RESERVE descriptors for the rest.
+ */
+static int max_conns(void)
+{
+	struct rlimit rl;
+	rlim_t n = MAX_CONNS;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		n = rl.rlim_cur > FD_RESERVE + 4 ? rl.rlim_cur - FD_RESERVE : 4;
+	return n < MAX_CONNS ? (int)n : MAX_CONNS;
+}
+
+/*
+ * accept4() failed.  Out of descriptors or memory, the connection stays
+ * queued and poll() reports it again at once: wait a little instead of
+ * spinning, and say so once per episode.
+ */
+static void accept_failed(bool *warned)
+{
+	int err = errno;
+
+	if (err != EMFILE && err != ENFILE && err != ENOBUFS && err != ENOMEM)
+		return;		/* ECONNABORTED and the like: next one */
+	if (!*warned)
+		slog("cannot accept connections: %s; retrying every %d ms",
+		     strerror(err), ACCEPT_BACKOFF_MS);
+	*warned = true;
+	poll(NULL, 0, ACCEPT_BACKOFF_MS);
+}
+
 int send_run(const struct send_config *cfg)
 {
 	struct sender snd = { .cfg = cfg, .fd = -1, .done_fd = -1 };
 	struct stat st;
 	sigset_t mask;
 	int lfd = -1, sfd = -1, ret = 0;
+	bool warned = false;	/* accept4() failures logged */
 
 	snd.bsize = cfg->block_size ? cfg->block_size : PEER_DEF_BLOCK;
 	if (snd.bsize < PEER_MIN_BLOCK || snd.bsize > PEER_MAX_BLOCK ||
@@ -624,6 +665,7 @@ int send_run(const struct send_config *cfg)
 	snd.size = (uint64_t)st.st_size;
 	snd.file_id = file_id(&st);
 	snd.nblocks = (snd.size + snd.bsize - 1) / snd.bsize;
+	snd.max_conns = max_conns();
 	pthread_mutex_init(&snd.lock, NULL);
 
 	lfd = listen_on(cfg->listen);
@@ -677,8 +719,11 @@ int send_run(const struct send_config *cfg)
 		socklen_t sl = sizeof(ss);
 		int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
 
-		if (fd < 0)
-			continue;	/* ECONNABORTED, EMFILE: keep serving */
+		if (fd < 0) {
+			accept_failed(&warned);
+			continue;
+		}
+		warned = false;
 		struct conn *c = calloc(1, sizeof(*c));
 		pthread_t t;
 		pthread_attr_t at;
@@ -690,6 +735,12 @@ int send_run(const struct send_config *cfg)
 		c->snd = &snd;
 		c->fd = fd;
 		peer_name(&ss, sl, c->peer, sizeof(c->peer));
+		if (atomic_load(&snd.nthreads) >= snd.max_conns) {
+			refuse(fd, c->peer, "too many connections", 0);
+			close(fd);
+			free(c);
+			continue;
+		}
 		pthread_attr_init(&at);
 		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 		atomic_fetch_add(&snd.nthreads, 1);

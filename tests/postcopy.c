@@ -14,9 +14,11 @@
  * Namespaces and senders are removed at exit and on fatal signals.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <sys/resource.h>
 
 #include "faultline.h"
 #include "peer_proto.h"
@@ -29,9 +31,10 @@
 static char ns_src[32], ns_dst[32], veth_s[16], veth_d[16];
 static char addr_s[32], spec[96];
 static int net_made;
-static pid_t senders[8];
-static char logs[8][128];
+static pid_t senders[16];
+static char logs[16][128];
 static int nsenders;
+static rlim_t sender_nofile;	/* RLIMIT_NOFILE of the next sender; 0: as is */
 static struct mem_file mem, mem2;	/* mem2: same size, other bytes */
 static uint64_t size;
 
@@ -166,6 +169,11 @@ static int sender_start_file(const char *path)
 		if (fd >= 0)
 			dup2(fd, 2);
 		snprintf(listen, sizeof(listen), "%s:%s", addr_s, PORT);
+		if (sender_nofile) {
+			struct rlimit rl = { sender_nofile, sender_nofile };
+
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
 		/* FL_POSTCOPY_BLOCK: the sender's block size, to measure */
 		const char *bs = getenv("FL_POSTCOPY_BLOCK");
 
@@ -753,6 +761,123 @@ out:
 	free(buf);
 }
 
+/* Whether sender i's log has a line containing what. */
+static bool log_has(int i, const char *what)
+{
+	FILE *f = fopen(logs[i], "r");
+	char line[1024];
+	bool found = false;
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, what) != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* CPU ticks (user + system) a process has used. */
+static unsigned long long cpu_ticks(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut = 0, st = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	fclose(f);
+	/* after "pid (comm)": state and 10 more fields, then utime stime */
+	if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+			"%llu %llu", &ut, &st) != 2)
+		ut = st = 0;
+	return ut + st;
+}
+
+/*
+ * A connection that says DEMAND HELLO with token (a receiver's own: the
+ * same token again would replace that session); the answer's type, or -1.
+ */
+static int demand_hello(int *fdp, uint64_t token)
+{
+	struct {
+		struct peer_hdr h;
+		struct peer_hello hi;
+	} __attribute__((packed)) m = {
+		.h = { .type = htole16(PEER_HELLO),
+		       .len = htole32(sizeof(struct peer_hello)) },
+		.hi = { .magic = htole32(PEER_MAGIC),
+			.version = htole16(PEER_VERSION),
+			.role = htole16(PEER_ROLE_DEMAND),
+			.token = htole64(token) },
+	};
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons(atoi(PORT)) };
+	struct timeval tv = { 5, 0 };
+	struct peer_hdr h;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	*fdp = fd;
+	if (fd < 0 || inet_pton(AF_INET, addr_s, &sa.sin_addr) != 1)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    write(fd, &m, sizeof(m)) != (ssize_t)sizeof(m) ||
+	    recv(fd, &h, sizeof(h), MSG_WAITALL) != (ssize_t)sizeof(h))
+		return -1;
+	return le16toh(h.type);
+}
+
+/*
+ * (5e) anyone who can connect holds a connection open for ever (a demand
+ * connection may be idle for a whole migration): with 64 descriptors, 80
+ * such connections are refused past the limit, the sender does not spin
+ * on a full descriptor table, and a receiver is served once they leave.
+ */
+static void conn_flood(void)
+{
+	int fds[80], welcome = 0, refused = 0, a;
+	unsigned long long t0, used;
+	struct fl_source *s = NULL;
+
+	sender_nofile = 64;
+	a = sender_start();
+	sender_nofile = 0;
+	for (int i = 0; i < 100 && demand_hello(&fds[0], 1) < 0; i++) {
+		close(fds[0]);
+		su_sleep_ms(20);	/* not listening yet */
+	}
+	close(fds[0]);
+	su_sleep_ms(50);	/* that one's thread ends */
+	for (int i = 0; i < 80; i++) {
+		int t = demand_hello(&fds[i], 100 + i);
+
+		welcome += t == PEER_WELCOME;
+		refused += t == PEER_ERROR;
+	}
+	t0 = cpu_ticks(senders[a]);
+	su_sleep_ms(500);
+	used = cpu_ticks(senders[a]) - t0;
+	ok(welcome > 0 && welcome < 64 && welcome + refused == 80 &&
+	   used < 10, "80 idle demand connections to a sender with 64 "
+	   "descriptors: %d served, %d refused, %llu CPU ticks in 500 ms",
+	   welcome, refused, used);
+	for (int i = 0; i < 80; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	su_sleep_ms(100);	/* their threads see the end and leave */
+	int ret = fl_source_open(spec, &s);
+
+	ok(ret == 0 && read_all_equal(s) == 0 &&
+	   log_has(a, "too many connections"),
+	   "after they leave, a receiver reads every byte; the refusals are "
+	   "logged (%s)", ret ? fl_last_error() : "ok");
+	if (!ret)
+		fl_source_put(s);
+	sender_stop(a, SIGTERM);
+}
+
 /* (6) the daemon end to end: serve --mem-file tcp://, a Firecracker client. */
 static void daemon_e2e(void)
 {
@@ -834,6 +959,7 @@ int main(void)
 	file_swapped();
 	sender_stopped();
 	short_tail();
+	conn_flood();
 	daemon_e2e();
 	return done_testing();
 }
