@@ -96,6 +96,13 @@ enum peer_role {
 #define PEER_MIN_BLOCK	4096u
 #define PEER_MAX_BLOCK	(2u << 20)
 #define PEER_DEF_BLOCK	(64u << 10)
+/*
+ * A receiver keeps 6 bytes per block: it accepts at most 2^27 blocks (768
+ * MiB of state; 8 TiB in 64 KiB blocks) and 2^47 bytes (the user address
+ * space), so a sender cannot make it allocate without bound.
+ */
+#define PEER_MAX_BLOCKS	(1ull << 27)
+#define PEER_MAX_SIZE	(1ull << 47)
 #define PEER_MAX_ERRMSG	200
 
 struct peer_hdr {

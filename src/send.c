@@ -665,6 +665,13 @@ int send_run(const struct send_config *cfg)
 	snd.size = (uint64_t)st.st_size;
 	snd.file_id = file_id(&st);
 	snd.nblocks = (snd.size + snd.bsize - 1) / snd.bsize;
+	if (snd.size > PEER_MAX_SIZE || snd.nblocks > PEER_MAX_BLOCKS) {
+		close(snd.fd);
+		return fl_err(-EFBIG, "%s: %llu blocks of %u: more than a "
+			      "receiver takes (%llu); use a larger --block-size",
+			      cfg->mem_file, (unsigned long long)snd.nblocks,
+			      snd.bsize, PEER_MAX_BLOCKS);
+	}
 	snd.max_conns = max_conns();
 	pthread_mutex_init(&snd.lock, NULL);
 

@@ -337,8 +337,11 @@ static int recv_error(struct peer *p, int fd, const struct peer_hdr *h)
 		p->dead = true;
 		snprintf(p->why, sizeof(p->why), "sender failed: %s", text);
 	}
-	for (uint64_t b = h->a; h->b && b < h->a + h->b && b < p->nblocks;
-	     b++) {
+	/* [a, a+b) clipped to the file; a hostile count must not wrap. */
+	uint64_t end = h->a >= p->nblocks ? h->a :
+		       h->b > p->nblocks - h->a ? p->nblocks : h->a + h->b;
+
+	for (uint64_t b = h->a; b < end; b++) {
 		uint8_t expect = B_MISSING;
 
 		atomic_compare_exchange_strong(&p->state[b], &expect, B_FAILED);
@@ -924,6 +927,16 @@ int source_peer_open(const char *spec, struct fl_source **out)
 			     (unsigned long long)w.size, w.block_size);
 		goto fail;
 	}
+	if (w.size > PEER_MAX_SIZE ||
+	    (w.size + w.block_size - 1) / w.block_size > PEER_MAX_BLOCKS) {
+		close(fd);
+		ret = fl_err(-EFBIG, "%s: sender offers %llu bytes in blocks "
+			     "of %u: more than a receiver takes (%llu blocks, "
+			     "%llu TiB)", p->base.desc,
+			     (unsigned long long)w.size, w.block_size,
+			     PEER_MAX_BLOCKS, PEER_MAX_SIZE >> 40);
+		goto fail;
+	}
 	p->first_dfd = fd;
 	p->file_id = w.file_id;
 	p->base.size = w.size;
@@ -942,7 +955,9 @@ int source_peer_open(const char *spec, struct fl_source **out)
 		goto fail;
 	}
 	if (!p->state || !p->bflags || !p->req_gen) {
-		ret = -ENOMEM;
+		ret = fl_err(-ENOMEM, "%s: no memory for the state of %llu "
+			     "blocks", p->base.desc,
+			     (unsigned long long)p->nblocks);
 		goto fail;
 	}
 	ret = pthread_create(&p->mgr, NULL, manager, p);
