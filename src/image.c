@@ -191,7 +191,7 @@ static struct image_tls *tls_get(size_t cap)
 bool image_has_magic(const char *path)
 {
 	char magic[IMAGE_MAGIC_LEN];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = source_open_file(path, NULL, true);
 	bool yes;
 
 	if (fd < 0)
@@ -397,15 +397,11 @@ int image_open(const char *path, struct image **out)
 	if (!img)
 		return -ENOMEM;
 	snprintf(img->path, sizeof(img->path), "%s", path);
-	img->fd = open(path, O_RDONLY | O_CLOEXEC);
+	img->fd = source_open_file(path, &st, false);
 	if (img->fd < 0) {
-		ret = fl_err(-errno, "%s: cannot open: %m", path);
+		ret = img->fd;
 		free(img);
 		return ret;
-	}
-	if (fstat(img->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		ret = fl_err(-EINVAL, "%s: not a regular file", path);
-		goto fail;
 	}
 	img->file_size = (uint64_t)st.st_size;
 	ret = image_load(img);
@@ -774,13 +770,9 @@ int image_create(const char *raw_path, const char *image_path,
 		o.threads = n < 1 ? 1 : n > 8 ? 8 : (unsigned int)n;
 	}
 
-	rfd = open(raw_path, O_RDONLY | O_CLOEXEC);
+	rfd = source_open_file(raw_path, &st, false);
 	if (rfd < 0)
-		return fl_err(-errno, "%s: cannot open: %m", raw_path);
-	if (fstat(rfd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		ret = fl_err(-EINVAL, "%s: not a regular file", raw_path);
-		goto out;
-	}
+		return rfd;
 	posix_fadvise(rfd, 0, 0, POSIX_FADV_SEQUENTIAL);
 
 	h.version = IMAGE_VERSION;

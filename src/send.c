@@ -654,13 +654,12 @@ int send_run(const struct send_config *cfg)
 	    (snd.bsize & (snd.bsize - 1)))
 		return fl_err(-EINVAL, "--block-size %u: must be a power of "
 			      "two from 4K to 2M", snd.bsize);
-	snd.fd = open(cfg->mem_file, O_RDONLY | O_CLOEXEC);
+	snd.fd = source_open_file(cfg->mem_file, &st, false);
 	if (snd.fd < 0)
-		return fl_err(-errno, "%s: cannot open: %m", cfg->mem_file);
-	if (fstat(snd.fd, &st) < 0 || !S_ISREG(st.st_mode) || !st.st_size) {
+		return snd.fd;
+	if (!st.st_size) {
 		close(snd.fd);
-		return fl_err(-EINVAL, "%s: not a non-empty regular file",
-			      cfg->mem_file);
+		return fl_err(-EINVAL, "%s: empty", cfg->mem_file);
 	}
 	snd.size = (uint64_t)st.st_size;
 	snd.file_id = file_id(&st);

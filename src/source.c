@@ -4,6 +4,7 @@
  * magic, or a raw memory file).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -13,6 +14,26 @@
 #include "error.h"
 #include "image.h"
 #include "source.h"
+
+int source_open_file(const char *path, struct stat *st, bool quiet)
+{
+	struct stat sb;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), ret;
+
+	if (fd < 0)
+		return quiet ? -errno : fl_err(-errno, "%s: cannot open: %m",
+					       path);
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+		ret = quiet ? -EINVAL : fl_err(-EINVAL, "%s: not a regular "
+					       "file", path);
+		close(fd);
+		return ret;
+	}
+	fcntl(fd, F_SETFL, 0);	/* O_NONBLOCK was for the open only */
+	if (st)
+		*st = sb;
+	return fd;
+}
 
 int source_pread_full(int fd, void *buf, size_t len, uint64_t off)
 {

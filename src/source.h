@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 struct fl_source;
@@ -48,6 +49,14 @@ struct fl_source {
 /* Initialise the common part; refs starts at 1. */
 void source_init(struct fl_source *s, const struct fl_source_ops *ops,
 		 uint64_t size, const char *desc);
+
+/*
+ * Open a memory file or image for reading: a regular file only (a FIFO
+ * would block the open until a writer came; a device is no snapshot).
+ * The fd, or -errno with the error set (fl_last_error) when quiet is false.
+ * *st (if st) is the file's stat.
+ */
+int source_open_file(const char *path, struct stat *st, bool quiet);
 
 /* Read exactly len bytes at off: 0, -errno, or -EIO at end of file. */
 int source_pread_full(int fd, void *buf, size_t len, uint64_t off);

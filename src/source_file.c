@@ -90,14 +90,10 @@ int source_file_open(const char *path, struct fl_source **out)
 {
 	struct source_file *f;
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = source_open_file(path, &st, false);
 
 	if (fd < 0)
-		return fl_err(-errno, "%s: cannot open: %m", path);
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return fl_err(-EINVAL, "%s: not a regular file", path);
-	}
+		return fd;
 	f = calloc(1, sizeof(*f));
 	if (!f) {
 		close(fd);

@@ -3,7 +3,10 @@
  * names what was wrong.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "faultline.h"
 #include "tap.h"
@@ -37,6 +40,16 @@ int main(void)
 	   "missing file: -ENOENT naming the path (%s)", fl_last_error());
 	ok(fl_source_open("/tmp", &src) == -EINVAL,
 	   "a directory is not a source (%s)", fl_last_error());
+	/* A FIFO: the open must not wait for a writer that never comes. */
+	char fifo[64];
+
+	snprintf(fifo, sizeof(fifo), "/tmp/fl-fifo-%d", getpid());
+	alarm(10);
+	ok(mkfifo(fifo, 0600) == 0 && fl_source_open(fifo, &src) == -EINVAL &&
+	   strstr(fl_last_error(), "not a regular file"),
+	   "a FIFO is refused at once, not waited on (%s)", fl_last_error());
+	unlink(fifo);
+	alarm(0);
 	ok(fl_source_open(path, &src) == 0, "open snapshot");
 	ok(fl_engine_create(&o, &e) == 0, "create engine with defaults");
 
