@@ -438,7 +438,13 @@ static struct session *session_new(struct sender *snd, uint64_t token,
 	return s;
 }
 
-static struct session *session_find(struct sender *snd, uint64_t token)
+/*
+ * Attach stream connection sfd to the live session with token that has
+ * none yet, in one step under the lock (two stream HELLOs racing must not
+ * both attach); NULL if there is none.
+ */
+static struct session *session_attach_stream(struct sender *snd,
+					     uint64_t token, int sfd)
 {
 	struct session *s;
 
@@ -446,8 +452,10 @@ static struct session *session_find(struct sender *snd, uint64_t token)
 	for (s = snd->sessions; s; s = s->next)
 		if (s->token == token && s->sfd < 0 && !atomic_load(&s->ended))
 			break;
-	if (s)
+	if (s) {
 		atomic_fetch_add(&s->refs, 1);
+		s->sfd = sfd;
+	}
 	pthread_mutex_unlock(&snd->lock);
 	return s;
 }
@@ -521,15 +529,12 @@ static void *conn_thread(void *arg)
 	bm = malloc(bmlen ? bmlen : 1);
 	if (!bm || peer_recv_all(fd, bm, bmlen) < 0)
 		goto out;
-	s = session_find(snd, token);
+	s = session_attach_stream(snd, token, fd);
 	if (!s) {
 		refuse(fd, c->peer, "no demand connection for this token", 0);
 		goto out;
 	}
-	pthread_mutex_lock(&snd->lock);
-	s->sfd = fd;
-	fd = -1;
-	pthread_mutex_unlock(&snd->lock);
+	fd = -1;	/* the session closes it */
 	for (uint64_t b = 0; b < snd->nblocks; b++)
 		if (bm[b / 8] & (1u << (b % 8)) && mark_sent(s, b))
 			atomic_fetch_add(&s->held, 1);
