@@ -515,6 +515,10 @@ static void *conn_thread(void *arg)
 		serve_demand(s, s->dfd, buf);
 		goto end;
 	}
+	if (role == PEER_ROLE_DEMAND) {
+		refuse(fd, c->peer, "a demand hello carries no bitmap", 0);
+		goto out;
+	}
 	if (role != PEER_ROLE_STREAM) {
 		refuse(fd, c->peer, "unknown role", 0);
 		goto out;
