@@ -23,7 +23,7 @@
 #define GIB (1ULL << 30)
 #define PMD_SIZE_BYTES (2ULL << 20)
 
-#define BENCH_MAX_ROWS 24
+#define BENCH_MAX_ROWS 32
 #define BENCH_MAX_KV 16
 
 struct bench_opts {
