@@ -703,12 +703,36 @@ int engine_fill_range(struct fl_engine *e, struct worker *w, struct region *r,
 			continue;	/* lost the race: look again */
 		int ret = fill_run(e, w, r, i, j - i, s, how, counter);
 
-		if (ret < 0)
+		/*
+		 * ENOENT: those pages have no mapping any more (now marked
+		 * removed); the rest of the range still needs filling - the
+		 * faulting page may be further on.
+		 */
+		if (ret < 0 && ret != -ENOENT)
 			return ret;
 		ran = true;
 		i = j;
 	}
 	return 0;
+}
+
+/*
+ * A fault on a page already filled.  Either another thread's fault on it,
+ * read after the fill: the page is there, the fill below answers EEXIST
+ * and wakes.  Or the page was emptied behind our back: removed
+ * (MADV_DONTNEED) before its REMOVE event was read and applied, or
+ * unmapped and mapped anew without an UNMAP event.  Then it reads as
+ * removed memory does: zeros (its page cache, for shared memory).  Only
+ * waking would make that thread fault on it forever.
+ */
+static int refill_present(struct fl_engine *e, struct worker *w,
+			  struct region *r, uint64_t pg)
+{
+	if (!region_claim(r, pg, PG_PRESENT)) {	/* changing under us */
+		uffd_wake(e->uffd, region_page_addr(r, pg), r->page_size);
+		return 0;
+	}
+	return fill_run(e, w, r, pg, 1, PG_REMOVED, FILL_REMOVED, NULL);
 }
 
 /* Serve one fault: its chunk, then make sure its thread is woken. */
@@ -751,7 +775,7 @@ static int serve(struct fl_engine *e, struct worker *w, const struct pending *p)
 	uint64_t last = first + per < r->npages ? first + per : r->npages;
 
 	if (region_get(r, pg) == PG_PRESENT)
-		uffd_wake(e->uffd, region_page_addr(r, pg), r->page_size);
+		ret = refill_present(e, w, r, pg);
 	else
 		ret = engine_fill_range(e, w, r, first, last, FILL_REMOVED,
 					NULL);

@@ -1,10 +1,17 @@
 /*
  * engine_events.c - non-cooperative events: REMOVE (MADV_DONTNEED, balloon)
  * makes pages read as zeros from then on, UNMAP drops regions, REMAP moves
- * them and serving continues at the new address.
+ * them and serving continues at the new address; under a uffd without
+ * UNMAP events (Firecracker's), memory unmapped or mapped anew never makes
+ * a thread fault forever.
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "faultline.h"
 #include "tap.h"
@@ -23,6 +30,87 @@ static struct fl_engine *serve(struct fl_source *src, uint8_t *mem,
 	    fl_engine_start(e, 2) < 0)
 		BAIL("engine setup: %s", fl_last_error());
 	return e;
+}
+
+/* A uffd as Firecracker makes it: REMOVE events only (no UNMAP, no REMAP). */
+static int fc_uffd(void)
+{
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	struct uffdio_api api = { .api = UFFD_API,
+				  .features = UFFD_FEATURE_EVENT_REMOVE };
+
+	if (fd < 0 || ioctl(fd, UFFDIO_API, &api) < 0)
+		BAIL("userfaultfd: %m");
+	return fd;
+}
+
+static int fc_register(int uffd, void *mem, uint64_t len)
+{
+	struct uffdio_register r = {
+		.range = { (uintptr_t)mem, len },
+		.mode = UFFDIO_REGISTER_MODE_MISSING,
+	};
+
+	return ioctl(uffd, UFFDIO_REGISTER, &r);
+}
+
+static struct fl_engine *fc_serve(struct fl_source *src, int uffd,
+				  uint8_t *mem, uint64_t len)
+{
+	struct fl_engine_opts o = {
+		.uffd = uffd, .chunk_size = 64 << 10,
+		.flags = FL_ENGINE_NO_PREFETCH | FL_ENGINE_NO_BACKGROUND,
+	};
+	struct fl_region_desc d = { .addr = (uintptr_t)mem, .len = len,
+				    .page_size = PAGE };
+	struct fl_engine *e;
+
+	if (fc_register(uffd, mem, len) < 0 || fl_engine_create(&o, &e) < 0 ||
+	    fl_engine_add_region(e, &d, src) < 0 || fl_engine_start(e, 1) < 0)
+		BAIL("engine setup: %s", fl_last_error());
+	return e;
+}
+
+/*
+ * Memory changed under a Firecracker-style uffd (no UNMAP events): no
+ * fault may be answered with a wake alone, or its thread faults forever.
+ */
+static void fc_style(struct fl_source *src)
+{
+	uint64_t len = 4 << 20;
+	int uffd = fc_uffd();
+	uint8_t *mem = map_anon(len, 0);
+	struct fl_engine *e = fc_serve(src, uffd, mem, len);
+
+	alarm(20);	/* a fault loop fails the test, not the run */
+	/* A removed page unmapped before a fault on its chunk. */
+	ok(same_as_file(mem, PAGE, 0, SEED, 0), "page 0 served");
+	madvise(mem, PAGE, MADV_DONTNEED);
+	madvise(mem + 5 * PAGE, PAGE, MADV_DONTNEED);
+	munmap(mem, PAGE);
+	ok(is_zero_mem(mem + 5 * PAGE, PAGE) &&
+	   same_as_file(mem + 6 * PAGE, PAGE, 6 * PAGE, SEED, 0),
+	   "a removed page whose chunk starts with an unmapped page reads "
+	   "zeros (the COPY's ENOENT for that page no longer ends the fill)");
+	fl_engine_destroy(e);
+	close(uffd);
+	munmap(mem + PAGE, len - PAGE);
+
+	/* Unmapped and mapped anew at the same address, registered again. */
+	uffd = fc_uffd();
+	mem = map_anon(len, 0);
+	e = fc_serve(src, uffd, mem, len);
+	ok(same_as_file(mem, PAGE, 0, SEED, 0), "page 0 served");
+	ok(mmap(mem, len, PROT_READ | PROT_WRITE,
+		MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == mem &&
+	   fc_register(uffd, mem, len) == 0, "memory mapped anew, registered");
+	ok(is_zero_mem(mem, PAGE),
+	   "a page filled before reads zeros in the new memory (a fault on a "
+	   "page the engine filled is filled again, not only woken)");
+	fl_engine_destroy(e);
+	close(uffd);
+	munmap(mem, len);
+	alarm(0);
 }
 
 int main(void)
@@ -160,6 +248,7 @@ int main(void)
 	fl_engine_destroy(e);
 	munmap(g, 4 * PAGE);
 
+	fc_style(src);
 	fl_source_put(src);
 	unlink(path);
 	return done_testing();
