@@ -328,22 +328,36 @@ static void finish(struct fl_engine *e)
 	}
 }
 
+static int fail_pages(struct fl_engine *e, struct region *r, uint64_t pg,
+		      uint64_t npg);
+
 /*
- * The source cannot produce [addr, addr+len): never serve it wrong.  Poison
+ * The source cannot produce [pg, pg+npg): never serve it wrong.  Poison
  * it (SIGBUS in the faulting thread) or kill the client, by policy.
  */
 static int source_failed(struct fl_engine *e, struct region *r, uint64_t pg,
 			 uint64_t npg, int err)
 {
-	uint64_t addr = region_page_addr(r, pg), len = npg << r->page_shift;
-	uint64_t done = 0;
-	int ret = -EPERM;
-
 	stat_add(&e->st.source_errors, 1);
 	fl_err(err, "source %s: cannot read offset %llu (+%llu): %s",
 	       r->src->desc,
 	       (unsigned long long)(r->src_off + (pg << r->page_shift)),
-	       (unsigned long long)len, strerror(-err));
+	       (unsigned long long)(npg << r->page_shift), strerror(-err));
+	return fail_pages(e, r, pg, npg);
+}
+
+/*
+ * Pages that cannot be served, ever: POISON them (SIGBUS in a thread that
+ * touches one) or kill the client, by the engine's on_error policy.  They
+ * are never left for a fault or background restore to retry.
+ */
+static int fail_pages(struct fl_engine *e, struct region *r, uint64_t pg,
+		      uint64_t npg)
+{
+	uint64_t addr = region_page_addr(r, pg), len = npg << r->page_shift;
+	uint64_t done = 0;
+	int ret = -EPERM;
+
 	if (e->on_error == FL_ON_ERROR_POISON || e->client_pid <= 0)
 		ret = uffd_poison(e->uffd, addr, len, 0, &done);
 	if (ret == 0) {
@@ -480,6 +494,21 @@ static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
 		return fill_pagewise(e, r, left, pg + npg, op,
 				     src ? src + off : 0,
 				     prior, how, counter);
+	/*
+	 * Anything else the kernel refuses for good (EINVAL: the memory is
+	 * not what the region says, e.g. hugetlb pages described as 4 KiB;
+	 * EPERM, ENOSPC...) would be refused again on every fault and every
+	 * background pass: fail those pages as a source error does (SIGBUS
+	 * or the client killed, and a message), never loop on them.
+	 */
+	if (ret != -ENOENT && ret != -EAGAIN && ret != -ESRCH &&
+	    ret != -ENOMEM) {
+		fl_err(ret, "0x%llx+%llu: the kernel refuses to fill it: %s",
+		       (unsigned long long)(base + off),
+		       (unsigned long long)((pg + npg - left) << r->page_shift),
+		       strerror(-ret));
+		return fail_pages(e, r, left, pg + npg - left);
+	}
 	/*
 	 * ENOENT for one page: no registered mapping there any more
 	 * (unmapped without an UNMAP event: Firecracker does not ask for
@@ -898,7 +927,7 @@ int fl_engine_create(const struct fl_engine_opts *opts, struct fl_engine **out)
 
 	e = calloc(1, sizeof(*e));
 	if (!e)
-		return -ENOMEM;
+		return fl_err(-ENOMEM, "engine: out of memory");
 	e->chunk = chunk;
 	e->prefetch = !(opts->flags & FL_ENGINE_NO_PREFETCH);
 	e->background = !(opts->flags & FL_ENGINE_NO_BACKGROUND);
@@ -928,7 +957,9 @@ int fl_engine_create(const struct fl_engine_opts *opts, struct fl_engine **out)
 	e->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	e->process_worker = worker_new(opts->flags & FL_ENGINE_MOVE);
 	if (e->stopfd < 0 || !e->process_worker) {
-		ret = e->stopfd < 0 ? -errno : -ENOMEM;
+		ret = e->stopfd < 0 ?
+		      fl_err(-errno, "engine: cannot create an eventfd: %m") :
+		      fl_err(-ENOMEM, "engine: cannot map a staging buffer");
 		goto fail;
 	}
 
@@ -972,6 +1003,33 @@ int fl_engine_uffd(const struct fl_engine *e)
 	return e->uffd;
 }
 
+/*
+ * The page size of the mapping at addr in process pid (0: this one), from
+ * its smaps: KernelPageSize in bytes, or 0 when that cannot be told (no
+ * mapping there, or a process whose smaps we may not read).
+ */
+static uint64_t mapped_page_size(pid_t pid, uint64_t addr)
+{
+	char path[40], line[256];
+	unsigned long long lo, hi, kb;
+	bool in = false;
+	uint64_t ps = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/smaps", pid > 0 ? pid : getpid());
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (!ps && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx-%llx ", &lo, &hi) == 2)	/* a VMA */
+			in = addr >= lo && addr < hi;
+		else if (in && sscanf(line, "KernelPageSize: %llu kB", &kb) == 1)
+			ps = kb << 10;
+	}
+	fclose(f);
+	return ps;
+}
+
 static int check_region(struct fl_engine *e, const struct fl_region_desc *d,
 			struct fl_source *src)
 {
@@ -1011,6 +1069,20 @@ static int check_region(struct fl_engine *e, const struct fl_region_desc *d,
 				      (unsigned long long)r->addr,
 				      (unsigned long long)r->len);
 	}
+	/*
+	 * Memory whose pages are not what the region says (hugetlb described
+	 * as 4 KiB, or the reverse) could never be filled: the kernel refuses
+	 * every COPY into it.
+	 */
+	uint64_t mps = mapped_page_size(e->client_pid, d->addr);
+
+	if (mps && mps != ps)
+		return fl_err(-EINVAL,
+			      "region 0x%llx: page_size %llu, but the memory "
+			      "there has %llu KiB pages",
+			      (unsigned long long)d->addr,
+			      (unsigned long long)ps,
+			      (unsigned long long)(mps >> 10));
 	return 0;
 }
 

@@ -79,6 +79,26 @@ int main(void)
 	expect_einval(fl_engine_add_region(e, &d, src), "offset overflow",
 		      "beyond the end");
 	d.src_offset = 0;
+
+	/* Pages not what the region says: no COPY could ever fill them
+	 * (Firecracker's handshake saying 4096 for hugetlb memory). */
+	void *huge = mmap(NULL, 2 << 20, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB |
+			  MAP_NORESERVE, -1, 0);
+
+	if (huge == MAP_FAILED) {
+		skip(1, "no hugetlb mappings here");
+	} else {
+		d.addr = (uintptr_t)huge;
+		d.page_size = 4096;
+		d.len = 1 << 20;
+		expect_einval(fl_engine_add_region(e, &d, src),
+			      "hugetlb memory described as 4 KiB pages",
+			      "2048 KiB pages");
+		munmap(huge, 2 << 20);
+		d.addr = base;
+	}
+	d.src_offset = 0;
 	d.addr = ~0ull - 4095;
 	d.len = 8192;
 	expect_einval(fl_engine_add_region(e, &d, src), "address wraps",
