@@ -271,8 +271,15 @@ static void apply_event(struct fl_engine *e, const struct uffd_msg *m)
 		apply_remap(e, m->arg.remap.from, m->arg.remap.to,
 			    m->arg.remap.len);
 		break;
+	case UFFD_EVENT_FORK:
+		/*
+		 * Refused at create; should one come anyway, do not keep the
+		 * child's uffd open in this process for ever.
+		 */
+		close((int)m->arg.fork.ufd);
+		break;
 	default:
-		break;	/* FORK is never requested */
+		break;
 	}
 }
 
@@ -968,6 +975,21 @@ int fl_engine_create(const struct fl_engine_opts *opts, struct fl_engine **out)
 
 		if (fl < 0) {
 			ret = fl_err(-EBADF, "uffd %d: not an open fd",
+				     opts->uffd);
+			goto fail;
+		}
+		/*
+		 * A uffd that asks for fork events would hand us a forked
+		 * child's uffd we do not serve: that child's threads would
+		 * sleep in their first fault for ever.  Refuse it up front.
+		 */
+		uint64_t feat = 0;
+
+		if (uffd_fd_features(opts->uffd, &feat) == 0 &&
+		    (feat & UFFD_FEATURE_EVENT_FORK)) {
+			ret = fl_err(-EINVAL, "uffd %d asks for fork events "
+				     "(UFFD_FEATURE_EVENT_FORK): a forked "
+				     "child's memory would not be served",
 				     opts->uffd);
 			goto fail;
 		}

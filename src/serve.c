@@ -22,9 +22,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -49,6 +51,7 @@ struct session {
 	enum sess_state state;
 	struct fc_parser *parser;
 	int uffd;
+	int pidfd;		/* the client, during the handshake (or -1) */
 	int nfds;		/* fds received so far: exactly one is valid */
 	bool got_bytes;		/* some of the handshake arrived */
 	struct fl_engine *engine;
@@ -80,6 +83,10 @@ struct daemon {
 	uint64_t prev_done;	/* bytes restored at that check */
 	int last_step;		/* not a terminal: last 10 % step said */
 	bool tty;		/* stderr is a terminal */
+	int max_sessions;	/* what the descriptor limit allows */
+	int spare_fd;		/* given up to refuse a client when out of fds */
+	uint64_t accept_paused;	/* ms: listener ignored until then */
+	bool fds_warned;	/* "out of file descriptors" said */
 };
 
 static uint64_t now_ms(void)
@@ -275,6 +282,8 @@ static void teardown_engine(struct daemon *d, struct session *s,
 
 static void session_free(struct session *s)
 {
+	if (s->pidfd >= 0)
+		close(s->pidfd);
 	fc_parser_free(s->parser);
 	close(s->sock);
 	free(s);
@@ -355,14 +364,69 @@ static void wait_teardowns(struct daemon *d)
 	pthread_mutex_unlock(&d->lock);
 }
 
+/*
+ * Sessions at most: MAX_SESSIONS, or fewer when the descriptor limit is
+ * low (a serving session holds its socket, the uffd, the engine's eventfd
+ * and the client's pagemap; a handshake also a pidfd), keeping FD_RESERVE
+ * for the rest.
+ */
+#define FDS_PER_SESSION	5
+#define FD_RESERVE	64
+
+static int max_sessions(void)
+{
+	struct rlimit rl;
+	rlim_t n = MAX_SESSIONS;
+
+	/* The soft limit (1024 under systemd) up to the hard one first. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		n = rl.rlim_cur > FD_RESERVE + FDS_PER_SESSION ?
+		    (rl.rlim_cur - FD_RESERVE) / FDS_PER_SESSION : 1;
+	return n < MAX_SESSIONS ? (int)n : MAX_SESSIONS;
+}
+
+/*
+ * accept() failed for want of descriptors (something else holds them).
+ * The client would stay in the backlog, and poll() report it again at
+ * once: take it with the spare descriptor and close it (a VMM then fails
+ * its snapshot load instead of hanging), say so once, and when even that
+ * fails leave the listener alone for 100 ms instead of spinning.
+ */
+static void accept_no_fds(struct daemon *d)
+{
+	int fd = -1;
+
+	if (d->spare_fd >= 0) {
+		close(d->spare_fd);
+		fd = accept4(d->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd >= 0)
+			close(fd);
+		d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	}
+	if (!d->fds_warned)
+		slog(NULL, "out of file descriptors with %d sessions: refusing "
+		     "clients (raise the limit: ulimit -n, LimitNOFILE=)",
+		     d->nsessions);
+	d->fds_warned = true;
+	if (fd < 0)
+		d->accept_paused = now_ms() + 100;
+}
+
 static void accept_one(struct daemon *d)
 {
 	int fd = accept4(d->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	struct ucred cred;
 	socklen_t cl = sizeof(cred);
 
+	if (fd < 0 && (errno == EMFILE || errno == ENFILE))
+		accept_no_fds(d);
 	if (fd < 0)
 		return;
+	d->fds_warned = false;
 	struct session *s = calloc(1, sizeof(*s));
 
 	if (!s || fc_parser_new(&s->parser) < 0) {
@@ -374,10 +438,13 @@ static void accept_one(struct daemon *d)
 	s->id = ++d->next_id;
 	s->sock = fd;
 	s->uffd = -1;
+	s->pidfd = -1;
 	s->t_start = now_ms();
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0) {
 		s->pid = cred.pid;
 		s->uid = cred.uid;
+		/* Signalled through this, never by a pid reused since. */
+		s->pidfd = (int)syscall(SYS_pidfd_open, s->pid, 0);
 	}
 	s->next = d->sessions;
 	d->sessions = s;
@@ -386,8 +453,12 @@ static void accept_one(struct daemon *d)
 		session_end(d, s, "uid not allowed (--allow-uid)");
 		return;
 	}
-	if (d->nsessions > MAX_SESSIONS) {
-		session_end(d, s, "too many sessions");
+	if (d->nsessions > d->max_sessions) {
+		char why[96];
+
+		snprintf(why, sizeof(why), "too many sessions (%d, what the "
+			 "descriptor limit allows)", d->max_sessions);
+		session_end(d, s, why);
 		return;
 	}
 	slog(s, "connected");
@@ -463,6 +534,10 @@ static int start_serving(struct daemon *d, struct session *s,
 	if (ret < 0)
 		return ret;
 	s->state = S_SERVING;
+	if (s->pidfd >= 0) {	/* only a refused handshake needed it */
+		close(s->pidfd);
+		s->pidfd = -1;
+	}
 	s->nregions = n;
 	s->t_serving = now_ms();
 	slog(s, "serving %d region%s, %llu MiB, from %s", n, n > 1 ? "s" : "",
@@ -471,6 +546,26 @@ static int start_serving(struct daemon *d, struct session *s,
 }
 
 /* Bytes (and maybe the fd) of the handshake arrived. */
+/*
+ * A handshake that fails.  A client that has handed over its uffd (or
+ * tried to) will not be served by anyone: its VM's first fault would sleep
+ * for ever.  It is killed (SIGKILL, pid from SO_PEERCRED), as Firecracker's
+ * documentation asks of a handler that cannot serve, and the log says so.
+ */
+static void refuse_handshake(struct daemon *d, struct session *s,
+			     const char *why, bool tried_fd)
+{
+	char line[400];
+
+	if ((s->nfds > 0 || tried_fd) && s->pidfd >= 0 && s->pid != getpid() &&
+	    syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0) == 0) {
+		snprintf(line, sizeof(line), "%s; client killed (its uffd "
+			 "would never be served)", why);
+		why = line;
+	}
+	session_end(d, s, why);
+}
+
 static void handshake_input(struct daemon *d, struct session *s)
 {
 	char buf[4096];
@@ -489,13 +584,19 @@ static void handshake_input(struct daemon *d, struct session *s)
 		return;
 	if (n >= 0)	/* on failure the control buffer holds nothing */
 		take_fds(s, &mh);
-	if (n <= 0) {
+	if (n <= 0) {	/* the client is gone (or going): nothing to kill */
 		session_end(d, s, n < 0 ? "receive failed" : s->got_bytes ?
 			    "bad handshake: truncated JSON (the client closed the socket mid-array)" :
 			    "client closed before the handshake");
 		return;
 	}
 	s->got_bytes = true;
+	if ((mh.msg_flags & MSG_CTRUNC) && !s->nfds) {
+		/* The kernel could not install the fd here: EMFILE. */
+		refuse_handshake(d, s, "cannot receive the client's uffd: the "
+				 "daemon is out of file descriptors", true);
+		return;
+	}
 	if (mh.msg_flags & MSG_CTRUNC || s->nfds > 1) {
 		char why[96];
 
@@ -503,7 +604,7 @@ static void handshake_input(struct daemon *d, struct session *s)
 			 "bad handshake: %s%d fds in SCM_RIGHTS, expected exactly one",
 			 (mh.msg_flags & MSG_CTRUNC) ? "more than " : "",
 			 s->nfds);
-		session_end(d, s, why);
+		refuse_handshake(d, s, why, true);
 		return;
 	}
 	int ret = fc_parser_feed(s->parser, buf, (size_t)n, fl_source_size(d->src),
@@ -517,7 +618,7 @@ static void handshake_input(struct daemon *d, struct session *s)
 		char why[320];
 
 		snprintf(why, sizeof(why), "bad handshake: %s", fl_last_error());
-		session_end(d, s, why);
+		refuse_handshake(d, s, why, false);
 	}
 }
 
@@ -671,7 +772,7 @@ static void check_sessions(struct daemon *d)
 			session_end(d, s, "client gone");
 		else if (s->state == S_HANDSHAKE &&
 			 now - s->t_start > (uint64_t)d->cfg->handshake_timeout_ms)
-			session_end(d, s, "bad handshake: incomplete JSON array after the timeout");
+			refuse_handshake(d, s, "bad handshake: incomplete JSON array after the timeout", false);
 	}
 }
 
@@ -711,7 +812,8 @@ static int loop(struct daemon *d)
 			break;
 		pfd[n] = (struct pollfd){ .fd = d->sig_fd, .events = POLLIN };
 		who[n++] = NULL;
-		if (d->listen_fd >= 0 && d->nsessions < MAX_SESSIONS) {
+		if (d->listen_fd >= 0 && d->nsessions <= d->max_sessions &&
+		    now_ms() >= d->accept_paused) {
 			pfd[n] = (struct pollfd){ .fd = d->listen_fd, .events = POLLIN };
 			who[n++] = NULL;
 		}
@@ -780,6 +882,8 @@ int serve_run(const struct serve_config *cfg)
 		fl_source_put(d.src);
 		return ret;
 	}
+	d.max_sessions = max_sessions();
+	d.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
@@ -791,6 +895,8 @@ int serve_run(const struct serve_config *cfg)
 	     cfg->socket_path ? cfg->socket_path : "the systemd socket");
 	ret = loop(&d);
 	stop_listening(&d);
+	if (d.spare_fd >= 0)
+		close(d.spare_fd);
 	close(d.sig_fd);
 	fl_source_put(d.src);
 	return ret;

@@ -9,6 +9,7 @@
  * is returned rather than retried here.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -50,6 +51,27 @@ int uffd_api(int fd, uint64_t want, uint64_t *features, uint64_t *ioctls)
 	if (ioctls)
 		*ioctls = api.ioctls;
 	return 0;
+}
+
+int uffd_fd_features(int fd, uint64_t *features)
+{
+	char path[48], line[128];
+	unsigned long long api, ioctls;
+	unsigned int feat;
+	int ret = -ENOTTY;	/* not a userfaultfd, or one without an API */
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "API:\t%llx:%x:%llx", &api, &feat, &ioctls) == 3) {
+			*features = feat & ~UFFD_FEATURE_INITIALIZED;
+			ret = 0;
+		}
+	fclose(f);
+	return ret;
 }
 
 int uffd_create(uint64_t want, uint64_t *features)

@@ -51,6 +51,14 @@ struct uffd_caps {
 int uffd_open(int flags);
 /* UFFDIO_API handshake; asks for want & what the kernel has. */
 int uffd_api(int fd, uint64_t want, uint64_t *features, uint64_t *ioctls);
+/*
+ * The features another party's uffd was set up with (its UFFDIO_API), from
+ * /proc/self/fdinfo: 0, or -ENOTTY if fd is no userfaultfd.
+ */
+int uffd_fd_features(int fd, uint64_t *features);
+#ifndef UFFD_FEATURE_INITIALIZED
+#define UFFD_FEATURE_INITIALIZED	(1u << 31)	/* fdinfo only: API done */
+#endif
 /* Open a uffd and complete the handshake in one go; returns the fd. */
 int uffd_create(uint64_t want, uint64_t *features);
 /* What the kernel supports, learnt on a throw-away uffd. */

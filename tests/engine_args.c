@@ -3,9 +3,13 @@
  * names what was wrong.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "faultline.h"
@@ -50,6 +54,21 @@ int main(void)
 	   "a FIFO is refused at once, not waited on (%s)", fl_last_error());
 	unlink(fifo);
 	alarm(0);
+	/* A uffd that asks for fork events: a forked child would hang. */
+	int ffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC);
+	struct uffdio_api api = { .api = UFFD_API,
+				  .features = UFFD_FEATURE_EVENT_FORK };
+
+	if (ffd < 0 || ioctl(ffd, UFFDIO_API, &api) < 0) {
+		skip(1, "no userfaultfd with fork events here");
+	} else {
+		struct fl_engine_opts fo = { .uffd = ffd };
+
+		expect_einval(fl_engine_create(&fo, &e), "uffd with EVENT_FORK",
+			      "fork events");
+	}
+	if (ffd >= 0)
+		close(ffd);
 	ok(fl_source_open(path, &src) == 0, "open snapshot");
 	ok(fl_engine_create(&o, &e) == 0, "create engine with defaults");
 

@@ -775,26 +775,6 @@ static bool log_has(int i, const char *what)
 	return found;
 }
 
-/* CPU ticks (user + system) a process has used. */
-static unsigned long long cpu_ticks(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long ut = 0, st = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
-	fclose(f);
-	/* after "pid (comm)": state and 10 more fields, then utime stime */
-	if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
-			"%llu %llu", &ut, &st) != 2)
-		ut = st = 0;
-	return ut + st;
-}
-
 /*
  * A connection that says DEMAND HELLO with token (a receiver's own: the
  * same token again would replace that session); the answer's type, or -1.
@@ -856,9 +836,9 @@ static void conn_flood(void)
 		welcome += t == PEER_WELCOME;
 		refused += t == PEER_ERROR;
 	}
-	t0 = cpu_ticks(senders[a]);
+	t0 = su_cpu_ticks(senders[a]);
 	su_sleep_ms(500);
-	used = cpu_ticks(senders[a]) - t0;
+	used = su_cpu_ticks(senders[a]) - t0;
 	ok(welcome > 0 && welcome < 64 && welcome + refused == 80 &&
 	   used < 10, "80 idle demand connections to a sender with 64 "
 	   "descriptors: %d served, %d refused, %llu CPU ticks in 500 ms",

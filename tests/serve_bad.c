@@ -1,7 +1,8 @@
 /*
  * serve_bad.c - `faultline serve` facing bad clients: every malformed
  * Firecracker handshake gets a one-line log naming the field and that
- * session is closed, while a concurrent good client keeps being served
+ * session is closed (its client killed if it handed over its uffd: nobody
+ * would serve it), while a concurrent good client keeps being served
  * every byte right; a stale socket file is replaced; a uid not allowed is
  * refused; a source that fails under a running client poisons or kills.
  *
@@ -13,6 +14,7 @@
 #include <setjmp.h>
 
 #include "serve_util.h"
+#include "uffd.h"
 
 #define MIB		(1ULL << 20)
 #define FILE_SIZE	(16 * MIB)
@@ -21,7 +23,8 @@
 static struct mem_file mem;
 static struct serve srv;
 
-enum fd_kind { FD_UFFD, FD_NONE, FD_TWO };
+/* FD_FORK: a uffd of its own that asks for fork events. */
+enum fd_kind { FD_UFFD, FD_NONE, FD_TWO, FD_FORK };
 
 struct bad_case {
 	const char *name;
@@ -98,6 +101,8 @@ static const struct bad_case cases[] = {
 	  .kw = { "fd", "descriptor" } },
 	{ .name = "two fds", .json = "[" GOOD "]", .fds = FD_TWO,
 	  .kw = { "fd", "descriptor" } },
+	{ .name = "a uffd asking for fork events", .json = "[" GOOD "]",
+	  .fds = FD_FORK, .kw = { "fork events" } },
 	KW("huge region count", NULL /* built */, "region", "too many",
 	   "too long", "too large", "longer"),
 	FIELD("offset outside the file", "[" REG("{A}", "{S}", "{F}") "]",
@@ -205,7 +210,8 @@ static int closed_by_daemon(int sock, unsigned int timeout_ms)
 /*
  * One bad handshake, sent from its own child process so that its log line
  * is told apart by pid.  The child waits for the daemon to close the
- * session: exit 0 if it did, 1 if not.
+ * session: exit 0 if it did, 1 if not (or it is killed, having handed
+ * over its uffd).
  */
 static int case_main(void *arg)
 {
@@ -226,6 +232,16 @@ static int case_main(void *arg)
 		fds[nfds++] = c.uffd;
 	if (bc->fds == FD_TWO)
 		fds[nfds++] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (bc->fds == FD_FORK) {
+		uint64_t feat;
+
+		fds[nfds] = uffd_open(O_CLOEXEC);
+		if (fds[nfds] < 0 || uffd_api(fds[nfds],
+					      UFFD_FEATURE_EVENT_FORK, &feat,
+					      NULL) < 0)
+			return 12;
+		nfds++;
+	}
 	sock = fc_connect_unix(srv.sock);
 	if (sock < 0)
 		return 11;
@@ -293,7 +309,17 @@ static void finish_case(struct case_run *cr, unsigned int timeout_ms)
 		diag("  %s", line);
 	else
 		serve_log_dump_pid(&srv, cr->mark, cr->pid);
-	is_int(r, 0, "... and the session closed by the daemon");
+	/*
+	 * A client that handed over its uffd and is still there is killed:
+	 * nobody would ever serve its memory.  One that closed its end is
+	 * only closed.
+	 */
+	if (bc->fds != FD_NONE && !bc->eof)
+		ok(r == -SIGKILL && strstr(line, "client killed"),
+		   "... and the client, whose uffd nobody would serve, "
+		   "killed (%d)", r);
+	else
+		is_int(r, 0, "... and the session closed by the daemon");
 	if (ms > 1000)
 		diag("  (%s: verdict after %llu ms)", bc->name,
 		     (unsigned long long)ms);
@@ -323,6 +349,57 @@ static void test_idle_connections(void)
 	for (int i = 0; i < n; i++)
 		close(idle[i]);
 	ok(serve_alive(&srv), "daemon alive after the silent connections");
+}
+
+/*
+ * A daemon whose descriptor limit allows two sessions: a third client is
+ * refused at once with a line saying why (not left in the backlog, no CPU
+ * spent spinning), and served once a session has ended.
+ */
+static void test_fd_limit(void)
+{
+	struct su_client_args a = {
+		.mem = &mem, .nregions = 1, .sizes = { 8 * MIB },
+		.page_size = FC_PAGE_4K, .stop_fd = -1, .result_fd = -1,
+	};
+	uint64_t sizes[1] = { 8 * MIB };
+	struct fc_client held[2];
+	struct serve s;
+	unsigned long long t0, used;
+	int nheld = 0, sock, r;
+
+	serve_init(&s);
+	s.nofile = 64 + 2 * 5;	/* FD_RESERVE + 2 x FDS_PER_SESSION */
+	if (serve_start(&s, mem.path, NULL)) {
+		ok(0, "daemon with 74 descriptors: cannot start");
+		serve_cleanup(&s);
+		return;
+	}
+	a.sock = s.sock;
+	for (int i = 0; i < 2; i++)
+		if (fc_client_map(&held[nheld], 1, sizes, FC_PAGE_4K) == 0 &&
+		    fc_client_connect(&held[nheld], s.sock) == 0)
+			nheld++;
+	long mark = serve_log_mark(&s);
+
+	sock = fc_connect_unix(s.sock);
+	t0 = su_cpu_ticks(s.pid);
+	r = sock >= 0 && closed_by_daemon(sock, 3000);
+	su_sleep_ms(300);
+	used = su_cpu_ticks(s.pid) - t0;
+	ok(nheld == 2 && r && used < 10 &&
+	   serve_log_find(&s, mark, 0, (const char *[]){ "too many sessions",
+			  NULL }, 2000, NULL, 0),
+	   "descriptors for 2 sessions: a third client is refused at once and "
+	   "told why (%d held, %llu CPU ticks)", nheld, used);
+	if (sock >= 0)
+		close(sock);
+	for (int i = 0; i < nheld; i++)
+		fc_client_close(&held[i]);
+	r = su_reap(su_spawn(su_client_main, &a), 10000);
+	is_int(r, 0, "... and served once the others have left");
+	serve_stop(&s);
+	serve_cleanup(&s);
 }
 
 /* ---- the stale socket, and uids------------------------------------------- */
@@ -649,6 +726,7 @@ int main(void)
 	serve_stop(&srv);
 	serve_cleanup(&srv);
 
+	test_fd_limit();
 	test_stale_socket();
 	test_uids();
 	test_source_error("poison");

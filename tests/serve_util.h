@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +69,7 @@ struct serve {
 	int listen_fd;		/* >= 0: socket activation, as fd 3 */
 	int status;		/* wait status once reaped */
 	int reaped;
+	unsigned long nofile;	/* > 0: the daemon's RLIMIT_NOFILE (both) */
 };
 
 static inline void serve_init(struct serve *s)
@@ -108,6 +110,26 @@ static inline int su_listening(const char *path)
 	}
 	fclose(f);
 	return found;
+}
+
+/* CPU ticks (user + system) process pid has used; 0 if unknown. */
+static inline unsigned long long su_cpu_ticks(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut = 0, st = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	fclose(f);
+	/* after "pid (comm)": state and 10 more fields, then utime stime */
+	if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+			"%llu %llu", &ut, &st) != 2)
+		ut = st = 0;
+	return ut + st;
 }
 
 static inline int serve_alive(struct serve *s)
@@ -203,6 +225,11 @@ static inline int serve_start(struct serve *s, const char *mem,
 		if (fd >= 0) {
 			dup2(fd, 0);
 			dup2(fd, 1);
+		}
+		if (s->nofile) {
+			struct rlimit rl = { s->nofile, s->nofile };
+
+			setrlimit(RLIMIT_NOFILE, &rl);
 		}
 		if (s->listen_fd >= 0) {
 			char pid[32];
