@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,7 +77,7 @@ struct daemon {
 	int ended;
 	bool draining;
 	struct session *sessions;
-	pthread_mutex_t lock;	/* tearing, and the stats file */
+	pthread_mutex_t lock;	/* tearing */
 	pthread_cond_t torn;
 	int tearing;		/* sessions being torn down */
 	uint64_t t_progress;	/* ms, last progress check */
@@ -211,33 +212,66 @@ static bool uid_allowed(const struct serve_config *cfg, uid_t uid)
 	return false;
 }
 
+/*
+ * Open the --stats-json file for one append: a regular file only, never
+ * waited on (a FIFO without a reader, say).  The fd, or -errno.
+ */
+static int stats_open(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+		return -EINVAL;	/* a FIFO's open could block, or fail */
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
+		      O_NONBLOCK, 0644);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
+}
+
+/*
+ * One JSON object per line, the session then its counters, written by one
+ * write() to a file opened for append: lines from concurrent teardowns
+ * never mix, and no lock is held that the control loop would wait on.
+ * A failed write is logged (once until one succeeds again).
+ */
 static void write_stats(struct daemon *d, struct session *s,
 			const struct fl_stats *st, uint64_t ms)
 {
-	if (!d->cfg->stats_json)
+	static atomic_bool failing;
+	const char *path = d->cfg->stats_json;
+
+	if (!path)
 		return;
-	char *js = fl_stats_json(st);
+	char *js = fl_stats_json(st), restore[24] = "null", *line = NULL;
+	int fd = stats_open(path), n = -1;
 
-	pthread_mutex_lock(&d->lock);	/* whole lines, one session at a time */
-	FILE *f = fopen(d->cfg->stats_json, "a");
+	if (s->restored)
+		snprintf(restore, sizeof(restore), "%llu",
+			 (unsigned long long)s->restore_ms);
+	if (js)
+		n = asprintf(&line, "{\"session\":%d,\"pid\":%d,\"uid\":%u,"
+			     "\"regions\":%d,\"bytes\":%llu,\"duration_ms\":%llu,"
+			     "\"restore_ms\":%s,\"stats\":%s}\n",
+			     s->id, (int)s->pid, (unsigned int)s->uid,
+			     s->nregions, (unsigned long long)s->bytes,
+			     (unsigned long long)ms, restore, js);
+	errno = fd < 0 ? -fd : ENOMEM;
+	bool ok = fd >= 0 && n > 0 && write(fd, line, (size_t)n) == n;
 
-	if (f && js) {
-		/* One JSON object per line: the session, then its counters. */
-		char restore[24] = "null";
-
-		if (s->restored)
-			snprintf(restore, sizeof(restore), "%llu",
-				 (unsigned long long)s->restore_ms);
-		fprintf(f, "{\"session\":%d,\"pid\":%d,\"uid\":%u,\"regions\":%d,"
-			"\"bytes\":%llu,\"duration_ms\":%llu,\"restore_ms\":%s,"
-			"\"stats\":%s}\n",
-			s->id, (int)s->pid, (unsigned int)s->uid, s->nregions,
-			(unsigned long long)s->bytes, (unsigned long long)ms,
-			restore, js);
-	}
-	if (f)
-		fclose(f);
-	pthread_mutex_unlock(&d->lock);
+	if (!ok && !atomic_exchange(&failing, true))
+		slog(s, "cannot write its stats to %s: %s", path,
+		     errno == EINVAL ? "not a regular file" : strerror(errno));
+	if (ok)
+		atomic_store(&failing, false);
+	if (fd >= 0)
+		close(fd);
+	free(line);
 	free(js);
 }
 
@@ -874,6 +908,15 @@ int serve_run(const struct serve_config *cfg)
 	struct fl_source_opts so = { .cache_dir = cfg->cache_dir,
 				     .cache_max_bytes = cfg->cache_max };
 
+	if (cfg->stats_json) {	/* a path that cannot work: say so now */
+		int fd = stats_open(cfg->stats_json);
+
+		if (fd < 0)
+			return fl_err(fd, "--stats-json %s: %s", cfg->stats_json,
+				      fd == -EINVAL ? "not a regular file" :
+				      strerror(-fd));
+		close(fd);
+	}
 	ret = fl_source_open_ex(cfg->mem_file, &so, &d.src);
 	if (ret < 0)
 		return ret;

@@ -402,6 +402,51 @@ static void test_fd_limit(void)
 	serve_cleanup(&s);
 }
 
+/* Whether the daemon's log (any line) contains what. */
+static bool log_has(const struct serve *s, const char *what)
+{
+	FILE *f = fopen(s->log, "r");
+	char line[1024];
+	bool found = false;
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, what) != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* A --stats-json path that cannot work stops the daemon at start, saying why. */
+static void test_stats_path(void)
+{
+	static const struct { const char *what, *path, *why; } bad[] = {
+		{ "in a missing directory", "/nonexistent-dir/stats.json",
+		  "No such file" },
+		{ "a FIFO (a write would block teardown)", NULL,
+		  "not a regular file" },
+	};
+	char fifo[64];
+
+	snprintf(fifo, sizeof(fifo), "/tmp/fl-stats-fifo-%d", getpid());
+	mkfifo(fifo, 0600);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		const char *path = bad[i].path ? bad[i].path : fifo;
+		struct serve s;
+		int r;
+
+		serve_init(&s);
+		r = serve_start(&s, mem.path, (const char *[]){ "--stats-json",
+				path, NULL });
+		ok(r < 0 && log_has(&s, "--stats-json") &&
+		   log_has(&s, bad[i].why),
+		   "--stats-json %s: the daemon does not start, and says why",
+		   bad[i].what);
+		serve_stop(&s);
+		serve_cleanup(&s);
+	}
+	unlink(fifo);
+}
+
 /* ---- the stale socket, and uids------------------------------------------- */
 
 static void test_stale_socket(void)
@@ -727,6 +772,7 @@ int main(void)
 	serve_cleanup(&srv);
 
 	test_fd_limit();
+	test_stats_path();
 	test_stale_socket();
 	test_uids();
 	test_source_error("poison");
