@@ -984,9 +984,16 @@ int fl_engine_create(const struct fl_engine_opts *opts, struct fl_engine **out)
 		 * sleep in their first fault for ever.  Refuse it up front.
 		 */
 		uint64_t feat = 0;
+		int fr = uffd_fd_features(opts->uffd, &feat);
 
-		if (uffd_fd_features(opts->uffd, &feat) == 0 &&
-		    (feat & UFFD_FEATURE_EVENT_FORK)) {
+		if (fr == -ENOTTY || fr == -ENOTCONN) {
+			ret = fl_err(-EINVAL, "fd %d: %s", opts->uffd,
+				     fr == -ENOTTY ? "not a userfaultfd" :
+				     "a userfaultfd whose UFFDIO_API was "
+				     "never done");
+			goto fail;
+		}
+		if (fr == 0 && (feat & UFFD_FEATURE_EVENT_FORK)) {
 			ret = fl_err(-EINVAL, "uffd %d asks for fork events "
 				     "(UFFD_FEATURE_EVENT_FORK): a forked "
 				     "child's memory would not be served",

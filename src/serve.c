@@ -908,6 +908,16 @@ int serve_run(const struct serve_config *cfg)
 	struct fl_source_opts so = { .cache_dir = cfg->cache_dir,
 				     .cache_max_bytes = cfg->cache_max };
 
+	/*
+	 * Signals only through the signalfd, blocked before any thread
+	 * exists (an HTTP source starts its own at open): a thread that
+	 * left SIGTERM unblocked would take it with the default action, and
+	 * the daemon would die instead of draining its sessions.
+	 */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	if (cfg->stats_json) {	/* a path that cannot work: say so now */
 		int fd = stats_open(cfg->stats_json);
 
@@ -928,10 +938,6 @@ int serve_run(const struct serve_config *cfg)
 	d.max_sessions = max_sessions();
 	d.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	signal(SIGPIPE, SIG_IGN);
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	d.sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	slog(NULL, "serving %s (%llu MiB) on %s", d.src->desc,
 	     (unsigned long long)(fl_source_size(d.src) >> 20),

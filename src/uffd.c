@@ -68,7 +68,8 @@ int uffd_fd_features(int fd, uint64_t *features)
 	while (fgets(line, sizeof(line), f))
 		if (sscanf(line, "API:\t%llx:%x:%llx", &api, &feat, &ioctls) == 3) {
 			*features = feat & ~UFFD_FEATURE_INITIALIZED;
-			ret = 0;
+			/* UFFDIO_API not done yet: nothing can be read. */
+			ret = feat & UFFD_FEATURE_INITIALIZED ? 0 : -ENOTCONN;
 		}
 	fclose(f);
 	return ret;

@@ -53,7 +53,8 @@ int uffd_open(int flags);
 int uffd_api(int fd, uint64_t want, uint64_t *features, uint64_t *ioctls);
 /*
  * The features another party's uffd was set up with (its UFFDIO_API), from
- * /proc/self/fdinfo: 0, or -ENOTTY if fd is no userfaultfd.
+ * /proc/self/fdinfo: 0; -ENOTTY if fd is no userfaultfd, -ENOTCONN if its
+ * UFFDIO_API handshake was never done.
  */
 int uffd_fd_features(int fd, uint64_t *features);
 #ifndef UFFD_FEATURE_INITIALIZED

@@ -69,6 +69,16 @@ int main(void)
 	}
 	if (ffd >= 0)
 		close(ffd);
+	/* Not a userfaultfd; a userfaultfd whose UFFDIO_API was never done. */
+	struct fl_engine_opts no = { .uffd = open("/dev/null", O_RDONLY) };
+
+	expect_einval(fl_engine_create(&no, &e), "/dev/null as the uffd",
+		      "not a userfaultfd");
+	close(no.uffd);
+	no.uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC);
+	expect_einval(fl_engine_create(&no, &e), "a uffd without UFFDIO_API",
+		      "never done");
+	close(no.uffd);
 	ok(fl_source_open(path, &src) == 0, "open snapshot");
 	ok(fl_engine_create(&o, &e) == 0, "create engine with defaults");
 

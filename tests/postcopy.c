@@ -880,10 +880,26 @@ static void daemon_e2e(void)
 	};
 	pid_t c = su_spawn(su_client_main, &ca);
 	int rc = su_reap(c, 30000);
+	int st = serve_stop(&sv);
 
-	serve_stop(&sv);
 	ok(rc == 0, "faultline serve --mem-file %s: a Firecracker-style "
 	   "client (2 regions, strided) reads every byte right", spec);
+	ok(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	   "... and on SIGTERM the daemon drains and exits 0 (status 0x%x)",
+	   st);
+	serve_cleanup(&sv);
+
+	/*
+	 * SIGTERM while the source still receives: its receiver thread
+	 * must not take the signal (the default action: the daemon killed
+	 * instead of draining).
+	 */
+	serve_init(&sv);
+	ret = serve_start(&sv, spec, NULL);
+	st = ret ? -1 : serve_stop(&sv);
+	ok(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	   "SIGTERM while the tcp:// source is still receiving: the daemon "
+	   "exits 0 (status 0x%x)", st);
 	if (rc)
 		serve_log_dump(&sv, 0);
 	serve_cleanup(&sv);
