@@ -185,6 +185,9 @@ int fl_engine_stats(const struct fl_engine *e, struct fl_stats *out);
  * counts as done) and bytes in all.  It scans the page state maps (a byte
  * per page, 256 KiB per GiB): call it a few times a second, not per fault.
  * Never waits: -EBUSY while the engine is applying events (try later).
+ * A scan that finds nothing missing marks the restore complete (stats
+ * restore_complete; restore_ms up to the last page filled), also when
+ * background restore is off or never had a quiet moment.
  */
 int fl_engine_progress(struct fl_engine *e, uint64_t *missing,
 		       uint64_t *total);

@@ -457,6 +457,8 @@ static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
 		uint64_t n = done >> r->page_shift;
 
 		region_set(r, first, n, PG_PRESENT);
+		atomic_store_explicit(&e->last_fill_ns, now_ns(),
+				      memory_order_relaxed);
 		stat_add(zero ? &e->st.pages_zeroed : &e->st.pages_copied, n);
 		if (!zero && op != UFFD_OP_CONTINUE)	/* CONTINUE copies nothing */
 			stat_add(&e->st.bytes_copied, done);

@@ -81,11 +81,13 @@ struct fl_engine {
 	_Atomic uint64_t last_fault_ns;
 	int bg_region;			/* background cursor */
 	uint64_t bg_page;
-	atomic_bool restored;		/* background found nothing missing */
+	atomic_bool restored;		/* nothing missing: background restore
+					 * or a progress scan found so */
 	uint64_t bg_gen;		/* regions changed: bumped (ra_lock) */
 	bool bg_stopped;		/* hugetlb pool empty: faults only */
 	uint64_t start_ns;		/* fl_engine_start() */
 	_Atomic uint64_t restored_ns;	/* when restored last became true */
+	_Atomic uint64_t last_fill_ns;	/* the last run filled, any path */
 	atomic_bool dense;		/* a client faults all over: stream now */
 	atomic_int readers_waiting;	/* fault readers waiting for the lock */
 

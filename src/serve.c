@@ -291,7 +291,10 @@ static void teardown_engine(struct daemon *d, struct session *s,
 {
 	struct fl_stats st;
 
+	uint64_t miss, all;
+
 	fl_engine_stop(s->engine);
+	fl_engine_progress(s->engine, &miss, &all);	/* restored by now? */
 	fl_engine_stats(s->engine, &st);
 	/* Restored since the last progress check: say it now. */
 	if (!s->restored && st.restore_complete)

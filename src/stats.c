@@ -69,6 +69,18 @@ int fl_engine_progress(struct fl_engine *e, uint64_t *missing,
 		m += (c[PG_MISSING] + c[PG_BUSY]) << r->page_shift;
 		t += r->len;
 	}
+	/*
+	 * Nothing missing, although background restore never said so (faults
+	 * and readahead filled it all, or it had no quiet moment): restored
+	 * when the last run was filled.  Under the lock: a region added
+	 * afterwards (write lock) clears it again.
+	 */
+	if (t && !m && !atomic_load(&e->restored)) {
+		uint64_t at = atomic_load(&e->last_fill_ns);
+
+		atomic_store(&e->restored_ns, at ? at : now_ns());
+		atomic_store(&e->restored, true);
+	}
 	pthread_rwlock_unlock(&e->lock);
 	*missing = m;
 	*total = t;

@@ -40,6 +40,14 @@ static struct fl_engine *serve(struct fl_source *src, uint8_t *mem,
 	return e;
 }
 
+static uint64_t now_ms_(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 static struct fl_stats finish(struct fl_engine *e)
 {
 	struct fl_stats st;
@@ -63,9 +71,23 @@ int main(void)
 
 	/* Linear: readahead kicks in. */
 	mem = map_anon(LEN, 0);
+	uint64_t t0 = now_ms_(), miss = 1, all = 0;	/* before the start */
 	struct fl_engine *e = serve(src, mem, FL_ENGINE_NO_BACKGROUND);
 
 	ok(same_as_file(mem, LEN, 0, SEED, 0), "linear: every byte right");
+	uint64_t took = now_ms_() - t0;
+
+	/* No background restore: a progress scan tells it is complete. */
+	fl_engine_stats(e, &st);
+	int before = (int)st.restore_complete;
+
+	fl_engine_progress(e, &miss, &all);
+	fl_engine_stats(e, &st);
+	ok(!before && miss == 0 && all == LEN && st.restore_complete &&
+	   st.restore_ms <= took,
+	   "linear: restored by faults and readahead alone, a progress scan "
+	   "says so: restore_ms %llu (the guest took %llu ms)",
+	   (unsigned long long)st.restore_ms, (unsigned long long)took);
 	st = finish(e);
 	ok(st.pages_prefetched > LEN / PAGE / 2,
 	   "linear: most pages prefetched (%llu of %llu)",
