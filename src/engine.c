@@ -361,17 +361,50 @@ static int source_failed(struct fl_engine *e, struct region *r, uint64_t pg,
 static int fail_pages(struct fl_engine *e, struct region *r, uint64_t pg,
 		      uint64_t npg)
 {
-	uint64_t addr = region_page_addr(r, pg), len = npg << r->page_shift;
-	uint64_t done = 0;
-	int ret = -EPERM;
+	bool poison = e->on_error == FL_ON_ERROR_POISON || e->client_pid <= 0;
+	uint64_t step = npg;	/* pages per POISON: 1 after an ENOENT */
 
-	if (e->on_error == FL_ON_ERROR_POISON || e->client_pid <= 0)
-		ret = uffd_poison(e->uffd, addr, len, 0, &done);
-	if (ret == 0) {
-		region_set(r, pg, npg, PG_PRESENT);
-		stat_add(&e->st.pages_poisoned, npg);
-		return 0;
+	while (poison && npg) {
+		uint64_t addr = region_page_addr(r, pg), done = 0;
+		uint64_t n = step < npg ? step : npg;
+		int ret = uffd_poison(e->uffd, addr, n << r->page_shift, 0,
+				      &done);
+		uint64_t k = done >> r->page_shift;
+
+		region_set(r, pg, k, PG_PRESENT);
+		stat_add(&e->st.pages_poisoned, k);
+		pg += k;
+		npg -= k;
+		if (ret == 0)
+			continue;
+		if (ret == -EAGAIN) {	/* events pending: apply, then again */
+			region_set(r, pg, npg, PG_MISSING);
+			stat_add(&e->st.eagain, 1);
+			return -EAGAIN;
+		}
+		if (ret == -ENOENT && step > 1) {	/* across a VMA's end */
+			step = 1;
+			continue;
+		}
+		if (ret == -ENOENT || ret == -EEXIST) {
+			/* No mapping there any more, or populated meanwhile. */
+			region_set(r, pg, 1, ret == -ENOENT ? PG_REMOVED :
+				   PG_PRESENT);
+			if (ret == -EEXIST)
+				uffd_wake(e->uffd, addr, r->page_size);
+			pg++;
+			npg--;
+			continue;
+		}
+		if (ret == -ESRCH)
+			break;
+		fl_err(ret, "0x%llx: cannot poison it either: %s",
+		       (unsigned long long)addr, strerror(-ret));
+		break;
 	}
+	if (!npg)
+		return 0;
+	/* Poisoning impossible (or not the policy): the client must go. */
 	if (e->client_pid > 0)
 		kill(e->client_pid, SIGKILL);
 	region_set(r, pg, npg, PG_MISSING);
