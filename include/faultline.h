@@ -147,9 +147,21 @@ int fl_engine_start(struct fl_engine *e, unsigned int nthreads);
 int fl_engine_fd(const struct fl_engine *e);
 /* Handle everything pending without blocking; returns messages handled. */
 int fl_engine_process(struct fl_engine *e);
-/* Stop the engine's threads (idempotent). */
+/*
+ * Stop the engine's threads (idempotent); a stopped engine does not start
+ * again, but fl_engine_process() still serves it.  Until then faults on
+ * its regions wait, and so do munmap/madvise/mremap of them (each waits
+ * for its event to be read): destroy the engine before unmapping its
+ * memory, and never change the regions from the thread that calls
+ * fl_engine_process().
+ */
 int fl_engine_stop(struct fl_engine *e);
-/* Stop, close the uffd if the engine owns it, free everything. */
+/*
+ * Stop, close the uffd if the engine owns it, free everything.  Pages not
+ * restored by then read as zeros afterwards (the kernel's answer once the
+ * uffd is closed): destroy when the restore is complete, or the memory no
+ * longer matters.
+ */
 void fl_engine_destroy(struct fl_engine *e);
 /* Non-zero once the client is gone (ESRCH) or a kill policy fired. */
 int fl_engine_finished(const struct fl_engine *e);

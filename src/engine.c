@@ -1225,6 +1225,9 @@ int fl_engine_start(struct fl_engine *e, unsigned int nthreads)
 		return fl_err(-EINVAL, "threads %u: must be 1 to 64", nthreads);
 	if (e->threads)
 		return fl_err(-EBUSY, "engine already started");
+	if (atomic_load(&e->stopping))	/* its threads would exit at once */
+		return fl_err(-EINVAL, "engine stopped: it does not start "
+			      "again (fl_engine_process() still serves it)");
 	e->threads = calloc(nthreads, sizeof(*e->threads));
 	if (!e->threads)
 		return -ENOMEM;

@@ -148,6 +148,9 @@ int main(void)
 	ok(fl_engine_start(e, 1) == -EBUSY, "second start is -EBUSY");
 	ok(same_as_file((void *)(uintptr_t)base, 1 << 20, 0, 1, 0),
 	   "region still served after all the rejected calls");
+	fl_engine_stop(e);
+	expect_einval(fl_engine_start(e, 1), "start after stop",
+		      "does not start again");
 	fl_engine_destroy(e);
 	fl_source_put(src);
 	munmap(mem, 4 << 20);
