@@ -337,6 +337,7 @@ static void finish(struct fl_engine *e)
 
 static int fail_pages(struct fl_engine *e, struct region *r, uint64_t pg,
 		      uint64_t npg);
+static uint64_t mapped_page_size(pid_t pid, uint64_t addr);
 
 /*
  * The source cannot produce [pg, pg+npg): never serve it wrong.  Poison
@@ -806,6 +807,33 @@ static int refill_present(struct fl_engine *e, struct worker *w,
 	return fill_run(e, w, r, pg, 1, PG_REMOVED, FILL_REMOVED, NULL);
 }
 
+/*
+ * A fault on registered memory no region describes (a VMA grown by mremap,
+ * a range left by MREMAP_DONTUNMAP): it has no snapshot data, so it reads
+ * as that memory reads when new: zeros, or for shared memory whose page
+ * cache has the page (a minor fault) that page.  A bare wake would only
+ * make the thread fault again, forever; so would a 4 KiB answer in
+ * hugetlb memory.
+ */
+static int fill_unknown(struct fl_engine *e, uint64_t addr)
+{
+	uint64_t ps = mapped_page_size(e->client_pid, addr), done;
+	uint64_t page;
+	int ret;
+
+	if (ps < 4096 || ps > HUGE_2M)
+		ps = 4096;
+	page = addr & ~(ps - 1);
+	ret = ps >= HUGE_2M ?	/* no ZEROPAGE on hugetlbfs */
+	      uffd_copy(e->uffd, page, zero_buf, ps, 0, &done) :
+	      uffd_zeropage(e->uffd, page, ps, 0, &done);
+	if (ret == -EEXIST)	/* in the page cache: map it */
+		ret = uffd_continue(e->uffd, page, ps, 0, &done);
+	if (ret < 0 && ret != -EAGAIN && ret != -ESRCH)
+		uffd_wake(e->uffd, page, ps);
+	return ret;
+}
+
 /* Serve one fault: its chunk, then make sure its thread is woken. */
 static int serve(struct fl_engine *e, struct worker *w, const struct pending *p)
 {
@@ -822,15 +850,10 @@ static int serve(struct fl_engine *e, struct worker *w, const struct pending *p)
 		 * does.  A bare wake would only make the thread fault again,
 		 * forever.
 		 */
-		uint64_t page = p->addr & ~4095ull, done;
-		int ret = uffd_zeropage(e->uffd, page, 4096, 0, &done);
+		int ret = fill_unknown(e, p->addr);
 
 		pthread_rwlock_unlock(&e->lock);
-		if (ret == -EAGAIN)
-			return ret;
-		if (ret < 0)
-			uffd_wake(e->uffd, page, 4096);
-		return ret == -ESRCH ? ret : 0;
+		return ret == -EAGAIN || ret == -ESRCH ? ret : 0;
 	}
 	uint64_t chunk = e->chunk > r->page_size ? e->chunk : r->page_size;
 	/*

@@ -9,7 +9,9 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "faultline.h"
 #include "tap.h"
@@ -42,6 +44,50 @@ static struct fl_engine *serve(struct fl_source *src, uint8_t *mem, int fd)
 	}
 	fl_engine_start(e, 2);
 	return e;
+}
+
+/*
+ * The VMA grown by mremap past the region: its pages are no region's.  A
+ * page the memfd already holds is mapped (a minor fault: ZEROPAGE answers
+ * EEXIST there, and only waking made the thread fault for ever); a page it
+ * does not hold reads zeros.
+ */
+static void grown(struct fl_source *src)
+{
+	uint64_t len = 4 << 20;
+	int fd = memfd_create("fl-grow", MFD_CLOEXEC);
+	uint8_t buf[PAGE];
+	struct fl_engine_opts o = {
+		.uffd = -1,
+		.flags = FL_ENGINE_NO_PREFETCH | FL_ENGINE_NO_BACKGROUND,
+	};
+	struct fl_engine *e;
+
+	memset(buf, 0xab, sizeof(buf));
+	if (ftruncate(fd, 2 * len) ||
+	    pwrite(fd, buf, PAGE, len + PAGE) != PAGE)	/* beyond it */
+		BAIL("memfd");
+	uint8_t *mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			    fd, 0);
+	struct fl_region_desc d = {
+		.addr = (uintptr_t)mem, .len = len, .page_size = PAGE,
+		.flags = FL_REGION_REGISTER | FL_REGION_MINOR, .memfd = fd,
+	};
+
+	if (fl_engine_create(&o, &e) || fl_engine_add_region(e, &d, src) ||
+	    fl_engine_start(e, 1))
+		BAIL("engine: %s", fl_last_error());
+	alarm(20);
+	ok(same_as_file(mem, PAGE, 0, SEED, 0), "grown: region served");
+	uint8_t *g = mremap(mem, len, 2 * len, MREMAP_MAYMOVE);
+
+	ok(g != MAP_FAILED && g[len + PAGE] == 0xab && g[len + 2 * PAGE] == 0,
+	   "grown past the region: a page in the memfd reads it, one not "
+	   "in it reads zeros (no fault loop)");
+	alarm(0);
+	fl_engine_destroy(e);
+	munmap(g, 2 * len);
+	close(fd);
 }
 
 int main(void)
@@ -101,6 +147,7 @@ int main(void)
 	munmap(mem, LEN);
 	munmap(clone, LEN);
 	close(fd);
+	grown(src);
 	fl_source_put(src);
 	unlink(path);
 	return done_testing();
