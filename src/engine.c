@@ -1227,11 +1227,19 @@ int fl_engine_save_trace(struct fl_engine *e, const char *path)
 
 int fl_engine_replay(struct fl_engine *e, const char *path)
 {
+	struct trace t;
+	int ret;
+
+	/* A trace that does not load leaves the one before as it was. */
+	trace_init(&t);
+	ret = trace_load(&t, path);
+	if (ret < 0) {
+		trace_free(&t);
+		return ret;
+	}
 	pthread_mutex_lock(&e->ra_lock);
 	trace_free(&e->replay);
-	trace_init(&e->replay);
-	int ret = trace_load(&e->replay, path);
-
+	e->replay = t;
 	e->replay_next = 0;
 	e->replay_off = 0;
 	pthread_cond_signal(&e->ra_cond);

@@ -299,7 +299,20 @@ static int readahead_piece(struct fl_engine *e, struct worker *w)
  */
 static int replay_piece(struct fl_engine *e, struct worker *w)
 {
+	uint64_t src_end = 0;	/* no region maps the snapshot beyond this */
+
+	if (!e->nregions)
+		return 0;	/* nothing to replay into yet */
+	for (int i = 0; i < e->nregions; i++)
+		if (e->regions[i]->src_off + e->regions[i]->len > src_end)
+			src_end = e->regions[i]->src_off + e->regions[i]->len;
 	pthread_mutex_lock(&e->ra_lock);
+	/* A trace of another snapshot: what lies past every region is skipped. */
+	while (e->replay_next < e->replay.n &&
+	       e->replay.runs[e->replay_next].off + e->replay_off >= src_end) {
+		e->replay_next++;
+		e->replay_off = 0;
+	}
 	if (e->replay_next >= e->replay.n) {
 		pthread_mutex_unlock(&e->ra_lock);
 		return 0;
@@ -309,6 +322,11 @@ static int replay_piece(struct fl_engine *e, struct worker *w)
 	struct trace_run run = e->replay.runs[e->replay_next];
 	uint64_t off = run.off + e->replay_off;
 	uint64_t len = run.len - e->replay_off;
+
+	if (len > src_end - off) {	/* the run ends past every region */
+		len = src_end - off;
+		run.len = e->replay_off + len;
+	}
 
 	if (len > BG_BYTES)
 		len = BG_BYTES;
