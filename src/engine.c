@@ -647,6 +647,10 @@ static int map_source(struct worker *w, const struct fl_source *src,
  * UFFDIO_CONTINUE; MOVE out of the staging buffer in-process when enabled;
  * COPY otherwise.
  */
+static int run_failed(struct fl_engine *e, struct worker *w, struct region *r,
+		      uint64_t pg, uint64_t npg, enum page_state prior,
+		      unsigned int how, _Atomic uint64_t *counter, int err);
+
 static int fill_run(struct fl_engine *e, struct worker *w, struct region *r,
 		    uint64_t pg, uint64_t npg, enum page_state prior,
 		    unsigned int how, _Atomic uint64_t *counter)
@@ -698,7 +702,7 @@ static int fill_run(struct fl_engine *e, struct worker *w, struct region *r,
 		 */
 		ret = src->ops->read(src, head, probe, off);
 		if (ret < 0)
-			return source_failed(e, r, pg, npg, ret);
+			return run_failed(e, w, r, pg, npg, prior, how, counter, ret);
 		if (!is_zero(head, probe))
 			return fill_claimed(e, r, pg, npg, UFFD_OP_COPY,
 					    (uintptr_t)map, prior,
@@ -707,7 +711,7 @@ static int fill_run(struct fl_engine *e, struct worker *w, struct region *r,
 	if (!zero) {
 		ret = src->ops->read(src, w->buf, len, off);
 		if (ret < 0)
-			return source_failed(e, r, pg, npg, ret);
+			return run_failed(e, w, r, pg, npg, prior, how, counter, ret);
 		zero = is_zero(w->buf, len);
 	}
 	if (zero && r->page_size >= HUGE_2M)	/* no ZEROPAGE on hugetlbfs */
@@ -720,7 +724,7 @@ static int fill_run(struct fl_engine *e, struct worker *w, struct region *r,
 		int64_t n = memfd_fill(r->memfd, w->buf, moff, len);
 
 		if (n < 0)
-			return source_failed(e, r, pg, npg, (int)n);
+			return run_failed(e, w, r, pg, npg, prior, how, counter, (int)n);
 		stat_add(&e->st.bytes_copied, (uint64_t)n);
 		return fill_claimed(e, r, pg, npg, UFFD_OP_CONTINUE, 0, prior,
 				    how, counter);
@@ -730,6 +734,30 @@ static int fill_run(struct fl_engine *e, struct worker *w, struct region *r,
 			    UFFD_OP_MOVE : UFFD_OP_COPY,
 			    (uintptr_t)w->buf, prior, how, counter);
 }
+
+/*
+ * The source could not produce the run [pg, pg+npg): fill it page by page,
+ * so that only the pages it cannot produce are failed (a file truncated
+ * mid-chunk, one bad block of a remote object), not the readable ones
+ * beside them.
+ */
+static int run_failed(struct fl_engine *e, struct worker *w, struct region *r,
+		      uint64_t pg, uint64_t npg, enum page_state prior,
+		      unsigned int how, _Atomic uint64_t *counter, int err)
+{
+	if (npg == 1)
+		return source_failed(e, r, pg, 1, err);
+	for (uint64_t i = 0; i < npg; i++) {
+		int ret = fill_run(e, w, r, pg + i, 1, prior, how, counter);
+
+		if (ret < 0 && ret != -ENOENT) {
+			region_set(r, pg + i + 1, npg - i - 1, prior);
+			return ret;
+		}
+	}
+	return 0;
+}
+
 
 /*
  * Fill every missing (and, for faults, removed) page of [first, last) in

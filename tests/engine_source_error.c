@@ -22,6 +22,7 @@
 
 #define SEED	0x5e5e
 #define LEN	(8ull << 20)
+#define END	(LEN / 2 + 4 * PAGE)	/* the file truncated mid-chunk */
 
 static sigjmp_buf bus_jmp;
 
@@ -41,7 +42,8 @@ static int bus_on_read(const volatile uint8_t *p)
 }
 
 /*
- * Child: the second half of the file truncated away, a VMA boundary 32 KiB
+ * Child: the file truncated 16 KiB into a chunk of its second half, a VMA
+ * boundary 32 KiB
  * into a 64 KiB chunk of it; exit 0 if that chunk's fault gets SIGBUS and
  * the first half is still served right.
  */
@@ -60,7 +62,7 @@ static int child(const char *path, bool split)
 
 	alarm(10);
 	signal(SIGBUS, on_bus);
-	if (fl_source_open(path, &src) || truncate(path, LEN / 2) ||
+	if (fl_source_open(path, &src) || truncate(path, END) ||
 	    fl_engine_create(&o, &e) || fl_engine_add_region(e, &d, src))
 		return 10;
 	if (split)	/* two VMAs from here: a mprotect would do the same */
@@ -73,6 +75,11 @@ static int child(const char *path, bool split)
 		return 2;	/* the other VMA's page of the chunk */
 	if (!same_as_file(mem, 1 << 20, 0, SEED, 0))
 		return 3;	/* the engine stopped serving */
+	/* The chunk the file ends in: its pages before the end are data. */
+	if (!same_as_file(mem + LEN / 2, 4 * PAGE, LEN / 2, SEED, 0))
+		return 4;
+	if (!bus_on_read(mem + END))
+		return 5;
 	fl_engine_destroy(e);
 	return 0;
 }
@@ -90,8 +97,9 @@ static void run(const char *name, bool split)
 	waitpid(pid, &st, 0);
 	ok(WIFEXITED(st) && WEXITSTATUS(st) == 0,
 	   "%s: SIGBUS on the unreadable pages, the rest still served "
-	   "(status 0x%x: 1/2 no SIGBUS, 3 engine gone, SIGALRM a thread "
-	   "left asleep)", name, st);
+	   "(status 0x%x: 1/2/5 no SIGBUS, 3 engine gone, 4 readable pages "
+	   "failed with their chunk, SIGALRM a thread left asleep)", name,
+	   st);
 	unlink(path);
 }
 
