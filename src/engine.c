@@ -391,8 +391,9 @@ static int fail_pages(struct fl_engine *e, struct region *r, uint64_t pg,
 			/* No mapping there any more, or populated meanwhile. */
 			region_set(r, pg, 1, ret == -ENOENT ? PG_REMOVED :
 				   PG_PRESENT);
-			if (ret == -EEXIST)
-				uffd_wake(e->uffd, addr, r->page_size);
+			if (ret == -EEXIST)	/* its sleeper: this page's */
+				uffd_wake(e->uffd, region_page_addr(r, pg),
+					  r->page_size);
 			pg++;
 			npg--;
 			continue;
@@ -545,7 +546,7 @@ static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
 	 * or the client killed, and a message), never loop on them.
 	 */
 	if (ret != -ENOENT && ret != -EAGAIN && ret != -ESRCH &&
-	    ret != -ENOMEM) {
+	    ret != -ENOMEM && ret != -EFAULT) {
 		fl_err(ret, "0x%llx+%llu: the kernel refuses to fill it: %s",
 		       (unsigned long long)(base + off),
 		       (unsigned long long)((pg + npg - left) << r->page_shift),
@@ -748,12 +749,22 @@ static int run_failed(struct fl_engine *e, struct worker *w, struct region *r,
 	if (npg == 1)
 		return source_failed(e, r, pg, 1, err);
 	for (uint64_t i = 0; i < npg; i++) {
+		uint64_t errs = atomic_load(&e->st.source_errors);
 		int ret = fill_run(e, w, r, pg + i, 1, prior, how, counter);
 
 		if (ret < 0 && ret != -ENOENT) {
 			region_set(r, pg + i + 1, npg - i - 1, prior);
 			return ret;
 		}
+		/*
+		 * This page failed as well: the rest would too (the end of
+		 * the file, a server that answers errors) and each try could
+		 * take a remote source's whole retry budget.  Fail them now.
+		 */
+		if (atomic_load(&e->st.source_errors) != errs)
+			return i + 1 < npg ?
+			       source_failed(e, r, pg + i + 1, npg - i - 1,
+					     err) : 0;
 	}
 	return 0;
 }

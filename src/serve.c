@@ -39,6 +39,9 @@
 #include "source.h"
 #include "trace.h"
 
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD	77	/* Linux 6.5 */
+#endif
 #define MAX_SESSIONS	1024
 #define MAX_FDS_PER_MSG	8
 
@@ -262,7 +265,11 @@ static void write_stats(struct daemon *d, struct session *s,
 			     s->nregions, (unsigned long long)s->bytes,
 			     (unsigned long long)ms, restore, js);
 	errno = fd < 0 ? -fd : ENOMEM;
-	bool ok = fd >= 0 && n > 0 && write(fd, line, (size_t)n) == n;
+	ssize_t wr = fd >= 0 && n > 0 ? write(fd, line, (size_t)n) : -1;
+	bool ok = wr == n;
+
+	if (wr >= 0 && !ok)
+		errno = ENOSPC;	/* a short write: the disk is full */
 
 	if (!ok && !atomic_exchange(&failing, true))
 		slog(s, "cannot write its stats to %s: %s", path,
@@ -480,8 +487,16 @@ static void accept_one(struct daemon *d)
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0) {
 		s->pid = cred.pid;
 		s->uid = cred.uid;
-		/* Signalled through this, never by a pid reused since. */
-		s->pidfd = (int)syscall(SYS_pidfd_open, s->pid, 0);
+		/*
+		 * Signalled through this, never by a pid reused since: the
+		 * socket's own (SO_PEERPIDFD, Linux 6.5: taken at connect),
+		 * else one opened now.
+		 */
+		socklen_t pl = sizeof(s->pidfd);
+
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &s->pidfd,
+			       &pl) < 0)
+			s->pidfd = (int)syscall(SYS_pidfd_open, s->pid, 0);
 	}
 	s->next = d->sessions;
 	d->sessions = s;
@@ -606,8 +621,16 @@ static void refuse_handshake(struct daemon *d, struct session *s,
 static void handshake_input(struct daemon *d, struct session *s)
 {
 	char buf[4096];
+	/*
+	 * Room for the fds and for what a socket may add uninvited
+	 * (SCM_CREDENTIALS with SO_PASSCRED, as systemd's PassCredentials=
+	 * sets, a security label, a pidfd): else the uffd does not fit and
+	 * looks like a daemon out of descriptors.
+	 */
 	union {
-		char b[CMSG_SPACE(sizeof(int) * MAX_FDS_PER_MSG)];
+		char b[CMSG_SPACE(sizeof(int) * MAX_FDS_PER_MSG) +
+		       CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(256) +
+		       CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} ctl;
 	struct iovec iov = { buf, sizeof(buf) };

@@ -40,9 +40,12 @@ int fl_engine_stats(const struct fl_engine *e, struct fl_stats *o)
 	o->pages_replayed = atomic_load(&s->pages_replayed);
 	o->pages_moved = atomic_load(&s->pages_moved);
 	o->restore_complete = atomic_load(&e->restored);
+	uint64_t done_ns = atomic_load(&e->restored_ns);
+
+	/* Restored before the threads started (fl_engine_process): 0. */
 	if (o->restore_complete && e->start_ns)
-		o->restore_ms = (atomic_load(&e->restored_ns) - e->start_ns) /
-				1000000;
+		o->restore_ms = done_ns > e->start_ns ?
+				(done_ns - e->start_ns) / 1000000 : 0;
 	o->bytes_copied = atomic_load(&s->bytes_copied);
 	o->eexist = atomic_load(&s->eexist);
 	o->eagain = atomic_load(&s->eagain);

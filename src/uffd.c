@@ -11,6 +11,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -53,12 +55,11 @@ int uffd_api(int fd, uint64_t want, uint64_t *features, uint64_t *ioctls)
 	return 0;
 }
 
-int uffd_fd_features(int fd, uint64_t *features)
+static int fdinfo_api(int fd, unsigned int *feat)
 {
 	char path[48], line[128];
 	unsigned long long api, ioctls;
-	unsigned int feat;
-	int ret = -ENOTTY;	/* not a userfaultfd, or one without an API */
+	int ret = -ENOTTY;	/* not a userfaultfd */
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
@@ -66,13 +67,38 @@ int uffd_fd_features(int fd, uint64_t *features)
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "API:\t%llx:%x:%llx", &api, &feat, &ioctls) == 3) {
-			*features = feat & ~UFFD_FEATURE_INITIALIZED;
-			/* UFFDIO_API not done yet: nothing can be read. */
-			ret = feat & UFFD_FEATURE_INITIALIZED ? 0 : -ENOTCONN;
-		}
+		if (sscanf(line, "API:\t%llx:%x:%llx", &api, feat, &ioctls) == 3)
+			ret = 0;
 	fclose(f);
 	return ret;
+}
+
+/* Does this kernel show UFFD_FEATURE_INITIALIZED in fdinfo (5.15+)? */
+static bool init_shown;
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static void probe_init_shown(void)
+{
+	unsigned int feat = 0;
+	int fd = uffd_create(0, NULL);
+
+	if (fd >= 0 && fdinfo_api(fd, &feat) == 0)
+		init_shown = feat & UFFD_FEATURE_INITIALIZED;
+	if (fd >= 0)
+		close(fd);
+}
+
+int uffd_fd_features(int fd, uint64_t *features)
+{
+	unsigned int feat = 0;
+	int ret = fdinfo_api(fd, &feat);
+
+	if (ret < 0)
+		return ret;
+	pthread_once(&init_once, probe_init_shown);
+	*features = feat & ~UFFD_FEATURE_INITIALIZED;
+	/* UFFDIO_API not done yet: nothing could be read from it. */
+	return init_shown && !(feat & UFFD_FEATURE_INITIALIZED) ? -ENOTCONN : 0;
 }
 
 int uffd_create(uint64_t want, uint64_t *features)

@@ -171,6 +171,16 @@ static void caller_driven(struct fl_source *src)
 	atomic_store(&l.stop, 1);
 	pthread_join(th, NULL);
 	ok(fl_engine_process(e) == 0, "process with nothing pending returns 0");
+
+	/* Restored by the caller's loop, before any engine thread started. */
+	uint64_t miss = 1, all = 0;
+	struct fl_stats st;
+
+	fl_engine_progress(e, &miss, &all);
+	ok(fl_engine_start(e, 1) == 0 && fl_engine_stats(e, &st) == 0 &&
+	   miss == 0 && st.restore_complete && st.restore_ms == 0,
+	   "restored before the threads started: restore_ms %llu (0)",
+	   (unsigned long long)st.restore_ms);
 	fl_engine_destroy(e);
 	munmap(mem, len);
 }

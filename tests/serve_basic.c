@@ -731,6 +731,11 @@ static void test_socket_activation(void)
 	serve_init(&s2);
 	strcpy(sa.sun_path, s2.sock);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/*
+	 * As systemd's PassCredentials=yes: every message then carries
+	 * SCM_CREDENTIALS too, which must not crowd out the uffd.
+	 */
+	setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &(int){ 1 }, sizeof(int));
 	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
 	    listen(fd, 16)) {
 		ok(0, "socket activation: listening socket");
@@ -745,7 +750,8 @@ static void test_socket_activation(void)
 	close(fd);	/* the daemon has its own copy now */
 	a.sock = s2.sock;
 	is_int(run_one(&a), 0,
-	       "socket activation (LISTEN_FDS=1, no --socket): served");
+	       "socket activation (LISTEN_FDS=1, no --socket, SO_PASSCRED): "
+	       "served");
 	st = serve_stop(&s2);
 	ok(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
 	   "socket-activated daemon exits 0 on SIGTERM (status 0x%x)", st);
