@@ -761,20 +761,6 @@ out:
 	free(buf);
 }
 
-/* Whether sender i's log has a line containing what. */
-static bool log_has(int i, const char *what)
-{
-	FILE *f = fopen(logs[i], "r");
-	char line[1024];
-	bool found = false;
-
-	while (f && !found && fgets(line, sizeof(line), f))
-		found = strstr(line, what) != NULL;
-	if (f)
-		fclose(f);
-	return found;
-}
-
 /*
  * A connection that says DEMAND HELLO with token (a receiver's own: the
  * same token again would replace that session); the answer's type, or -1.
@@ -850,7 +836,7 @@ static void conn_flood(void)
 	int ret = fl_source_open(spec, &s);
 
 	ok(ret == 0 && read_all_equal(s) == 0 &&
-	   log_has(a, "too many connections"),
+	   su_file_has(logs[a], "too many connections"),
 	   "after they leave, a receiver reads every byte; the refusals are "
 	   "logged (%s)", ret ? fl_last_error() : "ok");
 	if (!ret)

@@ -402,20 +402,6 @@ static void test_fd_limit(void)
 	serve_cleanup(&s);
 }
 
-/* Whether the daemon's log (any line) contains what. */
-static bool log_has(const struct serve *s, const char *what)
-{
-	FILE *f = fopen(s->log, "r");
-	char line[1024];
-	bool found = false;
-
-	while (f && !found && fgets(line, sizeof(line), f))
-		found = strstr(line, what) != NULL;
-	if (f)
-		fclose(f);
-	return found;
-}
-
 /* A --stats-json path that cannot work stops the daemon at start, saying why. */
 static void test_stats_path(void)
 {
@@ -437,8 +423,8 @@ static void test_stats_path(void)
 		serve_init(&s);
 		r = serve_start(&s, mem.path, (const char *[]){ "--stats-json",
 				path, NULL });
-		ok(r < 0 && log_has(&s, "--stats-json") &&
-		   log_has(&s, bad[i].why),
+		ok(r < 0 && su_file_has(s.log, "--stats-json") &&
+		   su_file_has(s.log, bad[i].why),
 		   "--stats-json %s: the daemon does not start, and says why",
 		   bad[i].what);
 		serve_stop(&s);

@@ -25,6 +25,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,6 +110,20 @@ static inline int su_listening(const char *path)
 			found = 1;
 	}
 	fclose(f);
+	return found;
+}
+
+/* Whether the text file at path has a line containing what. */
+static inline bool su_file_has(const char *path, const char *what)
+{
+	FILE *f = fopen(path, "r");
+	char line[1024];
+	bool found = false;
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, what) != NULL;
+	if (f)
+		fclose(f);
 	return found;
 }
 
