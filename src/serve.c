@@ -505,7 +505,11 @@ static void accept_one(struct daemon *d)
 		session_end(d, s, "uid not allowed (--allow-uid)");
 		return;
 	}
-	if (d->nsessions > d->max_sessions) {
+	pthread_mutex_lock(&d->lock);
+	int tearing = d->tearing;	/* ended, still holding descriptors */
+
+	pthread_mutex_unlock(&d->lock);
+	if (d->nsessions + tearing > d->max_sessions) {
 		char why[96];
 
 		snprintf(why, sizeof(why), "too many sessions (%d, what the "
