@@ -641,6 +641,10 @@ static int map_source(struct worker *w, const struct fl_source *src,
 	return 0;
 }
 
+static int run_failed(struct fl_engine *e, struct worker *w, struct region *r,
+		      uint64_t pg, uint64_t npg, enum page_state prior,
+		      unsigned int how, _Atomic uint64_t *counter, int err);
+
 /*
  * Resolve the claimed run [pg, pg+npg), all of them formerly prior, by the
  * cheapest means: zero pages for removed pages, holes and all-zero data;
@@ -648,10 +652,6 @@ static int map_source(struct worker *w, const struct fl_source *src,
  * UFFDIO_CONTINUE; MOVE out of the staging buffer in-process when enabled;
  * COPY otherwise.
  */
-static int run_failed(struct fl_engine *e, struct worker *w, struct region *r,
-		      uint64_t pg, uint64_t npg, enum page_state prior,
-		      unsigned int how, _Atomic uint64_t *counter, int err);
-
 static int fill_run(struct fl_engine *e, struct worker *w, struct region *r,
 		    uint64_t pg, uint64_t npg, enum page_state prior,
 		    unsigned int how, _Atomic uint64_t *counter)
@@ -737,10 +737,10 @@ static int fill_run(struct fl_engine *e, struct worker *w, struct region *r,
 }
 
 /*
- * The source could not produce the run [pg, pg+npg): fill it page by page,
- * so that only the pages it cannot produce are failed (a file truncated
- * mid-chunk, one bad block of a remote object), not the readable ones
- * beside them.
+ * The source could not produce the run [pg, pg+npg): fill it page by page
+ * until a page fails too, so that the readable pages before the failure (a
+ * file truncated mid-chunk) are served, not failed with it; from that page
+ * on the run fails at once.
  */
 static int run_failed(struct fl_engine *e, struct worker *w, struct region *r,
 		      uint64_t pg, uint64_t npg, enum page_state prior,
