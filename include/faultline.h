@@ -165,6 +165,12 @@ int fl_engine_stop(struct fl_engine *e);
 void fl_engine_destroy(struct fl_engine *e);
 /* Non-zero once the client is gone (ESRCH) or a kill policy fired. */
 int fl_engine_finished(const struct fl_engine *e);
+/*
+ * The first failure that made the engine poison pages or kill its client,
+ * in one line ("" if none): the engine's threads hit it, so the caller's
+ * fl_last_error() never saw it.
+ */
+const char *fl_engine_error(struct fl_engine *e);
 
 /* ---- stats -------------------------------------------------------------- */
 

@@ -359,9 +359,24 @@ static int source_failed(struct fl_engine *e, struct region *r, uint64_t pg,
  * touches one) or kill the client, by the engine's on_error policy.  They
  * are never left for a fault or background restore to retry.
  */
+/* Keep the first failure's message (this thread's last error) for later. */
+static void note_failure(struct fl_engine *e)
+{
+	pthread_mutex_lock(&e->why_lock);
+	if (!e->why[0])
+		snprintf(e->why, sizeof(e->why), "%s", fl_last_error());
+	pthread_mutex_unlock(&e->why_lock);
+}
+
+const char *fl_engine_error(struct fl_engine *e)
+{
+	return e->why;
+}
+
 static int fail_pages(struct fl_engine *e, struct region *r, uint64_t pg,
 		      uint64_t npg)
 {
+	note_failure(e);
 	bool poison = e->on_error == FL_ON_ERROR_POISON || e->client_pid <= 0;
 	uint64_t step = npg;	/* pages per POISON: 1 after an ENOENT */
 
@@ -1039,6 +1054,7 @@ int fl_engine_create(const struct fl_engine_opts *opts, struct fl_engine **out)
 	e->quiet_ns = (uint64_t)(opts->quiet_ms ? opts->quiet_ms :
 				 FL_DEFAULT_QUIET_MS) * 1000000ull;
 	pthread_mutex_init(&e->ra_lock, NULL);
+	pthread_mutex_init(&e->why_lock, NULL);
 	pthread_cond_init(&e->ra_cond, NULL);
 	trace_init(&e->replay);
 	e->on_error = opts->on_error;
@@ -1387,6 +1403,7 @@ void fl_engine_destroy(struct fl_engine *e)
 	pthread_rwlock_destroy(&e->lock);
 	pthread_mutex_destroy(&e->process_lock);
 	pthread_mutex_destroy(&e->ra_lock);
+	pthread_mutex_destroy(&e->why_lock);
 	pthread_cond_destroy(&e->ra_cond);
 	trace_free(&e->replay);
 	if (e->rec) {

@@ -88,6 +88,8 @@ struct fl_engine {
 	uint64_t start_ns;		/* fl_engine_start() */
 	_Atomic uint64_t restored_ns;	/* when restored last became true */
 	_Atomic uint64_t last_fill_ns;	/* the last run filled, any path */
+	pthread_mutex_t why_lock;	/* why */
+	char why[256];			/* first failure: fl_engine_error() */
 	atomic_bool dense;		/* a client faults all over: stream now */
 	atomic_int readers_waiting;	/* fault readers waiting for the lock */
 

@@ -313,6 +313,12 @@ static void teardown_engine(struct daemon *d, struct session *s,
 	     (unsigned long long)(st.bytes_copied >> 20),
 	     (unsigned long long)fl_stats_percentile(&st, 50) / 1000,
 	     (unsigned long long)fl_stats_percentile(&st, 99) / 1000);
+	if (st.pages_poisoned || st.source_errors || fl_engine_error(s->engine)[0])
+		slog(s, "%llu pages poisoned, %llu source errors; the first: %s",
+		     (unsigned long long)st.pages_poisoned,
+		     (unsigned long long)st.source_errors,
+		     fl_engine_error(s->engine)[0] ?
+		     fl_engine_error(s->engine) : "(no message)");
 	write_stats(d, s, &st, ms);
 	if (d->cfg->record) {
 		if (fl_engine_save_trace(s->engine, d->cfg->record) < 0)

@@ -688,6 +688,12 @@ static void test_source_error(const char *policy)
 	}
 	ok(serve_alive(&s), "--on-source-error %s: daemon still running",
 	   policy);
+	if (r != 3)	/* served, then failed: the session says why */
+		ok(serve_log_find(&s, 0, pid, (const char *[]){
+					  "source errors; the first: source", NULL },
+				  5000, NULL, 0),
+		   "--on-source-error %s: the session's end names the first "
+		   "source error", policy);
 	if (tap_failed)
 		serve_log_dump(&s, 0);
 	if (!serve_alive(&s))
