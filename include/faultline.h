@@ -67,7 +67,9 @@ struct fl_engine_opts {
 	int uffd;		/* adopt this uffd; -1: create one here */
 	uint64_t chunk_size;	/* bytes served per fault; 0: default (FL_DEFAULT_CHUNK) */
 	int on_error;		/* enum fl_on_error */
-	int client_pid;		/* for FL_ON_ERROR_KILL; 0: unknown */
+	int client_pid;		/* the client's pid, for FL_ON_ERROR_KILL and to
+				 * look at its memory; 0: this process (or
+				 * unknown); -1: another one, pid unknown */
 	unsigned int flags;	/* FL_ENGINE_* */
 	uint64_t readahead_max;	/* largest prefetch window; 0: FL_DEFAULT_READAHEAD */
 	unsigned int quiet_ms;	/* background restore starts after this long

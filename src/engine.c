@@ -452,8 +452,8 @@ static int resident(const struct fl_engine *e, uint64_t addr)
 		return pread(e->pagemap_fd, &ent, sizeof(ent),
 			     (off_t)(addr / 4096 * sizeof(ent))) ==
 		       (ssize_t)sizeof(ent) ? (int)(ent >> 63) : -1;
-	if (e->client_pid > 0 && e->client_pid != getpid())
-		return -1;
+	if (e->client_pid != 0 && e->client_pid != getpid())
+		return -1;	/* another process: not our address space */
 	return mincore((void *)(uintptr_t)addr, 4096, &v) == 0 && (v & 1);
 }
 
@@ -1158,6 +1158,8 @@ static uint64_t mapped_page_size(pid_t pid, uint64_t addr)
 	uint64_t ps = 0;
 	FILE *f;
 
+	if (pid < 0)	/* another process we cannot name: unknown */
+		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/smaps", pid > 0 ? pid : getpid());
 	f = fopen(path, "re");
 	if (!f)

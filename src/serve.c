@@ -566,7 +566,8 @@ static int start_serving(struct daemon *d, struct session *s,
 		.uffd = s->uffd,
 		.chunk_size = cfg->chunk,
 		.on_error = cfg->on_error,
-		.client_pid = s->pid,
+		/* 0: a peer in a pid namespace we cannot see */
+		.client_pid = s->pid > 0 ? s->pid : -1,
 		.flags = FL_ENGINE_OWN_UFFD,
 	};
 	int ret;

@@ -124,6 +124,15 @@ int main(void)
 		expect_einval(fl_engine_add_region(e, &d, src),
 			      "hugetlb memory described as 4 KiB pages",
 			      "2048 KiB pages");
+		/* A client in a pid namespace we cannot see: not our memory. */
+		struct fl_engine_opts po = { .uffd = -1, .client_pid = -1 };
+		struct fl_engine *pe;
+
+		ok(fl_engine_create(&po, &pe) == 0 &&
+		   fl_engine_add_region(pe, &d, src) == 0,
+		   "client pid unknown (-1): this process's mappings are not "
+		   "taken for the client's (%s)", fl_last_error());
+		fl_engine_destroy(pe);
 		munmap(huge, 2 << 20);
 		d.addr = base;
 	}
