@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -107,9 +108,31 @@ static int enter_ns(const char *ns)
 
 static const char *shaping = "none";
 
+/*
+ * Namespaces left by an earlier run that died without its cleanup
+ * (SIGKILL): the pid in their name is gone.  Removed, so that they do not
+ * pile up on a machine that runs the tests often.
+ */
+static void sweep_stale_namespaces(void)
+{
+	DIR *d = opendir("/run/netns");
+	struct dirent *de;
+	int pid;
+	char side[4];
+
+	while (d && (de = readdir(d)))
+		if (sscanf(de->d_name, "fl-%3[a-z]-%d", side, &pid) == 2 &&
+		    pid > 0 && kill(pid, 0) < 0 && errno == ESRCH)
+			run("ip netns delete %s 2>/dev/null", de->d_name);
+	if (d)
+		closedir(d);
+}
+
 static int net_setup(void)
 {
 	int x = getpid() % 250;
+
+	sweep_stale_namespaces();
 
 	snprintf(ns_src, sizeof(ns_src), "fl-src-%d", getpid());
 	snprintf(ns_dst, sizeof(ns_dst), "fl-dst-%d", getpid());
