@@ -354,11 +354,6 @@ static int source_failed(struct fl_engine *e, struct region *r, uint64_t pg,
 	return fail_pages(e, r, pg, npg);
 }
 
-/*
- * Pages that cannot be served, ever: POISON them (SIGBUS in a thread that
- * touches one) or kill the client, by the engine's on_error policy.  They
- * are never left for a fault or background restore to retry.
- */
 /* Keep the first failure's message (this thread's last error) for later. */
 static void note_failure(struct fl_engine *e)
 {
@@ -373,6 +368,11 @@ const char *fl_engine_error(struct fl_engine *e)
 	return e->why;
 }
 
+/*
+ * Pages that cannot be served, ever: POISON them (SIGBUS in a thread that
+ * touches one) or kill the client, by the engine's on_error policy.  They
+ * are never left for a fault or background restore to retry.
+ */
 static int fail_pages(struct fl_engine *e, struct region *r, uint64_t pg,
 		      uint64_t npg)
 {
@@ -429,11 +429,6 @@ static int fail_pages(struct fl_engine *e, struct region *r, uint64_t pg,
 	return -ESRCH;
 }
 
-/*
- * Resolve the claimed pages [pg, pg+npg) of r with op (src: where COPY or
- * MOVE take the bytes from).  Pages not filled are handed back in state
- * prior.
- */
 static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
 			uint64_t npg, enum uffd_fill_op op, uint64_t src,
 			enum page_state prior, unsigned int how,
@@ -480,6 +475,11 @@ static int fill_pagewise(struct fl_engine *e, struct region *r, uint64_t pg,
 	return 0;
 }
 
+/*
+ * Resolve the claimed pages [pg, pg+npg) of r with op (src: where COPY or
+ * MOVE take the bytes from).  Pages not filled are handed back in state
+ * prior.
+ */
 static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
 			uint64_t npg, enum uffd_fill_op op, uint64_t src,
 			enum page_state prior, unsigned int how,
@@ -783,7 +783,6 @@ static int run_failed(struct fl_engine *e, struct worker *w, struct region *r,
 	}
 	return 0;
 }
-
 
 /*
  * Fill every missing (and, for faults, removed) page of [first, last) in

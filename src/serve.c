@@ -264,17 +264,19 @@ static void write_stats(struct daemon *d, struct session *s,
 			     s->id, (int)s->pid, (unsigned int)s->uid,
 			     s->nregions, (unsigned long long)s->bytes,
 			     (unsigned long long)ms, restore, js);
-	errno = fd < 0 ? -fd : ENOMEM;
-	ssize_t wr = fd >= 0 && n > 0 ? write(fd, line, (size_t)n) : -1;
-	bool ok = wr == n;
+	if (n < 0)
+		line = NULL;	/* asprintf leaves it undefined */
+	int err = fd < 0 ? -fd : n <= 0 ? ENOMEM : 0;
 
-	if (wr >= 0 && !ok)
-		errno = ENOSPC;	/* a short write: the disk is full */
+	if (!err) {
+		ssize_t wr = write(fd, line, (size_t)n);
 
-	if (!ok && !atomic_exchange(&failing, true))
+		err = wr == n ? 0 : wr < 0 ? errno : ENOSPC;	/* short: full */
+	}
+	if (err && !atomic_exchange(&failing, true))
 		slog(s, "cannot write its stats to %s: %s", path,
-		     errno == EINVAL ? "not a regular file" : strerror(errno));
-	if (ok)
+		     err == EINVAL ? "not a regular file" : strerror(err));
+	if (!err)
 		atomic_store(&failing, false);
 	if (fd >= 0)
 		close(fd);
@@ -297,7 +299,6 @@ static void teardown_engine(struct daemon *d, struct session *s,
 			    const char *why, uint64_t ms)
 {
 	struct fl_stats st;
-
 	uint64_t miss, all;
 
 	fl_engine_stop(s->engine);
@@ -608,12 +609,12 @@ static int start_serving(struct daemon *d, struct session *s,
 	return 0;
 }
 
-/* Bytes (and maybe the fd) of the handshake arrived. */
 /*
  * A handshake that fails.  A client that has handed over its uffd (or
  * tried to) will not be served by anyone: its VM's first fault would sleep
- * for ever.  It is killed (SIGKILL, pid from SO_PEERCRED), as Firecracker's
- * documentation asks of a handler that cannot serve, and the log says so.
+ * for ever.  It is killed (SIGKILL through its pidfd, never a reused pid),
+ * as Firecracker's documentation asks of a handler that cannot serve, and
+ * the log says so.
  */
 static void refuse_handshake(struct daemon *d, struct session *s,
 			     const char *why, bool tried_fd)
@@ -629,6 +630,7 @@ static void refuse_handshake(struct daemon *d, struct session *s,
 	session_end(d, s, why);
 }
 
+/* Bytes (and maybe the fd) of the handshake arrived. */
 static void handshake_input(struct daemon *d, struct session *s)
 {
 	char buf[4096];
@@ -947,7 +949,7 @@ int serve_run(const struct serve_config *cfg)
 
 	/*
 	 * Signals only through the signalfd, blocked before any thread
-	 * exists (an HTTP source starts its own at open): a thread that
+	 * exists (a tcp:// source starts its own at open): a thread that
 	 * left SIGTERM unblocked would take it with the default action, and
 	 * the daemon would die instead of draining its sessions.
 	 */
