@@ -159,6 +159,15 @@ int fl_engine_process(struct fl_engine *e);
  */
 int fl_engine_stop(struct fl_engine *e);
 /*
+ * The client is done with its memory: from when this returns the engine
+ * issues no userfaultfd ioctl again (no fill, poison or wake; an ioctl
+ * under way has ended), and its threads finish.  Fast: it does not wait
+ * for a source read.  The kernel lets any uffd of a process fill any of
+ * its registered memory, so call it before the client may map new memory
+ * at the same addresses and hand it to another engine.  destroy does it.
+ */
+int fl_engine_detach(struct fl_engine *e);
+/*
  * Stop, close the uffd if the engine owns it, free everything.  Pages not
  * restored by then read as zeros afterwards (the kernel's answer once the
  * uffd is closed): destroy when the restore is complete, or the memory no

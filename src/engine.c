@@ -49,6 +49,7 @@
 struct pending {
 	uint64_t addr;
 	uint64_t t_read;	/* CLOCK_MONOTONIC ns when the fault was read */
+	uint64_t t_seen;	/* ... when the read() that brought it began */
 };
 
 struct worker {
@@ -98,6 +99,43 @@ static bool is_zero(const void *p, size_t len)
 static void stat_add(_Atomic uint64_t *c, uint64_t v)
 {
 	atomic_fetch_add_explicit(c, v, memory_order_relaxed);
+}
+
+/* ---- the ioctl gate ----------------------------------------------------- */
+
+static bool gate_enter(struct fl_engine *e)
+{
+	atomic_fetch_add(&e->in_ioctl, 1);
+	if (!atomic_load(&e->detached))
+		return true;
+	atomic_fetch_sub(&e->in_ioctl, 1);
+	return false;
+}
+
+/*
+ * Every fill, poison and wake of the engine passes here: once the engine
+ * is detached it answers -ESRCH (the client is gone) without an ioctl.
+ */
+int engine_fill(struct fl_engine *e, enum uffd_fill_op op, uint64_t dst,
+		uint64_t src, uint64_t len, uint64_t mode, uint64_t *done)
+{
+	*done = 0;
+	if (!gate_enter(e))
+		return -ESRCH;
+	int ret = uffd_fill(e->uffd, op, dst, src, len, mode, done);
+
+	atomic_fetch_sub(&e->in_ioctl, 1);
+	return ret;
+}
+
+int engine_wake(struct fl_engine *e, uint64_t start, uint64_t len)
+{
+	if (!gate_enter(e))
+		return -ESRCH;
+	int ret = uffd_wake(e->uffd, start, len);
+
+	atomic_fetch_sub(&e->in_ioctl, 1);
+	return ret;
 }
 
 /* ---- workers ------------------------------------------------------------ */
@@ -297,6 +335,7 @@ static int read_batch(struct fl_engine *e, struct worker *w)
 	atomic_fetch_add(&e->readers_waiting, 1);
 	pthread_rwlock_wrlock(&e->lock);
 	atomic_fetch_sub(&e->readers_waiting, 1);
+	uint64_t seen = now_ns();
 	int n = uffd_read(e->uffd, w->msgs, MSG_BATCH);
 	uint64_t t = now_ns();
 
@@ -309,7 +348,8 @@ static int read_batch(struct fl_engine *e, struct worker *w)
 		}
 		stat_add(&e->st.faults, 1);
 		atomic_store_explicit(&e->last_fault_ns, t, memory_order_relaxed);
-		w->q[w->qlen++] = (struct pending){ m->arg.pagefault.address, t };
+		w->q[w->qlen++] = (struct pending){ m->arg.pagefault.address,
+						     t, seen };
 	}
 	pthread_rwlock_unlock(&e->lock);
 	return n;
@@ -383,8 +423,8 @@ static int fail_pages(struct fl_engine *e, struct region *r, uint64_t pg,
 	while (poison && npg) {
 		uint64_t addr = region_page_addr(r, pg), done = 0;
 		uint64_t n = step < npg ? step : npg;
-		int ret = uffd_poison(e->uffd, addr, n << r->page_shift, 0,
-				      &done);
+		int ret = engine_fill(e, UFFD_OP_POISON, addr,
+				      0, n << r->page_shift, 0, &done);
 		uint64_t k = done >> r->page_shift;
 
 		region_set(r, pg, k, PG_PRESENT);
@@ -404,11 +444,11 @@ static int fail_pages(struct fl_engine *e, struct region *r, uint64_t pg,
 		}
 		if (ret == -ENOENT || ret == -EEXIST) {
 			/* No mapping there any more, or populated meanwhile. */
-			region_set(r, pg, 1, ret == -ENOENT ? PG_REMOVED :
+			region_set(r, pg, 1, ret == -ENOENT ? PG_GONE :
 				   PG_PRESENT);
 			if (ret == -EEXIST)	/* its sleeper: this page's */
-				uffd_wake(e->uffd, region_page_addr(r, pg),
-					  r->page_size);
+				engine_wake(e, region_page_addr(r, pg),
+					    r->page_size);
 			pg++;
 			npg--;
 			continue;
@@ -494,8 +534,8 @@ static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
 	while (off < len) {
 		uint64_t done = 0;
 
-		ret = uffd_fill(e->uffd, op, base + off, src ? src + off : 0,
-				len - off, mode, &done);
+		ret = engine_fill(e, op, base + off, src ? src + off : 0,
+				  len - off, mode, &done);
 		if (op == UFFD_OP_MOVE && done == 0 && ret != 0 &&
 		    ret != -EEXIST && ret != -EAGAIN && ret != -ESRCH) {
 			/* Not movable here (shmem, EBUSY...): copy from now on. */
@@ -531,7 +571,7 @@ static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
 		/* Populated behind our back: it is present; wake its waiters. */
 		stat_add(&e->st.eexist, 1);
 		region_set(r, first + n, 1, PG_PRESENT);
-		uffd_wake(e->uffd, base + off, r->page_size);
+		engine_wake(e, base + off, r->page_size);
 		off += r->page_size;
 		ret = 0;
 	}
@@ -571,19 +611,19 @@ static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
 	/*
 	 * ENOENT for one page: no registered mapping there any more
 	 * (unmapped without an UNMAP event: Firecracker does not ask for
-	 * them).  Memory mapped there anew reads zeros; and background
-	 * restore must not retry it forever.
+	 * them).  Gone: background restore must not retry it forever, and
+	 * no event said it reads zeros.
 	 */
 	region_set(r, left, pg + npg - left,
-		   ret == -ENOENT ? PG_REMOVED : prior);
+		   ret == -ENOENT ? PG_GONE : prior);
 	/*
 	 * Another worker may have skipped a fault on these pages because
 	 * they were ours (busy): wake them, the threads fault again and the
 	 * faults are read anew.  A spurious wake is harmless.
 	 */
 	if (ret != -ESRCH)
-		uffd_wake(e->uffd, region_page_addr(r, left),
-			  (pg + npg - left) << r->page_shift);
+		engine_wake(e, region_page_addr(r, left),
+			    (pg + npg - left) << r->page_shift);
 	if (ret == -EAGAIN)
 		stat_add(&e->st.eagain, 1);
 	else if (ret == -ESRCH)
@@ -830,7 +870,7 @@ int engine_fill_range(struct fl_engine *e, struct worker *w, struct region *r,
 
 		/*
 		 * ENOENT: those pages have no mapping any more (now marked
-		 * removed); the rest of the range still needs filling - the
+		 * gone); the rest of the range still needs filling - the
 		 * faulting page may be further on.
 		 */
 		if (ret < 0 && ret != -ENOENT)
@@ -841,49 +881,100 @@ int engine_fill_range(struct fl_engine *e, struct worker *w, struct region *r,
 	return 0;
 }
 
-/*
- * A fault on a page already filled.  Either another thread's fault on it,
- * read after the fill: the page is there, the fill below answers EEXIST
- * and wakes.  Or the page was emptied behind our back: removed
- * (MADV_DONTNEED) before its REMOVE event was read and applied, or
- * unmapped and mapped anew without an UNMAP event.  Then it reads as
- * removed memory does: zeros (its page cache, for shared memory).  Only
- * waking would make that thread fault on it forever.
- */
-static int refill_present(struct fl_engine *e, struct worker *w,
-			  struct region *r, uint64_t pg)
+/* The woken[] slot of the page at addr. */
+static unsigned int woken_slot(uint64_t addr)
 {
-	if (!region_claim(r, pg, PG_PRESENT)) {	/* changing under us */
-		uffd_wake(e->uffd, region_page_addr(r, pg), r->page_size);
-		return 0;
-	}
-	return fill_run(e, w, r, pg, 1, PG_REMOVED, FILL_REMOVED, NULL);
+	return (unsigned int)(((addr >> 12) * 0x9e3779b97f4a7c15ull) >> 56) %
+	       WOKEN_SLOTS;
+}
+
+/* Note that the fault on the page at addr was answered by a wake alone. */
+static void wake_filled(struct fl_engine *e, uint64_t addr, uint64_t len)
+{
+	unsigned int i = woken_slot(addr);
+
+	engine_wake(e, addr, len);
+	pthread_mutex_lock(&e->woken_lock);
+	e->woken[i].addr = addr;
+	e->woken[i].ns = now_ns();	/* after the wake returned */
+	pthread_mutex_unlock(&e->woken_lock);
 }
 
 /*
- * A fault on registered memory no region describes (a VMA grown by mremap,
- * a range left by MREMAP_DONTUNMAP): it has no snapshot data, so it reads
- * as that memory reads when new: zeros, or for shared memory whose page
- * cache has the page (a minor fault) that page.  A bare wake would only
- * make the thread fault again, forever; so would a 4 KiB answer in
- * hugetlb memory.
+ * Did the read that brought p begin after a wake of its page?  Every
+ * fault pending on that page when it was woken left the queue with the
+ * wake, so p is a thread that touched the page afterwards and found it
+ * empty, in memory registered with this uffd (its fault came here).
  */
-static int fill_unknown(struct fl_engine *e, uint64_t addr)
+static bool refault_proven(struct fl_engine *e, uint64_t addr,
+			   const struct pending *p)
 {
-	uint64_t ps = mapped_page_size(e->client_pid, addr), done;
+	unsigned int i = woken_slot(addr);
+	bool yes;
+
+	pthread_mutex_lock(&e->woken_lock);
+	yes = e->woken[i].addr == addr && p->t_seen > e->woken[i].ns;
+	if (yes)
+		e->woken[i].addr = 0;
+	pthread_mutex_unlock(&e->woken_lock);
+	return yes;
+}
+
+/*
+ * A fault on a page the engine filled, or found unmapped (gone).  Nearly
+ * always a stale message: a second thread's fault on the page, or one
+ * read before the fill that has woken its thread since.  By now the client
+ * may have unmapped that memory and mapped new memory at the same address
+ * that another uffd serves (the kernel lets any uffd of the process fill
+ * it): so the answer is a wake alone, never a fill.  A thread that really
+ * finds the page empty here faults again, after the wake: that fault is
+ * filled from the source, as the region describes the page (it was
+ * emptied without an event, or mapped anew and registered here again).
+ * Zeros are only ever the answer to a REMOVE event.
+ */
+static int answer_filled(struct fl_engine *e, struct worker *w,
+			 struct region *r, uint64_t pg, const struct pending *p)
+{
+	uint64_t addr = region_page_addr(r, pg);
+	enum page_state s = region_get(r, pg);
+
+	if (!refault_proven(e, addr, p) || !region_claim(r, pg, s)) {
+		wake_filled(e, addr, r->page_size);
+		return 0;
+	}
+	return fill_run(e, w, r, pg, 1, s, 0, NULL);
+}
+
+/*
+ * A fault on registered memory no region describes (a VMA grown by
+ * mremap, a range left by MREMAP_DONTUNMAP): it has no snapshot data, so it
+ * reads as that memory reads when new: zeros, or for shared memory whose
+ * page cache has the page (a minor fault) that page; in hugetlb memory a
+ * whole huge page.  As for a filled page, only a fault proven fresh is
+ * filled (a stale one may be about memory another uffd serves now); the
+ * first is answered by a wake.
+ */
+static int fill_unknown(struct fl_engine *e, const struct pending *p)
+{
+	uint64_t ps = mapped_page_size(e->client_pid, p->addr), done;
 	uint64_t page;
 	int ret;
 
 	if (ps < 4096 || ps > HUGE_2M)
 		ps = 4096;
-	page = addr & ~(ps - 1);
+	page = p->addr & ~(ps - 1);
+	if (!refault_proven(e, page, p)) {
+		wake_filled(e, page, ps);
+		return 0;
+	}
 	ret = ps >= HUGE_2M ?	/* no ZEROPAGE on hugetlbfs */
-	      uffd_copy(e->uffd, page, zero_buf, ps, 0, &done) :
-	      uffd_zeropage(e->uffd, page, ps, 0, &done);
+	      engine_fill(e, UFFD_OP_COPY, page, (uintptr_t)zero_buf, ps, 0,
+			  &done) :
+	      engine_fill(e, UFFD_OP_ZEROPAGE, page, 0, ps, 0, &done);
 	if (ret == -EEXIST)	/* in the page cache: map it */
-		ret = uffd_continue(e->uffd, page, ps, 0, &done);
+		ret = engine_fill(e, UFFD_OP_CONTINUE, page, 0, ps, 0, &done);
 	if (ret < 0 && ret != -EAGAIN && ret != -ESRCH)
-		uffd_wake(e->uffd, page, ps);
+		engine_wake(e, page, ps);
 	return ret;
 }
 
@@ -903,7 +994,7 @@ static int serve(struct fl_engine *e, struct worker *w, const struct pending *p)
 		 * does.  A bare wake would only make the thread fault again,
 		 * forever.
 		 */
-		int ret = fill_unknown(e, p->addr);
+		int ret = fill_unknown(e, p);
 
 		pthread_rwlock_unlock(&e->lock);
 		return ret == -EAGAIN || ret == -ESRCH ? ret : 0;
@@ -921,8 +1012,10 @@ static int serve(struct fl_engine *e, struct worker *w, const struct pending *p)
 	uint64_t first = pg & ~(per - 1);
 	uint64_t last = first + per < r->npages ? first + per : r->npages;
 
-	if (region_get(r, pg) == PG_PRESENT)
-		ret = refill_present(e, w, r, pg);
+	enum page_state s = region_get(r, pg);
+
+	if (s == PG_PRESENT || s == PG_GONE)
+		ret = answer_filled(e, w, r, pg, p);
 	else
 		ret = engine_fill_range(e, w, r, first, last, FILL_REMOVED,
 					NULL);
@@ -946,13 +1039,13 @@ static int serve(struct fl_engine *e, struct worker *w, const struct pending *p)
 		fl_err(ret, "0x%llx: out of memory (hugetlb pool empty?)",
 		       (unsigned long long)p->addr);
 		stat_add(&e->st.pages_poisoned, 1);
-		uffd_poison(e->uffd, pgaddr, psz, 0, &done);
+		engine_fill(e, UFFD_OP_POISON, pgaddr, 0, psz, 0, &done);
 		ret = 0;
 	} else if (ret == 0) {
 		stats_record_latency(&e->st, now_ns() - p->t_read);
 	} else if (ret != -EAGAIN && ret != -ESRCH) {
 		/* VMA gone (ENOENT) or a bug: never leave the thread asleep. */
-		uffd_wake(e->uffd, pgaddr, psz);
+		engine_wake(e, pgaddr, psz);
 		ret = 0;
 	}
 	return ret;
@@ -1054,6 +1147,7 @@ int fl_engine_create(const struct fl_engine_opts *opts, struct fl_engine **out)
 				 FL_DEFAULT_QUIET_MS) * 1000000ull;
 	pthread_mutex_init(&e->ra_lock, NULL);
 	pthread_mutex_init(&e->why_lock, NULL);
+	pthread_mutex_init(&e->woken_lock, NULL);
 	pthread_cond_init(&e->ra_cond, NULL);
 	trace_init(&e->replay);
 	e->on_error = opts->on_error;
@@ -1376,6 +1470,20 @@ int fl_engine_stop(struct fl_engine *e)
 	return 0;
 }
 
+int fl_engine_detach(struct fl_engine *e)
+{
+	uint64_t one = 1;
+
+	atomic_store(&e->detached, true);
+	atomic_store(&e->stopping, true);
+	if (write(e->stopfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		return -errno;
+	/* An ioctl under way is a COPY of at most FL_MAX_CHUNK: short. */
+	while (atomic_load(&e->in_ioctl))
+		sched_yield();
+	return 0;
+}
+
 int fl_engine_finished(const struct fl_engine *e)
 {
 	return atomic_load(&e->finished);
@@ -1385,6 +1493,7 @@ void fl_engine_destroy(struct fl_engine *e)
 {
 	if (!e)
 		return;
+	fl_engine_detach(e);
 	fl_engine_stop(e);
 	for (int i = 0; i < e->nregions; i++)
 		region_free(e->regions[i]);
@@ -1405,6 +1514,7 @@ void fl_engine_destroy(struct fl_engine *e)
 	pthread_mutex_destroy(&e->process_lock);
 	pthread_mutex_destroy(&e->ra_lock);
 	pthread_mutex_destroy(&e->why_lock);
+	pthread_mutex_destroy(&e->woken_lock);
 	pthread_cond_destroy(&e->ra_cond);
 	trace_free(&e->replay);
 	if (e->rec) {

@@ -36,6 +36,7 @@ struct ra_job {
 };
 
 #define RA_JOBS 16
+#define WOKEN_SLOTS 256
 
 struct fl_engine {
 	int uffd;
@@ -63,6 +64,24 @@ struct fl_engine {
 	unsigned int nthreads;
 	atomic_bool stopping;
 	atomic_bool finished;
+	/*
+	 * The ioctl gate (engine_fill, engine_wake): detached is set once
+	 * the client is done with its memory; in_ioctl counts ioctls under
+	 * way.  fl_engine_detach() waits for that count to drain, so after
+	 * it no ioctl of this engine can land in memory the client has
+	 * mapped anew (the kernel lets any uffd of an mm fill any of its
+	 * registered VMAs).
+	 */
+	atomic_bool detached;
+	atomic_int in_ioctl;
+
+	/*
+	 * Faults answered by a wake alone (the page was filled): a fault on
+	 * the page read after that wake is a thread that really faults
+	 * again, not a stale message (woken_lock; slots by page address).
+	 */
+	pthread_mutex_t woken_lock;
+	struct { uint64_t addr, ns; } woken[WOKEN_SLOTS];
 
 	struct worker *workers;		/* the threads' workers (engine_worker) */
 	pthread_mutex_t process_lock;	/* fl_engine_process() callers */
@@ -123,6 +142,10 @@ void worker_free(struct worker *w);
 struct worker *engine_worker(struct fl_engine *e);
 struct fl_engine *worker_engine(const struct worker *w);
 uint64_t now_ns(void);
+/* The engine's only ways to the kernel's fills and wakes (the ioctl gate). */
+int engine_fill(struct fl_engine *e, enum uffd_fill_op op, uint64_t dst,
+		uint64_t src, uint64_t len, uint64_t mode, uint64_t *done);
+int engine_wake(struct fl_engine *e, uint64_t start, uint64_t len);
 /* Fill [first, last) of r; the engine lock must be held (shared). */
 int engine_fill_range(struct fl_engine *e, struct worker *w, struct region *r,
 		      uint64_t first, uint64_t last, unsigned int how,

@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -233,4 +234,32 @@ void fc_client_close(struct fc_client *c)
 	c->sock = -1;
 	c->uffd = -1;
 	unmap_all(c);
+}
+
+int fc_client_end(struct fc_client *c, int timeout_ms)
+{
+	char b[64];
+	int ret = 0;
+
+	if (c->sock >= 0 && shutdown(c->sock, SHUT_WR) == 0) {
+		struct pollfd p = { .fd = c->sock, .events = POLLIN };
+
+		for (;;) {
+			int n = poll(&p, 1, timeout_ms);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				ret = n < 0 ? -errno : -ETIMEDOUT;
+				break;
+			}
+			ssize_t r = recv(c->sock, b, sizeof(b), MSG_DONTWAIT);
+
+			if (r == 0 || (r < 0 && errno != EAGAIN &&
+				       errno != EINTR))
+				break;	/* EOF (or reset): the server is done */
+		}
+	}
+	fc_client_close(c);
+	return ret;
 }

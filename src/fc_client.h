@@ -70,7 +70,18 @@ int fc_client_connect(struct fc_client *c, const char *sock_path);
  */
 int fc_send_handshake(int sock, const char *json, const int *fds, int nfds);
 
-/* Close the socket and the uffd and unmap every region. */
+/*
+ * Close the socket and the uffd and unmap every region, at once, as a VMM
+ * that exits (or crashes) does.
+ */
 void fc_client_close(struct fc_client *c);
+
+/*
+ * End the session for a client that will map new memory at the same
+ * addresses: shut the socket for writing, wait (up to timeout_ms) for the
+ * server's EOF, which says it will touch this memory no more, then close
+ * as fc_client_close() does.  0, or -ETIMEDOUT (closed anyway).
+ */
+int fc_client_end(struct fc_client *c, int timeout_ms);
 
 #endif

@@ -214,8 +214,8 @@ static int fill_ahead(struct fl_engine *e, struct worker *w, struct region *r,
 				    FILL_DONTWAKE | FILL_YIELD,
 				    counter);
 
-	uffd_wake(e->uffd, region_page_addr(r, first),
-		  (last - first) << r->page_shift);
+	engine_wake(e, region_page_addr(r, first),
+		    (last - first) << r->page_shift);
 	return ret;
 }
 

@@ -140,9 +140,9 @@ int region_remap(struct region *r, uint64_t start, uint64_t len,
 			    out);
 }
 
-void region_count(const struct region *r, uint64_t counts[4])
+void region_count(const struct region *r, uint64_t counts[PG_NSTATES])
 {
-	memset(counts, 0, 4 * sizeof(*counts));
+	memset(counts, 0, PG_NSTATES * sizeof(*counts));
 	for (uint64_t i = 0; i < r->npages; i++)
-		counts[region_get(r, i) & 3]++;
+		counts[region_get(r, i) % PG_NSTATES]++;
 }

@@ -21,7 +21,11 @@ enum page_state {
 	PG_MISSING = 0,	/* not yet filled: serve from the source */
 	PG_BUSY,	/* claimed by a resolver, being filled */
 	PG_PRESENT,	/* filled (or populated by the process itself) */
-	PG_REMOVED,	/* discarded (REMOVE/UNMAP): reads as zeros */
+	PG_REMOVED,	/* discarded (a REMOVE event): reads as zeros */
+	PG_GONE,	/* no mapping at the last fill (ENOENT): not filled
+			 * ahead; a fault proven fresh fills it from the
+			 * source */
+	PG_NSTATES
 };
 
 struct region {
@@ -111,6 +115,6 @@ int region_cut(struct region *r, uint64_t start, uint64_t end,
 	       struct region **tail);
 
 /* Number of pages in each state (for stats and tests). */
-void region_count(const struct region *r, uint64_t counts[4]);
+void region_count(const struct region *r, uint64_t counts[PG_NSTATES]);
 
 #endif

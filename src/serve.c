@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -83,6 +84,7 @@ struct daemon {
 	pthread_mutex_t lock;	/* tearing */
 	pthread_cond_t torn;
 	int tearing;		/* sessions being torn down */
+	int torn_fd;		/* eventfd: a teardown ended (wakes the loop) */
 	uint64_t t_progress;	/* ms, last progress check */
 	uint64_t prev_done;	/* bytes restored at that check */
 	int last_step;		/* not a terminal: last 10 % step said */
@@ -352,17 +354,38 @@ static void *teardown_main(void *arg)
 	d->tearing--;
 	pthread_cond_broadcast(&d->torn);
 	pthread_mutex_unlock(&d->lock);
+	if (d->torn_fd >= 0 && eventfd_write(d->torn_fd, 1) < 0) {
+		/* the counter cannot overflow: one write per session */
+	}
 	return NULL;
 }
 
+static int tearing_now(struct daemon *d)
+{
+	pthread_mutex_lock(&d->lock);
+	int n = d->tearing;
+
+	pthread_mutex_unlock(&d->lock);
+	return n;
+}
+
 /*
- * End a session.  Stopping an engine waits for its threads, which may be
- * inside a slow source read (HTTP retries, a post-copy peer): that happens
- * on a detached thread, so the control loop keeps accepting and serving.
+ * End a session.  First, here and at once, its engine is detached: no
+ * ioctl of this session is issued from then on, so none can land in new
+ * memory the client maps at the same addresses for its next session (the
+ * kernel lets any uffd of a process fill any registered VMA of it).  Then
+ * the socket is shut down: the client's EOF says its memory is its own
+ * again.  Stopping the engine waits for its threads, which may be inside a
+ * slow source read (HTTP retries, a post-copy peer): that happens on a
+ * detached thread, so the control loop keeps accepting and serving.
  */
 static void session_end(struct daemon *d, struct session *s, const char *why)
 {
 	uint64_t ms = now_ms() - s->t_start;
+
+	if (s->engine)
+		fl_engine_detach(s->engine);
+	shutdown(s->sock, SHUT_RDWR);
 
 	for (struct session **pp = &d->sessions; *pp; pp = &(*pp)->next) {
 		if (*pp == s) {
@@ -467,6 +490,93 @@ static void accept_no_fds(struct daemon *d)
 		d->accept_paused = now_ms() + 100;
 }
 
+/* Keep the one uffd a handshake may carry; count and close the rest. */
+static void take_fds(struct session *s, struct msghdr *mh)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		int n = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		int *fds = (int *)CMSG_DATA(c);
+
+		for (int i = 0; i < n; i++) {
+			s->nfds++;
+			if (s->uffd < 0)
+				s->uffd = fds[i];
+			else
+				close(fds[i]);
+		}
+	}
+}
+
+/*
+ * Room for the fds and for what a socket may add uninvited
+ * (SCM_CREDENTIALS with SO_PASSCRED, as systemd's PassCredentials= sets, a
+ * security label, a pidfd): else the uffd does not fit and looks like a
+ * daemon out of descriptors.
+ */
+union handshake_ctl {
+	char b[CMSG_SPACE(sizeof(int) * MAX_FDS_PER_MSG) +
+	       CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(256) +
+	       CMSG_SPACE(sizeof(int))];
+	struct cmsghdr align;
+};
+
+/* Read what the client has sent into buf; its fds go to take_fds(). */
+static ssize_t handshake_recv(struct session *s, char *buf, size_t len,
+			      int *msg_flags)
+{
+	union handshake_ctl ctl;
+	struct iovec iov = { buf, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = ctl.b,
+			     .msg_controllen = sizeof(ctl.b) };
+	ssize_t n = recvmsg(s->sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+
+	if (n >= 0)	/* on failure the control buffer holds nothing */
+		take_fds(s, &mh);
+	*msg_flags = mh.msg_flags;
+	return n;
+}
+
+/*
+ * Refuse a client that is not (or not yet) served, for any reason.  Its
+ * socket is shut for reading first: whatever it sends from then on fails
+ * (EPIPE), and what it sent before is read here, so it is known for sure
+ * whether it handed over a uffd.  A client that did is killed (SIGKILL
+ * through its pidfd, never a reused pid), as Firecracker's documentation
+ * asks of a handler that cannot serve: nobody would ever serve that uffd,
+ * and its VM's first fault would sleep for ever.  The log says which.
+ */
+static void refuse(struct daemon *d, struct session *s, const char *why)
+{
+	char buf[4096], line[480];
+	int flags, trunc = 0, tries = 0;
+
+	shutdown(s->sock, SHUT_RD);
+	while (handshake_recv(s, buf, sizeof(buf), &flags) > 0 &&
+	       ++tries < 256)
+		trunc |= flags & MSG_CTRUNC;
+	if (!s->nfds && !trunc) {
+		snprintf(line, sizeof(line), "%s (no uffd was handed over)",
+			 why);
+	} else if (s->pidfd < 0 || s->pid == getpid()) {
+		snprintf(line, sizeof(line), "%s; its uffd was handed over, "
+			 "but the client cannot be killed (%s): its faults "
+			 "will hang", why, s->pidfd < 0 ? "no pidfd" :
+			 "it is this process");
+	} else if (syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL,
+			   0) == 0) {
+		snprintf(line, sizeof(line), "%s; client killed (its uffd "
+			 "would never be served)", why);
+	} else {
+		snprintf(line, sizeof(line), "%s; its uffd was handed over, "
+			 "and killing the client failed (%s)", why,
+			 errno == ESRCH ? "it had exited" : strerror(errno));
+	}
+	session_end(d, s, line);
+}
+
 static void accept_one(struct daemon *d)
 {
 	int fd = accept4(d->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -509,19 +619,16 @@ static void accept_one(struct daemon *d)
 	d->sessions = s;
 	d->nsessions++;
 	if (!uid_allowed(d->cfg, s->uid)) {
-		session_end(d, s, "uid not allowed (--allow-uid)");
+		refuse(d, s, "uid not allowed (--allow-uid)");
 		return;
 	}
-	pthread_mutex_lock(&d->lock);
-	int tearing = d->tearing;	/* ended, still holding descriptors */
-
-	pthread_mutex_unlock(&d->lock);
-	if (d->nsessions + tearing > d->max_sessions) {
+	/* Sessions being torn down make clients wait (see loop), not this. */
+	if (d->nsessions > d->max_sessions) {
 		char why[96];
 
 		snprintf(why, sizeof(why), "too many sessions (%d, what the "
 			 "descriptor limit allows)", d->max_sessions);
-		session_end(d, s, why);
+		refuse(d, s, why);
 		return;
 	}
 	slog(s, "connected");
@@ -538,25 +645,6 @@ static bool is_uffd(int fd)
 		return false;
 	target[n] = 0;
 	return strcmp(target, "anon_inode:[userfaultfd]") == 0;
-}
-
-/* Keep the one uffd a handshake may carry; count and close the rest. */
-static void take_fds(struct session *s, struct msghdr *mh)
-{
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		int n = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		int *fds = (int *)CMSG_DATA(c);
-
-		for (int i = 0; i < n; i++) {
-			s->nfds++;
-			if (s->uffd < 0)
-				s->uffd = fds[i];
-			else
-				close(fds[i]);
-		}
-	}
 }
 
 static int start_serving(struct daemon *d, struct session *s,
@@ -609,75 +697,37 @@ static int start_serving(struct daemon *d, struct session *s,
 	return 0;
 }
 
-/*
- * A handshake that fails.  A client that has handed over its uffd (or
- * tried to) will not be served by anyone: its VM's first fault would sleep
- * for ever.  It is killed (SIGKILL through its pidfd, never a reused pid),
- * as Firecracker's documentation asks of a handler that cannot serve, and
- * the log says so.
- */
-static void refuse_handshake(struct daemon *d, struct session *s,
-			     const char *why, bool tried_fd)
-{
-	char line[400];
-
-	if ((s->nfds > 0 || tried_fd) && s->pidfd >= 0 && s->pid != getpid() &&
-	    syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0) == 0) {
-		snprintf(line, sizeof(line), "%s; client killed (its uffd "
-			 "would never be served)", why);
-		why = line;
-	}
-	session_end(d, s, why);
-}
-
 /* Bytes (and maybe the fd) of the handshake arrived. */
 static void handshake_input(struct daemon *d, struct session *s)
 {
 	char buf[4096];
-	/*
-	 * Room for the fds and for what a socket may add uninvited
-	 * (SCM_CREDENTIALS with SO_PASSCRED, as systemd's PassCredentials=
-	 * sets, a security label, a pidfd): else the uffd does not fit and
-	 * looks like a daemon out of descriptors.
-	 */
-	union {
-		char b[CMSG_SPACE(sizeof(int) * MAX_FDS_PER_MSG) +
-		       CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(256) +
-		       CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} ctl;
-	struct iovec iov = { buf, sizeof(buf) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = ctl.b,
-			     .msg_controllen = sizeof(ctl.b) };
 	struct fl_region_desc regs[FC_REGIONS_MAX];
-	ssize_t n = recvmsg(s->sock, &mh, MSG_CMSG_CLOEXEC);
+	int flags;
+	ssize_t n = handshake_recv(s, buf, sizeof(buf), &flags);
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
-	if (n >= 0)	/* on failure the control buffer holds nothing */
-		take_fds(s, &mh);
-	if (n <= 0) {	/* the client is gone (or going): nothing to kill */
-		session_end(d, s, n < 0 ? "receive failed" : s->got_bytes ?
-			    "bad handshake: truncated JSON (the client closed the socket mid-array)" :
-			    "client closed before the handshake");
+	if (n <= 0) {
+		refuse(d, s, n < 0 ? "receive failed" : s->got_bytes ?
+		       "bad handshake: truncated JSON (the client closed the socket mid-array)" :
+		       "client closed before the handshake");
 		return;
 	}
 	s->got_bytes = true;
-	if ((mh.msg_flags & MSG_CTRUNC) && !s->nfds) {
+	if ((flags & MSG_CTRUNC) && !s->nfds) {
 		/* The kernel could not install the fd here: EMFILE. */
-		refuse_handshake(d, s, "cannot receive the client's uffd: the "
-				 "daemon is out of file descriptors", true);
+		refuse(d, s, "cannot receive the client's uffd: the daemon is "
+		       "out of file descriptors");
 		return;
 	}
-	if (mh.msg_flags & MSG_CTRUNC || s->nfds > 1) {
+	if (flags & MSG_CTRUNC || s->nfds > 1) {
 		char why[96];
 
 		snprintf(why, sizeof(why),
 			 "bad handshake: %s%d fds in SCM_RIGHTS, expected exactly one",
-			 (mh.msg_flags & MSG_CTRUNC) ? "more than " : "",
+			 (flags & MSG_CTRUNC) ? "more than " : "",
 			 s->nfds);
-		refuse_handshake(d, s, why, true);
+		refuse(d, s, why);
 		return;
 	}
 	int ret = fc_parser_feed(s->parser, buf, (size_t)n, fl_source_size(d->src),
@@ -691,7 +741,7 @@ static void handshake_input(struct daemon *d, struct session *s)
 		char why[320];
 
 		snprintf(why, sizeof(why), "bad handshake: %s", fl_last_error());
-		refuse_handshake(d, s, why, false);
+		refuse(d, s, why);
 	}
 }
 
@@ -845,7 +895,7 @@ static void check_sessions(struct daemon *d)
 			session_end(d, s, "client gone");
 		else if (s->state == S_HANDSHAKE &&
 			 now - s->t_start > (uint64_t)d->cfg->handshake_timeout_ms)
-			refuse_handshake(d, s, "bad handshake: incomplete JSON array after the timeout", false);
+			refuse(d, s, "bad handshake: incomplete JSON array after the timeout");
 	}
 }
 
@@ -864,6 +914,18 @@ static void on_signal(struct daemon *d)
 	}
 	while (d->sessions)
 		session_end(d, d->sessions, "daemon stopping");
+}
+
+/*
+ * Accept while there is room, or when live sessions alone fill every
+ * place (the client is refused at once, saying why).  When sessions being
+ * torn down (still holding their descriptors) are what fills them, a new
+ * client waits in the backlog until one has gone, then is served.
+ */
+static bool may_accept(struct daemon *d)
+{
+	return d->nsessions >= d->max_sessions ||
+	       d->nsessions + tearing_now(d) < d->max_sessions;
 }
 
 static int loop(struct daemon *d)
@@ -885,7 +947,9 @@ static int loop(struct daemon *d)
 			break;
 		pfd[n] = (struct pollfd){ .fd = d->sig_fd, .events = POLLIN };
 		who[n++] = NULL;
-		if (d->listen_fd >= 0 && d->nsessions <= d->max_sessions &&
+		pfd[n] = (struct pollfd){ .fd = d->torn_fd, .events = POLLIN };
+		who[n++] = NULL;
+		if (d->listen_fd >= 0 && may_accept(d) &&
 		    now_ms() >= d->accept_paused) {
 			pfd[n] = (struct pollfd){ .fd = d->listen_fd, .events = POLLIN };
 			who[n++] = NULL;
@@ -902,6 +966,11 @@ static int loop(struct daemon *d)
 			on_signal(d);
 			continue;	/* sessions may be gone: poll anew */
 		}
+		if (pfd[1].revents) {	/* a teardown ended: room, maybe */
+			eventfd_t v;
+
+			eventfd_read(d->torn_fd, &v);
+		}
 		for (int i = first; i < n; i++) {
 			struct session *s = who[i];
 
@@ -912,7 +981,7 @@ static int loop(struct daemon *d)
 			else
 				serving_input(d, s, pfd[i].revents);
 		}
-		if (first == 2 && d->listen_fd >= 0 && pfd[1].revents)
+		if (first == 3 && d->listen_fd >= 0 && pfd[2].revents)
 			accept_one(d);
 		check_sessions(d);
 		check_progress(d);
@@ -929,7 +998,7 @@ int serve_run(const struct serve_config *cfg)
 {
 	struct daemon d = { .cfg = cfg, .listen_fd = -1, .sig_fd = -1,
 			    .lock = PTHREAD_MUTEX_INITIALIZER,
-			    .torn = PTHREAD_COND_INITIALIZER,
+			    .torn = PTHREAD_COND_INITIALIZER, .torn_fd = -1,
 			    .last_step = -1, .tty = isatty(2) };
 	sigset_t set;
 	int ret;
@@ -976,6 +1045,7 @@ int serve_run(const struct serve_config *cfg)
 	}
 	d.max_sessions = max_sessions();
 	d.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	d.torn_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	signal(SIGPIPE, SIG_IGN);
 	d.sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	slog(NULL, "serving %s (%llu MiB) on %s", d.src->desc,
@@ -986,6 +1056,8 @@ int serve_run(const struct serve_config *cfg)
 	if (d.spare_fd >= 0)
 		close(d.spare_fd);
 	close(d.sig_fd);
+	if (d.torn_fd >= 0)
+		close(d.torn_fd);
 	fl_source_put(d.src);
 	return ret;
 }

@@ -66,7 +66,7 @@ int fl_engine_progress(struct fl_engine *e, uint64_t *missing,
 		return -EBUSY;
 	for (int i = 0; i < e->nregions; i++) {
 		const struct region *r = e->regions[i];
-		uint64_t c[4];
+		uint64_t c[PG_NSTATES];
 
 		region_count(r, c);
 		m += (c[PG_MISSING] + c[PG_BUSY]) << r->page_shift;
