@@ -29,6 +29,9 @@ TEST_SRC  := $(sort $(wildcard tests/*.c))
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+# Concurrency tests run a second time with every CPU busy (tests/load.h).
+LOAD_TESTS := serve_bad serve_stress engine_events engine_eexist serve_reuse \
+	      serve_takeover
 
 .PHONY: all deps check demo install clean
 all: $(BUILD)/libfaultline.a $(BUILD)/libfaultline.so $(BUILD)/faultline
@@ -69,6 +72,7 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libfaultline.a $(wildcard tests/*.h) | deps
 check: deps
 	$(MAKE) all $(TEST_BIN)
 	prove -f --timer $(TEST_BIN)
+	FL_LOAD=1 prove -f --timer $(LOAD_TESTS:%=$(BUILD)/tests/%)
 
 # The README's first command: restore a demo guest through faultline serve.
 demo: deps all

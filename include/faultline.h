@@ -74,6 +74,9 @@ struct fl_engine_opts {
 	uint64_t readahead_max;	/* largest prefetch window; 0: FL_DEFAULT_READAHEAD */
 	unsigned int quiet_ms;	/* background restore starts after this long
 				 * without faults; 0: FL_DEFAULT_QUIET_MS */
+	int state_fd;		/* FL_ENGINE_SHARED_STATE: a memfd of one byte
+				 * per page of every region, in the order they
+				 * are added, that outlives this process */
 };
 
 #define FL_DEFAULT_READAHEAD	(32u << 20)
@@ -93,6 +96,18 @@ struct fl_engine_opts {
  * docs/benchmarks.md); on bare metal it saves a copy.
  */
 #define FL_ENGINE_MOVE		(1u << 3)
+/*
+ * Keep page states in state_fd, so that another process can take the
+ * uffd over with them (faultline serve's supervisor holds both).
+ */
+#define FL_ENGINE_SHARED_STATE	(1u << 4)
+/*
+ * Take over a uffd another process served until it died: page states as
+ * state_fd has them (a fill it had under way is done again; EEXIST says a
+ * page is there), and at start one wake of every region, for the threads
+ * asleep on faults the dead process had read.
+ */
+#define FL_ENGINE_TAKEOVER	(1u << 5)
 
 #define FL_DEFAULT_CHUNK	(64u << 10)
 #define FL_MAX_CHUNK		(2u << 20)

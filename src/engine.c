@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1112,6 +1113,38 @@ static void *engine_thread(void *arg)
 
 /* ---- public API --------------------------------------------------------- */
 
+/* Map the shared page-state file (FL_ENGINE_SHARED_STATE). */
+static int map_state(struct fl_engine *e, int fd)
+{
+	struct stat st;
+	void *p;
+
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0)
+		return fl_err(-EINVAL, "engine: state fd %d: not a non-empty "
+			      "memory file", fd);
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 fd, 0);
+	if (p == MAP_FAILED)
+		return fl_err(-errno, "engine: cannot map the state fd: %m");
+	e->state_map = p;
+	e->state_size = (uint64_t)st.st_size;
+	return 0;
+}
+
+/* Put r's page states in the state map, after the regions added before. */
+static int share_state(struct fl_engine *e, struct region *r)
+{
+	if (!e->state_map)
+		return 0;
+	if (r->npages > e->state_size - e->state_used)
+		return fl_err(-ENOSPC, "region 0x%llx: the state fd has no room "
+			      "for its %llu pages", (unsigned long long)r->addr,
+			      (unsigned long long)r->npages);
+	region_share_state(r, e->state_map + e->state_used, e->takeover);
+	e->state_used += r->npages;
+	return 0;
+}
+
 int fl_engine_create(const struct fl_engine_opts *opts, struct fl_engine **out)
 {
 	struct fl_engine_opts def = { .uffd = -1 };
@@ -1221,6 +1254,12 @@ int fl_engine_create(const struct fl_engine_opts *opts, struct fl_engine **out)
 			     (e->features & UFFD_FEATURE_MOVE) &&
 			     (opts->flags & FL_ENGINE_MOVE));
 	}
+	if (opts->flags & FL_ENGINE_SHARED_STATE) {
+		ret = map_state(e, opts->state_fd);
+		if (ret < 0)
+			goto fail;
+	}
+	e->takeover = opts->flags & FL_ENGINE_TAKEOVER;
 	*out = e;
 	return 0;
 fail:
@@ -1345,6 +1384,8 @@ int fl_engine_add_region(struct fl_engine *e, const struct fl_region_desc *d,
 	}
 	if (ret == 0)
 		ret = region_new(d, src, &r);
+	if (ret == 0 && (ret = share_state(e, r)) < 0)
+		region_free(r);
 	if (ret == 0) {
 		ret = add_region_locked(e, r);
 		if (ret < 0)
@@ -1432,6 +1473,11 @@ int fl_engine_start(struct fl_engine *e, unsigned int nthreads)
 			return fl_err(ret, "cannot start the prefetch thread");
 		}
 	}
+	/* Taken over: faults the dead server read are asleep; fault again. */
+	pthread_rwlock_rdlock(&e->lock);
+	for (int i = 0; e->takeover && i < e->nregions; i++)
+		engine_wake(e, e->regions[i]->addr, e->regions[i]->len);
+	pthread_rwlock_unlock(&e->lock);
 	return 0;
 }
 
@@ -1517,6 +1563,8 @@ void fl_engine_destroy(struct fl_engine *e)
 	pthread_mutex_destroy(&e->woken_lock);
 	pthread_cond_destroy(&e->ra_cond);
 	trace_free(&e->replay);
+	if (e->state_map)
+		munmap((void *)e->state_map, e->state_size);
 	if (e->rec) {
 		trace_free(e->rec);
 		free(e->rec);

@@ -118,6 +118,11 @@ struct fl_engine {
 	size_t replay_next;		/* cursor into replay.runs */
 	uint64_t replay_off;		/* bytes of that run already done */
 
+	/* FL_ENGINE_SHARED_STATE: every region's page states, in order. */
+	_Atomic uint8_t *state_map;
+	uint64_t state_size, state_used;	/* bytes */
+	bool takeover;
+
 	struct engine_stats st;
 };
 

@@ -42,8 +42,24 @@ void region_free(struct region *r)
 	if (!r)
 		return;
 	fl_source_put(r->src);
-	free((void *)r->state);
+	if (!r->shared_state)
+		free((void *)r->state);
 	free(r);
+}
+
+void region_share_state(struct region *r, _Atomic uint8_t *mem, bool keep)
+{
+	for (uint64_t i = 0; i < r->npages; i++) {
+		uint8_t s = keep ? atomic_load(&mem[i]) : PG_MISSING;
+
+		/* A fill the last server had under way: EEXIST will tell. */
+		if (s == PG_BUSY || s >= PG_NSTATES)
+			s = PG_MISSING;
+		atomic_store(&mem[i], s);
+	}
+	free((void *)r->state);
+	r->state = mem;
+	r->shared_state = true;
 }
 
 /* Clip [start, end) to r, in pages; false if they do not meet. */

@@ -39,6 +39,7 @@ struct region {
 	uint64_t memfd_off;	/* its offset of the region's first byte */
 	struct fl_source *src;
 	_Atomic uint8_t *state;	/* npages bytes, enum page_state */
+	bool shared_state;	/* state lives in the engine's state map */
 
 	/* Readahead stream (prefetch.c), under the engine's ra_lock; pages. */
 	uint64_t ra_prev_first;	/* start of the last fault's chunk */
@@ -92,6 +93,13 @@ static inline bool region_claim(struct region *r, uint64_t pg,
 
 	return atomic_compare_exchange_strong(&r->state[pg], &want, PG_BUSY);
 }
+
+/*
+ * Keep r's page states in mem (npages bytes of a shared mapping that
+ * outlives this process): taken over as they are when keep (a fill under
+ * way becomes missing), else all missing.
+ */
+void region_share_state(struct region *r, _Atomic uint8_t *mem, bool keep);
 
 /* Mark [start, end) of the address space removed; returns pages marked. */
 uint64_t region_mark_removed(struct region *r, uint64_t start, uint64_t end);

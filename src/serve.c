@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -38,6 +39,7 @@
 #include "proto_fc.h"
 #include "serve.h"
 #include "source.h"
+#include "supervise.h"
 #include "trace.h"
 
 #ifndef SO_PEERPIDFD
@@ -57,6 +59,8 @@ struct session {
 	struct fc_parser *parser;
 	int uffd;
 	int pidfd;		/* the client, during the handshake (or -1) */
+	int state_fd;		/* memfd of its page states (or -1) */
+	bool stored;		/* the supervisor keeps its descriptors */
 	int nfds;		/* fds received so far: exactly one is valid */
 	bool got_bytes;		/* some of the handshake arrived */
 	struct fl_engine *engine;
@@ -93,6 +97,8 @@ struct daemon {
 	int spare_fd;		/* given up to refuse a client when out of fds */
 	uint64_t accept_paused;	/* ms: listener ignored until then */
 	bool fds_warned;	/* "out of file descriptors" said */
+	int store_fd;		/* to the supervisor (or -1: unsupervised) */
+	bool listen_given;	/* the listener came from the supervisor */
 };
 
 static uint64_t now_ms(void)
@@ -337,6 +343,8 @@ static void session_free(struct session *s)
 {
 	if (s->pidfd >= 0)
 		close(s->pidfd);
+	if (s->state_fd >= 0)
+		close(s->state_fd);
 	fc_parser_free(s->parser);
 	close(s->sock);
 	free(s);
@@ -383,6 +391,11 @@ static void session_end(struct daemon *d, struct session *s, const char *why)
 {
 	uint64_t ms = now_ms() - s->t_start;
 
+	if (s->stored) {	/* first: a server started later never adopts it */
+		struct store_rec drop = { .kind = STORE_DROP, .id = s->id };
+
+		store_send(d->store_fd, &drop, NULL, 0);
+	}
 	if (s->engine)
 		fl_engine_detach(s->engine);
 	shutdown(s->sock, SHUT_RDWR);
@@ -577,30 +590,30 @@ static void refuse(struct daemon *d, struct session *s, const char *why)
 	session_end(d, s, line);
 }
 
-static void accept_one(struct daemon *d)
+/*
+ * A session in the handshake state for the client on fd, its credentials
+ * from SO_PEERCRED; on the daemon's list.  NULL (fd closed) if out of
+ * memory.
+ */
+static struct session *session_new(struct daemon *d, int fd, int id,
+				   uint64_t t_start)
 {
-	int fd = accept4(d->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	struct session *s = calloc(1, sizeof(*s));
 	struct ucred cred;
 	socklen_t cl = sizeof(cred);
-
-	if (fd < 0 && (errno == EMFILE || errno == ENFILE))
-		accept_no_fds(d);
-	if (fd < 0)
-		return;
-	d->fds_warned = false;
-	struct session *s = calloc(1, sizeof(*s));
 
 	if (!s || fc_parser_new(&s->parser) < 0) {
 		slog(NULL, "out of memory: refusing a client");
 		free(s);
 		close(fd);
-		return;
+		return NULL;
 	}
-	s->id = ++d->next_id;
+	s->id = id;
 	s->sock = fd;
 	s->uffd = -1;
 	s->pidfd = -1;
-	s->t_start = now_ms();
+	s->state_fd = -1;
+	s->t_start = t_start;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0) {
 		s->pid = cred.pid;
 		s->uid = cred.uid;
@@ -618,6 +631,22 @@ static void accept_one(struct daemon *d)
 	s->next = d->sessions;
 	d->sessions = s;
 	d->nsessions++;
+	return s;
+}
+
+static void accept_one(struct daemon *d)
+{
+	int fd = accept4(d->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+	if (fd < 0 && (errno == EMFILE || errno == ENFILE))
+		accept_no_fds(d);
+	if (fd < 0)
+		return;
+	d->fds_warned = false;
+	struct session *s = session_new(d, fd, ++d->next_id, now_ms());
+
+	if (!s)
+		return;
 	if (!uid_allowed(d->cfg, s->uid)) {
 		refuse(d, s, "uid not allowed (--allow-uid)");
 		return;
@@ -632,6 +661,13 @@ static void accept_one(struct daemon *d)
 		return;
 	}
 	slog(s, "connected");
+	if (d->store_fd >= 0) {	/* kept, should this server die */
+		struct store_rec p = { .kind = STORE_PENDING, .id = s->id,
+				       .pid = s->pid, .uid = s->uid,
+				       .t_start = s->t_start };
+
+		s->stored = store_send(d->store_fd, &p, &s->sock, 1) == 0;
+	}
 }
 
 static bool is_uffd(int fd)
@@ -647,8 +683,54 @@ static bool is_uffd(int fd)
 	return strcmp(target, "anon_inode:[userfaultfd]") == 0;
 }
 
+/*
+ * Supervised: a memfd for the session's page states (one byte a page of
+ * every region), which the supervisor keeps for the next server.
+ */
+static int state_memfd(const struct fl_region_desc *regs, int n)
+{
+	uint64_t pages = 0;
+
+	for (int i = 0; i < n; i++)
+		pages += regs[i].len / regs[i].page_size;
+	int fd = memfd_create("faultline-state", MFD_CLOEXEC);
+
+	if (fd < 0)
+		return fl_err(-errno, "cannot create the state memfd: %m");
+	if (ftruncate(fd, (off_t)(pages ? pages : 1)) < 0) {
+		int err = -errno;
+
+		close(fd);
+		return fl_err(err, "cannot size the state memfd: %s",
+			      strerror(-err));
+	}
+	return fd;
+}
+
+/* Hand a serving session's descriptors to the supervisor. */
+static void store_session(struct daemon *d, struct session *s,
+			  const struct fl_region_desc *regs, int n)
+{
+	static struct store_rec rec;
+	int fds[STORE_NFDS] = { s->sock, fl_engine_uffd(s->engine),
+				s->state_fd };
+
+	rec = (struct store_rec){ .kind = STORE_SESSION, .id = s->id,
+				  .pid = s->pid, .uid = s->uid,
+				  .t_start = s->t_start, .nregions = n };
+	for (int i = 0; i < n; i++)
+		rec.regs[i] = (struct store_region){ regs[i].addr, regs[i].len,
+						     regs[i].page_size,
+						     regs[i].src_offset };
+	if (store_send(d->store_fd, &rec, fds, STORE_NFDS) == 0)
+		s->stored = true;
+	else
+		slog(s, "cannot hand its descriptors to the supervisor: it "
+		     "will not survive a restart of the server");
+}
+
 static int start_serving(struct daemon *d, struct session *s,
-			 struct fl_region_desc *regs, int n)
+			 struct fl_region_desc *regs, int n, bool takeover)
 {
 	const struct serve_config *cfg = d->cfg;
 	struct fl_engine_opts o = {
@@ -669,6 +751,14 @@ static int start_serving(struct daemon *d, struct session *s,
 		return fl_err(-EINVAL, "handshake: no uffd in SCM_RIGHTS");
 	if (!is_uffd(s->uffd))
 		return fl_err(-EINVAL, "handshake: the fd sent is not a userfaultfd");
+	if (d->store_fd >= 0 && s->state_fd < 0 &&
+	    (s->state_fd = state_memfd(regs, n)) < 0)
+		return s->state_fd;
+	if (s->state_fd >= 0) {
+		o.flags |= FL_ENGINE_SHARED_STATE |
+			   (takeover ? FL_ENGINE_TAKEOVER : 0);
+		o.state_fd = s->state_fd;
+	}
 	ret = fl_engine_create(&o, &s->engine);
 	if (ret < 0)
 		return ret;
@@ -692,27 +782,52 @@ static int start_serving(struct daemon *d, struct session *s,
 	}
 	s->nregions = n;
 	s->t_serving = now_ms();
-	slog(s, "serving %d region%s, %llu MiB, from %s", n, n > 1 ? "s" : "",
+	slog(s, "%s %d region%s, %llu MiB, from %s",
+	     takeover ? "taken over: serving" : "serving", n, n > 1 ? "s" : "",
 	     (unsigned long long)(s->bytes >> 20), d->src->desc);
+	if (takeover)
+		s->stored = true;	/* the supervisor has it already */
+	else if (d->store_fd >= 0)
+		store_session(d, s, regs, n);
 	return 0;
 }
 
-/* Bytes (and maybe the fd) of the handshake arrived. */
-static void handshake_input(struct daemon *d, struct session *s)
+/*
+ * Supervised: each read of a handshake is bracketed for the supervisor.
+ * Before it, STORE_READING (should this server die in the read, what it
+ * took is lost); after it, STORE_DATA with what it got (n bytes, maybe the
+ * uffd), which the supervisor keeps for the next server.
+ */
+static void say_reading(struct daemon *d, struct session *s)
 {
-	char buf[4096];
-	struct fl_region_desc regs[FC_REGIONS_MAX];
-	int flags;
-	ssize_t n = handshake_recv(s, buf, sizeof(buf), &flags);
+	struct store_rec r = { .kind = STORE_READING, .id = s->id };
 
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+	if (s->stored)
+		store_send(d->store_fd, &r, NULL, 0);
+}
+
+static void say_read(struct daemon *d, struct session *s, const char *buf,
+		     ssize_t n, int new_uffd)
+{
+	static struct store_rec r;
+
+	if (!s->stored)
 		return;
-	if (n <= 0) {
-		refuse(d, s, n < 0 ? "receive failed" : s->got_bytes ?
-		       "bad handshake: truncated JSON (the client closed the socket mid-array)" :
-		       "client closed before the handshake");
+	r.kind = STORE_DATA;
+	r.id = s->id;
+	r.nbytes = n > 0 && n <= STORE_BYTES_MAX ? (uint32_t)n : 0;
+	memcpy(r.bytes, buf, r.nbytes);
+	if (n > STORE_BYTES_MAX)	/* too long to keep: stays "reading" */
 		return;
-	}
+	store_send(d->store_fd, &r, &new_uffd, new_uffd >= 0);
+}
+
+/* n bytes of the handshake are in (its fds taken): parse, maybe serve. */
+static void handshake_bytes(struct daemon *d, struct session *s,
+			    const char *buf, size_t n, int flags)
+{
+	struct fl_region_desc regs[FC_REGIONS_MAX];
+
 	s->got_bytes = true;
 	if ((flags & MSG_CTRUNC) && !s->nfds) {
 		/* The kernel could not install the fd here: EMFILE. */
@@ -730,19 +845,41 @@ static void handshake_input(struct daemon *d, struct session *s)
 		refuse(d, s, why);
 		return;
 	}
-	int ret = fc_parser_feed(s->parser, buf, (size_t)n, fl_source_size(d->src),
+	int ret = fc_parser_feed(s->parser, buf, n, fl_source_size(d->src),
 				 regs, FC_REGIONS_MAX);
 
 	if (ret == -EAGAIN)
 		return;
 	if (ret > 0)
-		ret = start_serving(d, s, regs, ret);
+		ret = start_serving(d, s, regs, ret, false);
 	if (ret < 0) {
 		char why[320];
 
 		snprintf(why, sizeof(why), "bad handshake: %s", fl_last_error());
 		refuse(d, s, why);
 	}
+}
+
+/* Bytes (and maybe the fd) of the handshake arrived. */
+static void handshake_input(struct daemon *d, struct session *s)
+{
+	char buf[4096];
+	int flags, had = s->uffd;
+
+	say_reading(d, s);
+	ssize_t n = handshake_recv(s, buf, sizeof(buf), &flags);
+	int err = errno;
+
+	say_read(d, s, buf, n, s->uffd != had ? s->uffd : -1);
+	if (n < 0 && (err == EAGAIN || err == EINTR))
+		return;
+	if (n <= 0) {
+		refuse(d, s, n < 0 ? "receive failed" : s->got_bytes ?
+		       "bad handshake: truncated JSON (the client closed the socket mid-array)" :
+		       "client closed before the handshake");
+		return;
+	}
+	handshake_bytes(d, s, buf, (size_t)n, flags);
 }
 
 /* The client wrote (or closed) while being served. */
@@ -757,6 +894,125 @@ static void serving_input(struct daemon *d, struct session *s, short revents)
 		return;
 	}
 	/* Firecracker sends nothing more; anything else is ignored. */
+}
+
+/* ---- takeover ------------------------------------------------------------ */
+
+/* Serve one session the last server had, as the supervisor kept it. */
+static void adopt_one(struct daemon *d, const struct store_rec *rec,
+		      const int *fds)
+{
+	struct fl_region_desc regs[FC_REGIONS_MAX];
+	struct session *s = calloc(1, sizeof(*s));
+
+	if (!s) {
+		for (int i = 0; i < STORE_NFDS; i++)
+			close(fds[i]);
+		return;
+	}
+	*s = (struct session){ .id = rec->id, .sock = fds[STORE_SOCK],
+			       .uffd = fds[STORE_UFFD], .pidfd = -1,
+			       .state_fd = fds[STORE_STATE], .pid = rec->pid,
+			       .uid = rec->uid, .t_start = rec->t_start,
+			       .nfds = 1 };
+	for (int i = 0; i < rec->nregions; i++)
+		regs[i] = (struct fl_region_desc){
+			.addr = rec->regs[i].addr, .len = rec->regs[i].len,
+			.page_size = rec->regs[i].page_size,
+			.src_offset = rec->regs[i].src_offset };
+	fcntl(s->sock, F_SETFL, fcntl(s->sock, F_GETFL) | O_NONBLOCK);
+	s->next = d->sessions;
+	d->sessions = s;
+	d->nsessions++;
+	if (start_serving(d, s, regs, rec->nregions, true) < 0) {
+		char why[320];
+
+		s->stored = true;	/* the supervisor must forget it too */
+		snprintf(why, sizeof(why), "cannot take it over: %s",
+			 fl_last_error());
+		session_end(d, s, why);
+	}
+}
+
+/*
+ * A client whose handshake the last server had accepted.  If it had begun
+ * reading it, what it read (the uffd, maybe) died with it: the client is
+ * killed, as any refused client that may have handed over its uffd.
+ */
+static void adopt_pending(struct daemon *d, const struct store_rec *rec,
+			  int fd, int uffd)
+{
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	struct session *s = session_new(d, fd, rec->id, rec->t_start);
+
+	if (!s) {
+		if (uffd >= 0)
+			close(uffd);
+		return;
+	}
+	s->stored = true;
+	s->uffd = uffd;
+	s->nfds = uffd >= 0;
+	if (rec->flags & STORE_WAS_READING) {
+		s->nfds = 1;	/* may have been handed over, to the dead server */
+		refuse(d, s, "handshake cut short: the server reading it died");
+		return;
+	}
+	slog(s, "taken over: its handshake (%u bytes read)", rec->nbytes);
+	if (rec->nbytes || uffd >= 0)
+		handshake_bytes(d, s, rec->bytes, rec->nbytes, 0);
+}
+
+/*
+ * Supervised: the sessions a server before this one was serving, handed
+ * over by the supervisor, then STORE_ADOPT_END with the last session id.
+ */
+static void adopt_sessions(struct daemon *d)
+{
+	static struct store_rec rec;
+	int fds[STORE_NFDS], nfds, n = 0;
+
+	for (;;) {
+		int ret = store_recv(d->store_fd, &rec, fds, &nfds);
+
+		if (ret == -EBADMSG)
+			continue;
+		if (ret < 0 || rec.kind == STORE_ADOPT_END) {
+			if (ret == 0 && rec.id > d->next_id)
+				d->next_id = rec.id;
+			break;
+		}
+		if (rec.kind == STORE_ADOPT && nfds == STORE_NFDS) {
+			adopt_one(d, &rec, fds);
+			n++;
+			continue;
+		}
+		if (rec.kind == STORE_ADOPT_PENDING && nfds >= 1) {
+			adopt_pending(d, &rec, fds[0], nfds > 1 ? fds[1] : -1);
+			n++;
+			continue;
+		}
+		while (nfds)
+			close(fds[--nfds]);
+	}
+	if (n)
+		slog(NULL, "took over %d session%s from the server before",
+		     n, n == 1 ? "" : "s");
+}
+
+/*
+ * SIGUSR2 from the supervisor (its SIGHUP: an upgrade): stop issuing
+ * ioctls for every session and exit at once; the next server takes them
+ * over from the supervisor.  Nothing is closed or unlinked.
+ */
+static void hand_over_and_exit(struct daemon *d)
+{
+	for (struct session *s = d->sessions; s; s = s->next)
+		if (s->engine)
+			fl_engine_detach(s->engine);
+	slog(NULL, "handing %d session%s over to the next server",
+	     d->nsessions, d->nsessions == 1 ? "" : "s");
+	_exit(0);
 }
 
 /* ---- restore progress ---------------------------------------------------- */
@@ -905,6 +1161,17 @@ static void on_signal(struct daemon *d)
 
 	if (read(d->sig_fd, &si, sizeof(si)) != sizeof(si))
 		return;
+	/*
+	 * Supervised, signals count only from the supervisor, which forwards
+	 * its own (systemctl kill signals every process of the unit: one
+	 * SIGTERM would count twice and end the sessions at once).
+	 */
+	if (d->store_fd >= 0 && (pid_t)si.ssi_pid != getppid())
+		return;
+	if (si.ssi_signo == SIGUSR2 && d->store_fd >= 0)
+		hand_over_and_exit(d);
+	if (si.ssi_signo == SIGUSR2 || si.ssi_signo == SIGHUP)
+		return;
 	if (!d->draining) {
 		d->draining = true;
 		stop_listening(d);
@@ -994,9 +1261,34 @@ static int loop(struct daemon *d)
 	return 0;
 }
 
+/*
+ * Run by the supervisor: the store channel and, after the first start,
+ * the listener it keeps (supervise.c).  Taken out of the environment, so
+ * that nothing this process starts inherits them.
+ */
+static void supervised_fds(struct daemon *d)
+{
+	const char *st = getenv(STORE_FD_ENV), *l = getenv(LISTEN_FD_ENV);
+
+	d->store_fd = st ? atoi(st) : -1;
+	if (d->store_fd >= 0)
+		fcntl(d->store_fd, F_SETFD, FD_CLOEXEC);
+	if (l && d->store_fd >= 0) {
+		d->listen_given = true;
+		d->listen_fd = atoi(l);
+		d->own_socket = d->cfg->socket_path != NULL;
+		fcntl(d->listen_fd, F_SETFD, FD_CLOEXEC);
+		fcntl(d->listen_fd, F_SETFL,
+		      fcntl(d->listen_fd, F_GETFL) | O_NONBLOCK);
+	}
+	unsetenv(STORE_FD_ENV);
+	unsetenv(LISTEN_FD_ENV);
+}
+
 int serve_run(const struct serve_config *cfg)
 {
 	struct daemon d = { .cfg = cfg, .listen_fd = -1, .sig_fd = -1,
+			    .store_fd = -1,
 			    .lock = PTHREAD_MUTEX_INITIALIZER,
 			    .torn = PTHREAD_COND_INITIALIZER, .torn_fd = -1,
 			    .last_step = -1, .tty = isatty(2) };
@@ -1025,7 +1317,10 @@ int serve_run(const struct serve_config *cfg)
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGUSR2);
+	sigaddset(&set, SIGHUP);	/* the supervisor's: ignored here */
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	supervised_fds(&d);
 	if (cfg->stats_json) {	/* a path that cannot work: say so now */
 		int fd = stats_open(cfg->stats_json);
 
@@ -1038,10 +1333,15 @@ int serve_run(const struct serve_config *cfg)
 	ret = fl_source_open_ex(cfg->mem_file, &so, &d.src);
 	if (ret < 0)
 		return ret;
-	ret = listen_on(&d, cfg->socket_path);
+	ret = d.listen_fd >= 0 ? 0 : listen_on(&d, cfg->socket_path);
 	if (ret < 0) {
 		fl_source_put(d.src);
 		return ret;
+	}
+	if (d.store_fd >= 0 && !d.listen_given) {
+		struct store_rec l = { .kind = STORE_LISTEN };
+
+		store_send(d.store_fd, &l, &d.listen_fd, 1);
 	}
 	d.max_sessions = max_sessions();
 	d.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -1051,6 +1351,12 @@ int serve_run(const struct serve_config *cfg)
 	slog(NULL, "serving %s (%llu MiB) on %s", d.src->desc,
 	     (unsigned long long)(fl_source_size(d.src) >> 20),
 	     cfg->socket_path ? cfg->socket_path : "the systemd socket");
+	if (d.store_fd >= 0) {
+		struct store_rec r = { .kind = STORE_READY };
+
+		adopt_sessions(&d);
+		store_send(d.store_fd, &r, NULL, 0);
+	}
 	ret = loop(&d);
 	stop_listening(&d);
 	if (d.spare_fd >= 0)

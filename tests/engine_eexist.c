@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "faultline.h"
+#include "load.h"
 #include "tap.h"
 #include "util.h"
 #include "uffd.h"
@@ -41,14 +42,17 @@ static int wait_done(struct reader *r, int ms)
 int main(void)
 {
 	uint64_t len = 4 << 20;
-	char *path = make_snapshot(len, SEED, NULL, 0);
 	struct fl_source *src;
 	struct fl_engine *e;
 	struct fl_stats st;
-	uint8_t *mem = map_anon(len, 0);
 	static uint64_t mine[PAGE / 8] __attribute__((aligned(4096)));
 	pthread_t th;
+	uint8_t *mem;
+	char *path;
 
+	load_start();
+	path = make_snapshot(len, SEED, NULL, 0);
+	mem = map_anon(len, 0);
 	fl_source_open(path, &src);
 	fl_engine_create(NULL, &e);
 	struct fl_region_desc d = { .addr = (uintptr_t)mem, .len = len, .page_size = PAGE, .src_offset = 0, .flags = FL_REGION_REGISTER };

@@ -562,10 +562,10 @@ static void test_options(void)
 
 static void test_no_leak(int base_fds)
 {
-	int n = proc_fds_settle(srv.pid, "userfaultfd", 0, 3000);
+	int n = proc_fds_settle(serve_server_pid(&srv), "userfaultfd", 0, 3000);
 
 	is_int(n, 0, "daemon holds no uffd once every client has gone");
-	n = proc_fds_settle(srv.pid, NULL, base_fds, 3000);
+	n = proc_fds_settle(serve_server_pid(&srv), NULL, base_fds, 3000);
 	ok(n <= base_fds, "daemon fd count back to %d (now %d)", base_fds, n);
 }
 
@@ -790,7 +790,7 @@ int main(void)
 		memset(&st, 0, sizeof(st));
 	ok(S_ISSOCK(st.st_mode) && (st.st_mode & 07777) == 0600,
 	   "socket is mode 0600 (%o)", st.st_mode & 07777);
-	base_fds = proc_fds(srv.pid, NULL);
+	base_fds = proc_fds(serve_server_pid(&srv), NULL);
 	diag("daemon pid %d, %d fds before any session", (int)srv.pid,
 	     base_fds);
 

@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 
+#include "load.h"
 #include "serve_util.h"
 
 #define MIB		(1ULL << 20)
@@ -80,10 +81,10 @@ struct sample {
 
 static void sample(struct sample *s)
 {
-	s->uffds = proc_fds_settle(srv.pid, "userfaultfd", 0, 3000);
-	s->fds = proc_fds(srv.pid, NULL);
-	s->rss_anon = proc_status_kb(srv.pid, "RssAnon");
-	s->threads = proc_status_kb(srv.pid, "Threads");
+	s->uffds = proc_fds_settle(serve_server_pid(&srv), "userfaultfd", 0, 3000);
+	s->fds = proc_fds(serve_server_pid(&srv), NULL);
+	s->rss_anon = proc_status_kb(serve_server_pid(&srv), "RssAnon");
+	s->threads = proc_status_kb(serve_server_pid(&srv), "Threads");
 }
 
 /*
@@ -309,6 +310,7 @@ int main(void)
 	uint64_t t0;
 	int r, bad, finished;
 
+	load_start();
 	alarm(150);
 	r = mem_file_create(&mem, FILE_SIZE, 0x57e55ULL << 40 ^ getpid());
 	if (r)

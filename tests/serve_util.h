@@ -147,6 +147,52 @@ static inline unsigned long long su_cpu_ticks(pid_t pid)
 	return ut + st;
 }
 
+/*
+ * The server process: `faultline serve` runs it as its only child (the
+ * supervisor, src/supervise.c, is s->pid).  0 if there is none right now.
+ */
+static inline pid_t serve_server_pid(const struct serve *s)
+{
+	char path[64];
+	long pid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)s->pid,
+		 (int)s->pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%ld", &pid) != 1)
+		pid = 0;
+	fclose(f);
+	return (pid_t)pid;
+}
+
+/* Signal the server process (never pid 0: our own process group). */
+static inline int serve_kill_server(const struct serve *s, int sig)
+{
+	pid_t p = serve_server_pid(s);
+
+	return p > 0 ? kill(p, sig) : -ESRCH;
+}
+
+/* Wait up to timeout_ms for a server other than old to run; its pid or 0. */
+static inline pid_t serve_server_wait(const struct serve *s, pid_t old,
+				      unsigned int timeout_ms)
+{
+	uint64_t t0 = su_now_ms();
+
+	for (;;) {
+		pid_t p = serve_server_pid(s);
+
+		if (p > 0 && p != old)
+			return p;
+		if (su_now_ms() - t0 >= timeout_ms)
+			return 0;
+		su_sleep_ms(1);
+	}
+}
+
 static inline int serve_alive(struct serve *s)
 {
 	if (s->reaped)

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "faultline.h"
 #include "serve.h"
+#include "supervise.h"
 
 static const char usage[] =
 	"usage: faultline serve --socket PATH --mem-file FILE|URL [--chunk SIZE]\n"
@@ -132,5 +133,12 @@ int cmd_serve(int argc, char **argv)
 			usage);
 		return 2;
 	}
+	/*
+	 * This process is the supervisor; it runs the server as its child
+	 * (this command again, told so by the environment).  argv - 1 is
+	 * the whole command line: main() passed argv + 1.
+	 */
+	if (!getenv(STORE_FD_ENV))
+		return supervise_run(argv - 1);
 	return cli_exit("serve", serve_run(&c));
 }
