@@ -19,7 +19,10 @@
  * Kernel rules folded in (KERNEL-FACTS.md): EEXIST -> mark present and WAKE;
  * EAGAIN -> un-claim, read and apply pending events, retry; ESRCH -> the
  * client is gone, the engine finishes; a source that cannot produce a page
- * -> POISON it (SIGBUS in the faulting thread) or kill the client.
+ * -> POISON it (SIGBUS in the faulting thread) or kill the client.  Every
+ * ioctl passes one gate that fl_engine_detach() closes, and a fault on a
+ * page already filled is answered by a wake alone unless it is proven
+ * fresh: another uffd may serve that address by now (architecture.md).
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -1333,21 +1333,20 @@ int serve_run(const struct serve_config *cfg)
 	ret = fl_source_open_ex(cfg->mem_file, &so, &d.src);
 	if (ret < 0)
 		return ret;
-	ret = d.listen_fd >= 0 ? 0 : listen_on(&d, cfg->socket_path);
-	if (ret < 0) {
-		fl_source_put(d.src);
-		return ret;
-	}
-	if (d.store_fd >= 0 && !d.listen_given) {
-		struct store_rec l = { .kind = STORE_LISTEN };
-
-		store_send(d.store_fd, &l, &d.listen_fd, 1);
-	}
+	/* All set up before listening: a client that sees it listen is served. */
 	d.max_sessions = max_sessions();
 	d.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	d.torn_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	signal(SIGPIPE, SIG_IGN);
 	d.sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	ret = d.listen_fd >= 0 ? 0 : listen_on(&d, cfg->socket_path);
+	if (ret < 0)
+		goto out;
+	if (d.store_fd >= 0 && !d.listen_given) {
+		struct store_rec l = { .kind = STORE_LISTEN };
+
+		store_send(d.store_fd, &l, &d.listen_fd, 1);
+	}
 	slog(NULL, "serving %s (%llu MiB) on %s", d.src->desc,
 	     (unsigned long long)(fl_source_size(d.src) >> 20),
 	     cfg->socket_path ? cfg->socket_path : "the systemd socket");
@@ -1359,9 +1358,11 @@ int serve_run(const struct serve_config *cfg)
 	}
 	ret = loop(&d);
 	stop_listening(&d);
+out:
 	if (d.spare_fd >= 0)
 		close(d.spare_fd);
-	close(d.sig_fd);
+	if (d.sig_fd >= 0)
+		close(d.sig_fd);
 	if (d.torn_fd >= 0)
 		close(d.torn_fd);
 	fl_source_put(d.src);

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -448,6 +449,13 @@ int supervise_run(char **argv)
 	}
 	s.self[n] = 0;
 	s.argv = argv;
+	/* Three descriptors a session: as many as the server may take. */
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 	/* Socket activation names this process: the listener is ours. */
 	const char *lfds = getenv("LISTEN_FDS"), *lpid = getenv("LISTEN_PID");
 

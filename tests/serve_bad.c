@@ -186,28 +186,6 @@ static char *huge_count_json(const struct fc_client *c)
 	return j;
 }
 
-/* Wait up to timeout_ms for the daemon to close sock: 1 if it did. */
-static int closed_by_daemon(int sock, unsigned int timeout_ms)
-{
-	uint64_t t0 = su_now_ms();
-	char buf[256];
-
-	for (;;) {
-		struct pollfd p = { .fd = sock, .events = POLLIN };
-		int left = (int)(timeout_ms - (su_now_ms() - t0));
-
-		if (left <= 0 || poll(&p, 1, left) <= 0)
-			return 0;
-		ssize_t n = recv(sock, buf, sizeof(buf), MSG_DONTWAIT);
-
-		if (n == 0 || (n < 0 && errno == ECONNRESET))
-			return 1;
-		if (n < 0 && errno != EAGAIN && errno != EINTR)
-			return 0;
-		/* the daemon may say something first: read on */
-	}
-}
-
 /*
  * One bad handshake, sent from its own child process so that its log line
  * is told apart by pid.  The child waits for the daemon to close the
@@ -255,7 +233,7 @@ static int case_main(void *arg)
 		diag("%s: sendmsg: %s", bc->name, strerror(-ret));
 	if (bc->eof)
 		shutdown(sock, SHUT_WR);
-	return closed_by_daemon(sock, bc->slow ? 12000 : 5000) ? 0 : 1;
+	return su_closed_by_daemon(sock, bc->slow ? 12000 : 5000) ? 0 : 1;
 }
 
 struct case_run {
@@ -389,7 +367,7 @@ static int nobody_client(void *p)
 		return 12;
 	}
 	if (!u->expect_served) {
-		if (!closed_by_daemon(c.sock, 3000))
+		if (!su_closed_by_daemon(c.sock, 3000))
 			return 13;
 		/*
 		 * Its uffd was handed over before the refusal: the daemon
@@ -436,7 +414,7 @@ static void test_fd_limit(void)
 
 	sock = fc_connect_unix(s.sock);
 	t0 = su_cpu_ticks(serve_server_pid(&s));
-	r = sock >= 0 && closed_by_daemon(sock, 3000);
+	r = sock >= 0 && su_closed_by_daemon(sock, 3000);
 	su_sleep_ms(300);
 	used = su_cpu_ticks(serve_server_pid(&s)) - t0;
 	ok(nheld == 2 && r && used < 10 &&
@@ -668,7 +646,7 @@ static int source_client(void *p)
 		return 10;
 	if (fc_client_connect(&c, s->sock))
 		return 11;
-	if (closed_by_daemon(c.sock, 300))
+	if (su_closed_by_daemon(c.sock, 300))
 		return 3;
 	a = c.regions[0].addr;
 	memcpy(&w, (void *)a, 8);
@@ -816,6 +794,10 @@ int main(void)
 	       "no uffd kept from the bad sessions");
 	r = proc_fds_settle(serve_server_pid(&srv), NULL, base_fds, 3000);
 	ok(r <= base_fds, "daemon fd count back to %d (now %d)", base_fds, r);
+	if (r > base_fds) {
+		proc_fds_dump(serve_server_pid(&srv));
+		serve_log_dump(&srv, 0);
+	}
 	test_idle_connections();
 	serve_stop(&srv);
 	serve_cleanup(&srv);

@@ -84,27 +84,6 @@ struct bad_args {
 
 static volatile struct reuse_result *rr;
 
-/* Wait up to timeout_ms for the daemon to close sock: 1 if it did. */
-static int closed_by_daemon(int sock, unsigned int timeout_ms)
-{
-	uint64_t t0 = su_now_ms();
-	char buf[256];
-
-	for (;;) {
-		struct pollfd p = { .fd = sock, .events = POLLIN };
-		int left = (int)(timeout_ms - (su_now_ms() - t0));
-
-		if (left <= 0 || poll(&p, 1, left) <= 0)
-			return 0;
-		ssize_t n = recv(sock, buf, sizeof(buf), MSG_DONTWAIT);
-
-		if (n == 0 || (n < 0 && errno == ECONNRESET))
-			return 1;
-		if (n < 0 && errno != EAGAIN && errno != EINTR)
-			return 0;
-	}
-}
-
 /* ---- the restoring client ------------------------------------------------ */
 
 /* Pages of a connected region that differ from the file (all compared). */
@@ -306,7 +285,7 @@ static int two_fds_main(void *unused)
 	if (sock < 0)
 		return 11;
 	fc_send_handshake(sock, json, fds, 2);
-	return closed_by_daemon(sock, 5000) ? 0 : 1;
+	return su_closed_by_daemon(sock, 5000) ? 0 : 1;
 }
 
 static int bad_main(void *arg)
@@ -375,7 +354,7 @@ static int bad_main(void *arg)
 			break;
 		}
 		if (sock >= 0) {
-			if (closed_by_daemon(sock, 5000)) {
+			if (su_closed_by_daemon(sock, 5000)) {
 				res->closed++;
 			} else {
 				res->unanswered++;

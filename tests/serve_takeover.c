@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "load.h"
 #include "serve_util.h"
@@ -172,6 +173,72 @@ static int removed_client(void *arg)
 	return bad ? 1 : 0;
 }
 
+/*
+ * An upgrade: the binary the daemon was started from is replaced on disk
+ * (a new inode at the same path), SIGHUP, and the
+ * new server runs the new file while a client restores.
+ */
+static void upgrade_binary(void)
+{
+	char path[64], cmd[256];
+	const char *orig = serve_bin();
+	struct su_client_args a = {
+		.mem = &mem, .nregions = 1, .sizes = { 64 * MIB },
+		.page_size = FC_PAGE_4K, .stop_fd = -1, .result_fd = -1,
+	};
+	struct serve s;
+	struct stat st, ex;
+	pid_t pid, old;
+	int r = -1, same = 0;
+
+	snprintf(path, sizeof(path), "/tmp/fl-upgrade-%d", (int)getpid());
+	/* a copy renamed into place: a new inode, as a package manager does */
+	snprintf(cmd, sizeof(cmd), "cp %s %s.new && mv -f %s.new %s", orig,
+		 path, path, path);
+	if (system(cmd) != 0) {
+		ok(0, "upgrade: cannot copy %s", orig);
+		return;
+	}
+	setenv("FAULTLINE_BIN", path, 1);
+	serve_init(&s);
+	if (serve_start(&s, mem.path, NULL) == 0) {
+		a.sock = s.sock;
+		pid = su_spawn(su_client_main, &a);
+		su_sleep_ms(5);
+		old = serve_server_pid(&s);
+		if (system(cmd) == 0 && kill(s.pid, SIGHUP) == 0) {
+			pid_t now = serve_server_wait(&s, old, 5000);
+			char exe[64];
+
+			snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)now);
+			/* a fork of the supervisor until its execv is done */
+			for (int i = 0; i < 1000 && !same; i++) {
+				same = now > 0 && stat(path, &st) == 0 &&
+				       stat(exe, &ex) == 0 &&
+				       st.st_ino == ex.st_ino;
+				if (!same)
+					su_sleep_ms(5);
+			}
+			if (!same)
+				diag("upgrade: server %d -> %d, %s inode %llu, "
+				     "its exe %llu", (int)old, (int)now, path,
+				     (unsigned long long)st.st_ino,
+				     (unsigned long long)ex.st_ino);
+		}
+		r = su_reap(pid, SU_CHILD_TIMEOUT * 1000);
+		serve_stop(&s);
+	}
+	ok(same, "upgrade: after SIGHUP the server runs the binary that "
+	   "replaced the old one on disk");
+	is_int(r, 0, "upgrade: the client restoring meanwhile gets every byte");
+	serve_cleanup(&s);
+	unlink(path);
+	if (strcmp(orig, "build/faultline"))
+		setenv("FAULTLINE_BIN", orig, 1);
+	else
+		unsetenv("FAULTLINE_BIN");
+}
+
 int main(void)
 {
 	struct serve s;
@@ -186,6 +253,7 @@ int main(void)
 		crash_run(1, 256 * MIB, 20);
 	crash_run(8, 32 * MIB, 20);
 
+	upgrade_binary();
 	serve_init(&s);
 	if (serve_start(&s, mem.path, NULL) == 0) {
 		alarm(SU_CHILD_TIMEOUT);

@@ -476,6 +476,51 @@ static inline int proc_fds(pid_t pid, const char *match)
 	return n;
 }
 
+/* Wait up to timeout_ms for the daemon to close sock: 1 if it did. */
+static inline int su_closed_by_daemon(int sock, unsigned int timeout_ms)
+{
+	uint64_t t0 = su_now_ms();
+	char buf[256];
+
+	for (;;) {
+		struct pollfd p = { .fd = sock, .events = POLLIN };
+		int left = (int)(timeout_ms - (su_now_ms() - t0));
+
+		if (left <= 0 || poll(&p, 1, left) <= 0)
+			return 0;
+		ssize_t n = recv(sock, buf, sizeof(buf), MSG_DONTWAIT);
+
+		if (n == 0 || (n < 0 && errno == ECONNRESET))
+			return 1;
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			return 0;
+		/* the daemon may say something first: read on */
+	}
+}
+
+/* Print every descriptor of pid and what it is (a leak's diagnosis). */
+static inline void proc_fds_dump(pid_t pid)
+{
+	char dir[64], p[320], link[256];
+	DIR *d;
+	struct dirent *e;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	d = opendir(dir);
+	while (d && (e = readdir(d))) {
+		ssize_t l;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		l = readlink(p, link, sizeof(link) - 1);
+		link[l < 0 ? 0 : l] = 0;
+		diag("  pid %d fd %s -> %s", (int)pid, e->d_name, link);
+	}
+	if (d)
+		closedir(d);
+}
+
 /* A "Key:   N kB" value from /proc/PID/status, in KiB; -1 if absent. */
 static inline long proc_status_kb(pid_t pid, const char *key)
 {
