@@ -3,12 +3,17 @@
 # `make` builds build/libfaultline.{a,so} and build/faultline.
 # `make check` installs missing Debian packages (as root), builds, and runs
 # every tests/*.c program under prove (TAP).
+#
+# src/LAYER/*.c is the library (layers in docs/architecture.md); testlib/
+# is the test and benchmark support library (a Firecracker-style client,
+# nginx and memory-file helpers), linked into the tests and `faultline`'s
+# bench, never into libfaultline; tools/ (and tools/bench/) is the CLI.
 
 CC      ?= cc
 PREFIX  ?= /usr/local
 DESTDIR ?=
 BUILD   := build
-VERSION := 0.1.0
+VERSION := $(shell sed -n 's/^\#define FL_VERSION[\t ]*"\(.*\)"/\1/p' include/faultline.h)
 
 DEB_PKGS := gcc make pkg-config perl libjson-c-dev libzstd-dev libxxhash-dev \
 	    nginx-light iproute2 gnuplot-nox \
@@ -18,15 +23,18 @@ PC_LIBS  := json-c libzstd libxxhash libcurl
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 -Wall -Wextra -Werror=implicit-function-declaration \
 	   -fPIC -pthread -Iinclude -Isrc -MMD -MP
+SUPPORT_CFLAGS := -Itestlib -Itools
 # Expanded when a link runs, i.e. after `deps` has installed pkg-config and
 # the libraries on a new machine.
 PKG_LIBS = $(shell pkg-config --libs $(PC_LIBS) 2>/dev/null)
 LDLIBS   = $(PKG_LIBS) -lpthread -lm
 
-LIB_SRC   := $(sort $(wildcard src/*.c))
-CLI_SRC   := $(sort $(wildcard tools/*.c bench/*.c))
+LIB_SRC   := $(sort $(wildcard src/*/*.c))
+TESTLIB_SRC := $(sort $(wildcard testlib/*.c))
+CLI_SRC   := $(sort $(wildcard tools/*.c tools/bench/*.c))
 TEST_SRC  := $(sort $(wildcard tests/*.c))
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
+TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 # Concurrency tests run a second time with every CPU busy (tests/load.h).
@@ -51,23 +59,35 @@ deps:
 		fi; \
 	fi
 
-$(BUILD)/%.o: %.c | deps
+$(BUILD)/src/%.o: src/%.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
+# The CLI and the support library may use testlib/ (bench, tests).
+$(BUILD)/%.o: %.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SUPPORT_CFLAGS) -c -o $@ $<
+
 $(BUILD)/libfaultline.a: $(LIB_OBJ)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/libfaultline.so: $(LIB_OBJ)
-	$(CC) -shared -Wl,-soname,libfaultline.so.0 -o $@ $^ $(LDLIBS)
+# Only the public API (fl_*) is exported: src/libfaultline.map.
+$(BUILD)/libfaultline.so: $(LIB_OBJ) src/libfaultline.map
+	$(CC) -shared -Wl,-soname,libfaultline.so.0 \
+		-Wl,--version-script=src/libfaultline.map -o $@ $(LIB_OBJ) $(LDLIBS)
 
-$(BUILD)/faultline: $(CLI_OBJ) $(BUILD)/libfaultline.a
+$(BUILD)/libfltest.a: $(TESTLIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/faultline: $(CLI_OBJ) $(BUILD)/libfltest.a $(BUILD)/libfaultline.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # Each tests/NAME.c is one TAP program; tests/tap.h and tests/*.h are shared.
-$(BUILD)/tests/%: tests/%.c $(BUILD)/libfaultline.a $(wildcard tests/*.h) | deps
+$(BUILD)/tests/%: tests/%.c $(BUILD)/libfltest.a $(BUILD)/libfaultline.a \
+		  $(wildcard tests/*.h testlib/*.h) | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libfaultline.a $(LDLIBS)
+	$(CC) $(CFLAGS) $(SUPPORT_CFLAGS) -Itests -o $@ $< $(BUILD)/libfltest.a \
+		$(BUILD)/libfaultline.a $(LDLIBS)
 
 check: deps
 	$(MAKE) all $(TEST_BIN)

@@ -6,7 +6,7 @@
  * a socket).  Regions tie a registered address range to a source (a snapshot
  * file) at an offset.  The engine runs on its own threads
  * (fl_engine_start) or is driven from the caller's event loop
- * (fl_engine_fd + fl_engine_process).
+ * (fl_engine_uffd + fl_engine_process).
  *
  * Every function returns 0 (or a count) on success and -errno on failure;
  * fl_last_error() explains the most recent failure on the calling thread in
@@ -21,6 +21,14 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+#define FL_VERSION_MAJOR	0
+#define FL_VERSION_MINOR	1
+#define FL_VERSION_PATCH	0
+#define FL_VERSION		"0.1.0"
+
+/* The version of the library linked at run time ("0.1.0"). */
+const char *fl_version(void);
 
 struct fl_engine;
 struct fl_source;
@@ -160,8 +168,7 @@ int fl_engine_replay(struct fl_engine *e, const char *path);
  * disabled).  The caller-driven mode below has no filler.
  */
 int fl_engine_start(struct fl_engine *e, unsigned int nthreads);
-/* Or drive it yourself: poll this fd for POLLIN, then call process. */
-int fl_engine_fd(const struct fl_engine *e);
+/* Or drive it yourself: poll fl_engine_uffd() for POLLIN, then process. */
 /* Handle everything pending without blocking; returns messages handled. */
 int fl_engine_process(struct fl_engine *e);
 /*
@@ -202,23 +209,30 @@ const char *fl_engine_error(struct fl_engine *e);
 
 #define FL_LAT_BUCKETS 32	/* bucket i: latency in [2^i, 2^(i+1)) ns */
 
+/*
+ * The engine's counters, each named once: the struct below, the engine's
+ * own atomics, fl_engine_stats() and fl_stats_json() are made from this
+ * list.  faults: page-fault messages read; events: non-cooperative events
+ * applied; pages_zeroed: served with ZEROPAGE or a zeroed huge page;
+ * pages_prefetched: filled ahead of sequential faults; pages_background:
+ * by background restore; pages_replayed: from a working-set trace;
+ * pages_moved: of pages_copied, moved instead of copied; eexist: populated
+ * behind the engine's back (woken); eagain: retried after applying
+ * pending events.
+ */
+#define FL_STATS_COUNTERS(X)						\
+	X(faults) X(events) X(pages_copied) X(pages_zeroed)		\
+	X(pages_poisoned) X(pages_prefetched) X(pages_background)	\
+	X(pages_replayed) X(pages_moved) X(bytes_copied) X(eexist)	\
+	X(eagain) X(source_errors)
+
 struct fl_stats {
-	uint64_t faults;	/* page-fault messages read */
-	uint64_t events;	/* non-cooperative events applied */
-	uint64_t pages_copied;
-	uint64_t pages_zeroed;	/* served with ZEROPAGE or a zeroed huge page */
-	uint64_t pages_poisoned;
-	uint64_t pages_prefetched;	/* filled ahead of sequential faults */
-	uint64_t pages_background;	/* filled by background restore */
-	uint64_t pages_replayed;	/* filled from a working-set trace */
-	uint64_t pages_moved;		/* of pages_copied: moved, not copied */
+#define FL_STATS_FIELD(name)	uint64_t name;
+	FL_STATS_COUNTERS(FL_STATS_FIELD)
+#undef FL_STATS_FIELD
 	uint64_t restore_complete;	/* 1 once nothing is left missing */
 	uint64_t restore_ms;	/* fl_engine_start() to restore complete */
-	uint64_t bytes_copied;
-	uint64_t eexist;	/* populated behind our back, woken */
-	uint64_t eagain;	/* retried after applying pending events */
-	uint64_t source_errors;
-	uint64_t lat_ns_sum;
+	uint64_t lat_ns_sum;	/* fault read to wake, every fault served */
 	uint64_t lat_ns_max;
 	uint64_t lat_hist[FL_LAT_BUCKETS];
 };

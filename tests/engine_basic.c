@@ -144,7 +144,7 @@ static void *caller_loop(void *arg)
 	struct loop *l = arg;
 
 	while (!atomic_load(&l->stop)) {
-		struct pollfd p = { .fd = fl_engine_fd(l->e), .events = POLLIN };
+		struct pollfd p = { .fd = fl_engine_uffd(l->e), .events = POLLIN };
 
 		if (poll(&p, 1, 20) > 0 && fl_engine_process(l->e) < 0)
 			break;

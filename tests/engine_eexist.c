@@ -13,7 +13,7 @@
 #include "load.h"
 #include "tap.h"
 #include "util.h"
-#include "uffd.h"
+#include "kernel/uffd.h"
 
 #define SEED 0xee
 
@@ -60,7 +60,7 @@ int main(void)
 
 	/* A thread faults on page 5; nobody serves it yet. */
 	struct reader r = { (volatile uint64_t *)(mem + 5 * PAGE), 0, 0 };
-	struct pollfd p = { .fd = fl_engine_fd(e), .events = POLLIN };
+	struct pollfd p = { .fd = fl_engine_uffd(e), .events = POLLIN };
 
 	pthread_create(&th, NULL, read_page, &r);
 	ok(poll(&p, 1, 5000) == 1, "fault pending on the uffd");

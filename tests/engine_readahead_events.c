@@ -81,7 +81,7 @@ static struct fl_engine *run(struct fl_source *src, void *(*client)(void *))
 	atomic_store(&done, 0);
 	pthread_create(&t, NULL, client, NULL);
 	while (!atomic_load(&done)) {
-		struct pollfd p = { .fd = fl_engine_fd(e), .events = POLLIN };
+		struct pollfd p = { .fd = fl_engine_uffd(e), .events = POLLIN };
 
 		poll(&p, 1, 10);
 		fl_engine_process(e);

@@ -22,8 +22,8 @@
 #include <sys/time.h>
 
 #include "faultline.h"
-#include "image.h"
-#include "source.h"
+#include "format/image.h"
+#include "source/source.h"
 #include "tap.h"
 #include "util.h"
 #include "http_util.h"

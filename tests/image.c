@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "faultline.h"
-#include "image.h"
-#include "source.h"
+#include "format/image.h"
+#include "source/source.h"
 #include "tap.h"
 #include <xxhash.h>
 

@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "faultline.h"
-#include "peer_proto.h"
-#include "source.h"
+#include "source/peer_proto.h"
+#include "source/source.h"
 #include "tap.h"
 
 struct liar {

@@ -14,6 +14,7 @@
  * Namespaces and senders are removed at exit and on fatal signals.
  */
 #define _GNU_SOURCE
+#include <stdarg.h>
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <pthread.h>
@@ -22,9 +23,9 @@
 #include <sys/resource.h>
 
 #include "faultline.h"
-#include "peer_proto.h"
+#include "source/peer_proto.h"
 #include "serve_util.h"
-#include "source.h"
+#include "source/source.h"
 
 #define SEED	0x5a5a000000000000ull
 #define PORT	"7431"

@@ -15,7 +15,7 @@
 
 #include "load.h"
 #include "serve_util.h"
-#include "uffd.h"
+#include "kernel/uffd.h"
 
 #define MIB		(1ULL << 20)
 #define FILE_SIZE	(16 * MIB)
@@ -515,7 +515,7 @@ static void test_uids(void)
 	static const char *const only_root[] = { "--allow-uid", "0", NULL };
 	static const char *const with_nobody[] = {
 		"--allow-uid", "0,65534", NULL };
-	struct uid_arg u;
+	struct uid_arg u = { 0 };
 	struct serve s;
 	char line[1024];
 	const char *kw[] = { "uid", "allow", "65534", NULL };
@@ -728,7 +728,7 @@ static void test_source_error(const char *policy)
 				  5000, NULL, 0),
 		   "--on-source-error %s: the session's end names the first "
 		   "source error", policy);
-	if (tap_failed)
+	if (tap_failures())
 		serve_log_dump(&s, 0);
 	if (!serve_alive(&s))
 		diag("daemon wait status 0x%x", s.status);

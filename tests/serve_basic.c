@@ -716,7 +716,7 @@ static void test_progress(void)
 	ms = stats_restore_ms(stats);
 	ok(ms >= 100 && ms < 10000,
 	   "--stats-json: restore_ms %ld (after the 100 ms quiet period)", ms);
-	if (tap_failed)
+	if (tap_failures())
 		serve_log_dump(&psrv, 0);
 	serve_cleanup(&psrv);
 }
@@ -811,7 +811,7 @@ int main(void)
 	ok(!stat(stats, &st) && st.st_size > 0,
 	   "--stats-json file written (%lld bytes)",
 	   (long long)(stat(stats, &st) ? -1 : st.st_size));
-	if (tap_failed)
+	if (tap_failures())
 		serve_log_dump(&srv, mark);
 	serve_cleanup(&srv);
 

@@ -9,7 +9,7 @@
 #include <errno.h>
 
 #include "faultline.h"
-#include "image.h"
+#include "format/image.h"
 #include "tap.h"
 #include "serve_util.h"
 #include "http_util.h"

@@ -519,7 +519,7 @@ int main(void)
 	r = serve_stop(&srv);
 	ok(r >= 0 && WIFEXITED(r) && WEXITSTATUS(r) == 0,
 	   "daemon exits 0 on SIGTERM (status 0x%x)", r);
-	if (tap_failed)
+	if (tap_failures())
 		serve_log_dump_pid(&srv, rr->mark, client);
 	serve_cleanup(&srv);
 	mem_file_destroy(&mem);

@@ -11,7 +11,7 @@
 #include <signal.h>
 
 #include "tap.h"
-#include "uffd.h"
+#include "kernel/uffd.h"
 #include "util.h"
 
 static void *do_madvise(void *p)

@@ -14,7 +14,8 @@
 
 #include "faultline.h"
 #include "cli.h"
-#include "image.h"
+#include "format/image.h"
+#include "util/clock.h"
 
 static void image_usage(FILE *f)
 {
@@ -24,14 +25,6 @@ static void image_usage(FILE *f)
 		"       faultline image verify IMAGE\n"
 		"SIZE is a power of two from 4K to 16M (default 512K); "
 		"N is a zstd level (default %d).\n", IMAGE_DEFAULT_LEVEL);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static void print_info(const char *path, const struct image_info *in)

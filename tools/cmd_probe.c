@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "uffd.h"
+#include "kernel/uffd.h"
 
 struct kvm_info {
 	bool present;

@@ -10,7 +10,7 @@
 
 #include "cli.h"
 #include "faultline.h"
-#include "send.h"
+#include "daemon/send.h"
 
 static const char usage[] =
 	"usage: faultline send --listen ADDR:PORT --mem-file FILE\n"

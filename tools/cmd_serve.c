@@ -1,5 +1,5 @@
 /*
- * cmd_serve.c - `faultline serve`: option parsing for the daemon (src/serve.c).
+ * cmd_serve.c - `faultline serve`: option parsing for the daemon (src/daemon/serve.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -10,8 +10,8 @@
 
 #include "cli.h"
 #include "faultline.h"
-#include "serve.h"
-#include "supervise.h"
+#include "daemon/serve.h"
+#include "daemon/supervise.h"
 
 static const char usage[] =
 	"usage: faultline serve --socket PATH --mem-file FILE|URL [--chunk SIZE]\n"

@@ -1,0 +1,225 @@
+/*
+ * proto_fc.c - parse and validate Firecracker's UFFD handshake.
+ *
+ * The message is the JSON text of an array of
+ *   {"base_host_virt_addr": u64, "size": u64, "offset": u64,
+ *    "page_size": u64, "page_size_kib": u64}
+ * with no length prefix and no terminator.  json-c's tokener is fed bytes as
+ * they arrive and says when the array is complete.  page_size wins over
+ * page_size_kib (which, despite its name, carries bytes); with neither the
+ * page size is 4096.  Everything is checked before anything is served: types,
+ * alignment, page size, overflow, the memory file's bounds and overlaps.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/error.h"
+#include "daemon/proto_fc.h"
+
+struct fc_parser {
+	json_tokener *tok;
+	size_t total;
+	bool started;		/* the opening '[' was seen */
+};
+
+int fc_parser_new(struct fc_parser **out)
+{
+	struct fc_parser *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	p->tok = json_tokener_new_ex(8);
+	if (!p->tok) {
+		free(p);
+		return -ENOMEM;
+	}
+	*out = p;
+	return 0;
+}
+
+void fc_parser_free(struct fc_parser *p)
+{
+	if (!p)
+		return;
+	json_tokener_free(p->tok);
+	free(p);
+}
+
+/* Short printable rendering of a JSON value for messages. */
+static const char *show(json_object *v)
+{
+	static __thread char buf[48];
+	const char *s = v ? json_object_to_json_string_ext(v,
+					JSON_C_TO_STRING_PLAIN) : "missing";
+
+	snprintf(buf, sizeof(buf), "%.40s%s", s, strlen(s) > 40 ? "..." : "");
+	return buf;
+}
+
+/* Field key of region i as a u64; absent is -ENOENT. */
+static int get_u64(json_object *obj, int i, const char *key, uint64_t *out)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(obj, key, &v) || !v)
+		return -ENOENT;
+	if (!json_object_is_type(v, json_type_int))
+		return fl_err(-EINVAL,
+			      "handshake region %d: field '%s' must be an unsigned integer, got %s",
+			      i, key, show(v));
+	errno = 0;
+	if (json_object_get_int64(v) < 0)
+		return fl_err(-EINVAL,
+			      "handshake region %d: field '%s' must not be negative, got %s",
+			      i, key, show(v));
+	*out = json_object_get_uint64(v);
+	/* json-c saturates numbers beyond 2^64-1; none of ours can be that. */
+	if (errno || *out == UINT64_MAX)
+		return fl_err(-EINVAL,
+			      "handshake region %d: field '%s' out of range (above 2^64-2): %s",
+			      i, key, show(v));
+	return 0;
+}
+
+static int need_u64(json_object *obj, int i, const char *key, uint64_t *out)
+{
+	int ret = get_u64(obj, i, key, out);
+
+	if (ret == -ENOENT)
+		return fl_err(-EINVAL, "handshake region %d: field '%s' is missing",
+			      i, key);
+	return ret;
+}
+
+static int parse_region(json_object *obj, int i, uint64_t src_size,
+			struct fl_region_desc *d)
+{
+	uint64_t ps = 4096;
+	int ret;
+
+	if (!json_object_is_type(obj, json_type_object))
+		return fl_err(-EINVAL,
+			      "handshake region %d: must be an object, got %s",
+			      i, show(obj));
+	memset(d, 0, sizeof(*d));
+	if ((ret = need_u64(obj, i, "base_host_virt_addr", &d->addr)) < 0 ||
+	    (ret = need_u64(obj, i, "size", &d->len)) < 0 ||
+	    (ret = need_u64(obj, i, "offset", &d->src_offset)) < 0)
+		return ret;
+	ret = get_u64(obj, i, "page_size", &ps);
+	if (ret == -ENOENT)
+		ret = get_u64(obj, i, "page_size_kib", &ps);
+	if (ret < 0 && ret != -ENOENT)
+		return ret;
+	d->page_size = ps;
+	if (ps != 4096 && ps != (2u << 20))
+		return fl_err(-EINVAL,
+			      "handshake region %d: page_size %" PRIu64 ": must be 4096 or 2097152",
+			      i, ps);
+	if (!d->len || d->len % ps)
+		return fl_err(-EINVAL,
+			      "handshake region %d: size %" PRIu64 ": must be a non-zero multiple of page_size %" PRIu64,
+			      i, d->len, ps);
+	if (d->addr % ps)
+		return fl_err(-EINVAL,
+			      "handshake region %d: base_host_virt_addr 0x%" PRIx64 ": not aligned to page_size %" PRIu64,
+			      i, d->addr, ps);
+	if (d->addr + d->len < d->addr || d->addr + d->len > (1ull << 57))
+		return fl_err(-EINVAL,
+			      "handshake region %d: base_host_virt_addr 0x%" PRIx64 " + size %" PRIu64 ": outside the address space",
+			      i, d->addr, d->len);
+	if (d->src_offset % 4096)
+		return fl_err(-EINVAL,
+			      "handshake region %d: offset %" PRIu64 ": not page aligned",
+			      i, d->src_offset);
+	if (d->src_offset > src_size || d->len > src_size - d->src_offset)
+		return fl_err(-EINVAL,
+			      "handshake region %d: offset %" PRIu64 " + size %" PRIu64 ": beyond the memory file (%" PRIu64 " bytes)",
+			      i, d->src_offset, d->len, src_size);
+	return 0;
+}
+
+static int check_overlaps(const struct fl_region_desc *d, int n)
+{
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < i; j++)
+			if (d[i].addr < d[j].addr + d[j].len &&
+			    d[j].addr < d[i].addr + d[i].len)
+				return fl_err(-EINVAL,
+					      "handshake region %d: base_host_virt_addr 0x%" PRIx64 " overlaps region %d",
+					      i, d[i].addr, j);
+	return 0;
+}
+
+static int parse_array(json_object *arr, uint64_t src_size,
+		       struct fl_region_desc *out, int max)
+{
+	if (!json_object_is_type(arr, json_type_array))
+		return fl_err(-EINVAL, "handshake: expected a JSON array of regions, got %s",
+			      show(arr));
+	size_t n = json_object_array_length(arr);
+
+	if (n == 0)
+		return fl_err(-EINVAL, "handshake: the region array is empty");
+	if (n > (size_t)max || n > FC_REGIONS_MAX)
+		return fl_err(-E2BIG, "handshake: %zu regions: at most %d allowed",
+			      n, max < FC_REGIONS_MAX ? max : FC_REGIONS_MAX);
+	for (size_t i = 0; i < n; i++) {
+		int ret = parse_region(json_object_array_get_idx(arr, i),
+				       (int)i, src_size, &out[i]);
+
+		if (ret < 0)
+			return ret;
+	}
+	int ret = check_overlaps(out, (int)n);
+
+	return ret < 0 ? ret : (int)n;
+}
+
+int fc_parser_feed(struct fc_parser *p, const char *buf, size_t len,
+		   uint64_t src_size, struct fl_region_desc *out, int max)
+{
+	/*
+	 * The message is an array: say so at its first byte rather than wait
+	 * for the end of a number or literal that may never come.
+	 */
+	for (size_t i = 0; !p->started && i < len; i++) {
+		if (strchr(" \t\r\n", buf[i]))
+			continue;
+		if (buf[i] != '[')
+			return fl_err(-EINVAL,
+				      "handshake: expected a JSON array of regions, got '%c' at byte %zu",
+				      buf[i], p->total + i);
+		p->started = true;
+	}
+	p->total += len;
+	if (p->total > FC_HANDSHAKE_MAX)
+		return fl_err(-E2BIG, "handshake: longer than %d bytes",
+			      FC_HANDSHAKE_MAX);
+
+	json_object *v = json_tokener_parse_ex(p->tok, buf, (int)len);
+	enum json_tokener_error jerr = json_tokener_get_error(p->tok);
+
+	if (!v && jerr == json_tokener_continue)
+		return -EAGAIN;
+	if (!v)
+		return fl_err(-EINVAL, "handshake: not valid JSON: %s at byte %zu",
+			      json_tokener_error_desc(jerr),
+			      p->total - len + json_tokener_get_parse_end(p->tok));
+
+	size_t used = json_tokener_get_parse_end(p->tok);
+	int ret = 0;
+
+	for (size_t i = used; i < len; i++)
+		if (!strchr(" \t\r\n", buf[i]))
+			ret = fl_err(-EINVAL, "handshake: unexpected bytes after the JSON array");
+	if (ret == 0)
+		ret = parse_array(v, src_size, out, max);
+	json_object_put(v);
+	return ret;
+}

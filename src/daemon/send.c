@@ -1,0 +1,789 @@
+/*
+ * send.c - the sending side of live post-copy: serves a memory file to
+ * tcp:// sources (src/source/peer.c) over the protocol in peer_proto.h.
+ *
+ * Decisions: a session is the receiver's two connections, each with its
+ * own thread and its own socket, so a demand reply is written the moment
+ * it is read from the file and never waits behind the stream (the socket
+ * buffers are per connection).  The stream sends every block the receiver
+ * does not hold and that was not sent on demand, continuing after the last
+ * demanded block (the guest's locality) and wrapping, so a quiet guest
+ * still gets everything.  Blocks are read with pread per block (a
+ * truncated file is an ERROR for those blocks, not a crash) and all-zero
+ * blocks travel as a header only.  The file's identity (dev, inode, size,
+ * mtime) is taken at start and checked with fstat before each session and
+ * after each block is read: a changed file is refused, never served, so a
+ * receiver cannot mix two versions of it (peer_proto.h).  A session counts
+ * as complete only when the receiver says it holds every block (HAVE_ALL).
+ * One log line per session on stderr.
+ */
+#define _GNU_SOURCE
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/error.h"
+#include "source/peer_proto.h"
+#include "daemon/send.h"
+#include "source/source.h"
+#include "util/clock.h"
+#include "util/io.h"
+
+#define HELLO_TIMEOUT_MS 5000
+#define MAX_CONNS	256	/* connection threads at once, at most */
+#define FD_RESERVE	32	/* descriptors kept for everything else */
+#define ACCEPT_BACKOFF_MS 100	/* out of descriptors: wait, don't spin */
+
+struct sender {
+	const struct send_config *cfg;
+	int fd;			/* the memory file */
+	uint64_t size, nblocks;
+	uint64_t file_id;	/* identity of the file at start (never 0) */
+	uint32_t bsize;
+	int done_fd;		/* eventfd: a session ended complete (--once) */
+	int max_conns;		/* connection threads allowed (max_conns()) */
+	pthread_mutex_t lock;	/* sessions */
+	struct session *sessions;
+	atomic_int nthreads;	/* connection threads running */
+};
+
+struct session {
+	struct sender *snd;
+	uint64_t token;
+	char peer[64];
+	int dfd, sfd;		/* -1 until attached; closed by the last put */
+	_Atomic uint8_t *sent;	/* per block: sent here, or held there */
+	_Atomic uint64_t jump;	/* stream continues here (UINT64_MAX: no) */
+	atomic_bool ended;
+	atomic_bool acked;	/* the receiver said HAVE_ALL */
+	atomic_bool changed;	/* stopped: the file changed (logged once) */
+	atomic_int refs;
+	uint64_t t0;
+	_Atomic uint64_t bytes, demand, stream, zero, again, held;
+	_Atomic uint64_t nsent;	/* blocks marked in sent[] */
+	struct session *next;
+};
+
+static __attribute__((format(printf, 1, 2))) void slog(const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "faultline send: %s\n", line);
+}
+
+static int send_iov(int fd, struct iovec *iov, int n)
+{
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+
+	while (m.msg_iovlen) {
+		ssize_t w = sendmsg(fd, &m, MSG_NOSIGNAL);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		while (w && m.msg_iovlen) {
+			size_t l = m.msg_iov->iov_len < (size_t)w ?
+				   m.msg_iov->iov_len : (size_t)w;
+
+			m.msg_iov->iov_base = (char *)m.msg_iov->iov_base + l;
+			m.msg_iov->iov_len -= l;
+			w -= (ssize_t)l;
+			if (!m.msg_iov->iov_len) {
+				m.msg_iov++;
+				m.msg_iovlen--;
+			}
+		}
+	}
+	return 0;
+}
+
+static int send_msg(struct session *s, int fd, uint16_t type, uint16_t flags,
+		    uint64_t a, uint64_t b, const void *data, uint32_t len)
+{
+	struct peer_hdr h = {
+		.type = htole16(type), .flags = htole16(flags),
+		.len = htole32(len), .a = htole64(a), .b = htole64(b),
+	};
+	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)data, len } };
+	int ret = send_iov(fd, iov, len ? 2 : 1);
+
+	if (!ret && s)
+		atomic_fetch_add(&s->bytes, sizeof(h) + len);
+	return ret;
+}
+
+static bool all_zero(const void *p, size_t len)
+{
+	const uint64_t *w = p;
+	const uint8_t *c = p;
+
+	for (size_t i = 0; i < len / 8; i++)
+		if (w[i])
+			return false;
+	for (size_t i = len & ~(size_t)7; i < len; i++)
+		if (c[i])
+			return false;
+	return true;
+}
+
+/* The file's identity: dev, inode, size and mtime folded to 64 bits, not 0. */
+static uint64_t file_id(const struct stat *st)
+{
+	const uint64_t v[] = {
+		(uint64_t)st->st_dev, (uint64_t)st->st_ino,
+		(uint64_t)st->st_size, (uint64_t)st->st_mtim.tv_sec,
+		(uint64_t)st->st_mtim.tv_nsec,
+	};
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(*v); i++) {
+		h ^= v[i];
+		h *= 0x100000001b3ull;
+		h ^= h >> 29;
+	}
+	return h ? h : 1;
+}
+
+/* Is the open file still the one the sender started with? */
+static bool file_unchanged(struct sender *snd)
+{
+	struct stat st;
+
+	return !fstat(snd->fd, &st) && file_id(&st) == snd->file_id;
+}
+
+#define CHANGED_MSG "the sender's file changed since it started"
+
+/* Read block b and send it on fd (DATA, or ERROR if it cannot be read). */
+static int send_block(struct session *s, int fd, uint64_t b, char *buf)
+{
+	struct sender *snd = s->snd;
+	uint64_t off = b * snd->bsize;
+	uint32_t len = (uint32_t)(snd->size - off < snd->bsize ?
+				  snd->size - off : snd->bsize);
+	int ret = pread_full(snd->fd, buf, len, off);
+
+	/*
+	 * The kernel updates mtime before it changes a byte, so a block read
+	 * before this check matched is from the file the session started on.
+	 */
+	if (!file_unchanged(snd)) {
+		if (!atomic_exchange(&s->changed, true))
+			slog("session %s: %s: %s, ending it", s->peer,
+			     snd->cfg->mem_file, CHANGED_MSG);
+		send_msg(s, fd, PEER_ERROR, PEER_F_CHANGED, b, 0, CHANGED_MSG,
+			 (uint32_t)strlen(CHANGED_MSG));
+		return -ESTALE;
+	}
+	if (ret < 0) {
+		char why[PEER_MAX_ERRMSG];
+		int n = snprintf(why, sizeof(why), "%s: offset %llu: %s",
+				 snd->cfg->mem_file, (unsigned long long)off,
+				 ret == -EIO ? "file ends early" :
+				 strerror(-ret));
+
+		slog("%s", why);
+		return send_msg(s, fd, PEER_ERROR, 0, b, 1, why,
+				(uint32_t)(n < (int)sizeof(why) ? n :
+					   (int)sizeof(why) - 1));
+	}
+	if (all_zero(buf, len)) {
+		atomic_fetch_add(&s->zero, 1);
+		return send_msg(s, fd, PEER_DATA, PEER_F_ZERO, b, 0, NULL, 0);
+	}
+	return send_msg(s, fd, PEER_DATA, 0, b, 0, buf, len);
+}
+
+/* ---- sessions ----------------------------------------------------------- */
+
+static void session_put(struct session *s)
+{
+	if (atomic_fetch_sub(&s->refs, 1) != 1)
+		return;
+	struct sender *snd = s->snd;
+	uint64_t ns = now_ns() - s->t0;
+	bool complete = atomic_load(&s->acked);
+
+	slog("session %s token %016llx: sent %llu bytes in %.3f s (%llu "
+	     "blocks: %llu on demand, %llu streamed, %llu zero, %llu again; "
+	     "receiver held %llu); %s",
+	     s->peer, (unsigned long long)s->token,
+	     (unsigned long long)atomic_load(&s->bytes), (double)ns / 1e9,
+	     (unsigned long long)snd->nblocks,
+	     (unsigned long long)atomic_load(&s->demand),
+	     (unsigned long long)atomic_load(&s->stream),
+	     (unsigned long long)atomic_load(&s->zero),
+	     (unsigned long long)atomic_load(&s->again),
+	     (unsigned long long)atomic_load(&s->held),
+	     complete ? "complete" : atomic_load(&s->changed) ?
+	     "ended: the file changed" : "ended early");
+	if (complete) {
+		uint64_t one = 1;
+
+		if (write(snd->done_fd, &one, sizeof(one)) < 0) {
+			/* the counter cannot overflow */
+		}
+	}
+	if (s->dfd >= 0)
+		close(s->dfd);
+	if (s->sfd >= 0)
+		close(s->sfd);
+	free((void *)s->sent);
+	free(s);
+}
+
+/* End s: both connections shut down; threads see it and put their refs. */
+static void session_end(struct session *s)
+{
+	struct sender *snd = s->snd;
+
+	pthread_mutex_lock(&snd->lock);
+	if (!atomic_exchange(&s->ended, true)) {
+		for (struct session **pp = &snd->sessions; *pp;
+		     pp = &(*pp)->next) {
+			if (*pp == s) {
+				*pp = s->next;
+				break;
+			}
+		}
+		if (s->dfd >= 0)
+			shutdown(s->dfd, SHUT_RDWR);
+		if (s->sfd >= 0)
+			shutdown(s->sfd, SHUT_RDWR);
+		pthread_mutex_unlock(&snd->lock);
+		session_put(s);		/* the list's reference */
+		return;
+	}
+	pthread_mutex_unlock(&snd->lock);
+}
+
+static bool mark_sent(struct session *s, uint64_t b)
+{
+	uint8_t zero = 0;
+
+	if (!atomic_compare_exchange_strong(&s->sent[b], &zero, 1))
+		return false;
+	atomic_fetch_add(&s->nsent, 1);
+	return true;
+}
+
+/* Demand connection: REQ in, DATA out, until the receiver goes. */
+static void serve_demand(struct session *s, int fd, char *buf)
+{
+	struct sender *snd = s->snd;
+
+	for (;;) {
+		struct peer_hdr h;
+
+		if (recv_full(fd, &h, sizeof(h)) < 0)
+			return;
+		uint64_t a = le64toh(h.a), n = le64toh(h.b);
+
+		if (le16toh(h.type) != PEER_REQ || h.len || a >= snd->nblocks ||
+		    n > snd->nblocks - a) {
+			slog("session %s: bad request (type %u, %llu+%llu)",
+			     s->peer, le16toh(h.type), (unsigned long long)a,
+			     (unsigned long long)n);
+			return;
+		}
+		for (uint64_t b = a; b < a + n; b++) {
+			if (!mark_sent(s, b))
+				atomic_fetch_add(&s->again, 1);
+			atomic_fetch_add(&s->demand, 1);
+			if (send_block(s, fd, b, buf) < 0)
+				return;
+		}
+		atomic_store(&s->jump, a + n);
+	}
+}
+
+/* Stream connection: every block not held and not sent yet, then DONE. */
+static void serve_stream(struct session *s, int fd, char *buf)
+{
+	struct sender *snd = s->snd;
+	uint64_t pos = 0, scanned = 0;
+
+	while (!atomic_load(&s->ended)) {
+		uint64_t j = atomic_exchange(&s->jump, UINT64_MAX);
+
+		if (j != UINT64_MAX) {
+			pos = j;
+			scanned = 0;
+		}
+		if (pos >= snd->nblocks)
+			pos = 0;
+		if (atomic_load(&s->nsent) == snd->nblocks ||
+		    scanned >= snd->nblocks) {
+			if (atomic_load(&s->nsent) == snd->nblocks)
+				break;
+			scanned = 0;	/* a demand may have moved us: rescan */
+			continue;
+		}
+		uint64_t b = pos++;
+
+		scanned++;
+		if (!mark_sent(s, b))
+			continue;
+		atomic_fetch_add(&s->stream, 1);
+		if (send_block(s, fd, b, buf) < 0)
+			return;
+	}
+	if (atomic_load(&s->ended) ||
+	    send_msg(s, fd, PEER_DONE, 0, 0, 0, NULL, 0) < 0)
+		return;
+	/*
+	 * Hold the connection until the receiver says it has every block
+	 * (the session is complete) or it, or the session, ends.
+	 */
+	struct peer_hdr h;
+
+	if (!recv_full(fd, &h, sizeof(h)) &&
+	    le16toh(h.type) == PEER_HAVE_ALL && !h.len)
+		atomic_store(&s->acked, true);
+}
+
+struct conn {
+	struct sender *snd;
+	int fd;
+	char peer[64];
+};
+
+static void refuse(int fd, const char *peer, const char *why,
+		   uint16_t flags)
+{
+	slog("connection from %s refused: %s", peer, why);
+	send_msg(NULL, fd, PEER_ERROR, flags, 0, 0, why, (uint32_t)strlen(why));
+}
+
+static int send_welcome(struct sender *snd, struct session *s, int fd,
+			int role)
+{
+	struct peer_hello w = {
+		.magic = htole32(PEER_MAGIC), .version = htole16(PEER_VERSION),
+		.role = htole16((uint16_t)role), .token = htole64(s->token),
+		.size = htole64(snd->size), .block_size = htole32(snd->bsize),
+		.file_id = htole64(snd->file_id),
+	};
+
+	return send_msg(s, fd, PEER_WELCOME, 0, 0, 0, &w, sizeof(w));
+}
+
+static struct session *session_new(struct sender *snd, uint64_t token,
+				   const char *peer, int dfd)
+{
+	struct session *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->sent = calloc(snd->nblocks, 1);
+	if (!s->sent) {
+		free(s);
+		return NULL;
+	}
+	s->snd = snd;
+	s->token = token;
+	snprintf(s->peer, sizeof(s->peer), "%s", peer);
+	s->dfd = dfd;
+	s->sfd = -1;
+	atomic_init(&s->jump, UINT64_MAX);
+	atomic_init(&s->refs, 2);	/* the list's and the demand thread's */
+	s->t0 = now_ns();
+
+	/* A receiver redialing replaces its old session, if still here. */
+	struct session *old = NULL;
+
+	pthread_mutex_lock(&snd->lock);
+	for (struct session *o = snd->sessions; o; o = o->next)
+		if (o->token == token)
+			old = o;
+	if (old)
+		atomic_fetch_add(&old->refs, 1);
+	s->next = snd->sessions;
+	snd->sessions = s;
+	pthread_mutex_unlock(&snd->lock);
+	if (old) {
+		session_end(old);
+		session_put(old);
+	}
+	return s;
+}
+
+/*
+ * Attach stream connection sfd to the live session with token that has
+ * none yet, in one step under the lock (two stream HELLOs racing must not
+ * both attach); NULL if there is none.
+ */
+static struct session *session_attach_stream(struct sender *snd,
+					     uint64_t token, int sfd)
+{
+	struct session *s;
+
+	pthread_mutex_lock(&snd->lock);
+	for (s = snd->sessions; s; s = s->next)
+		if (s->token == token && s->sfd < 0 && !atomic_load(&s->ended))
+			break;
+	if (s) {
+		atomic_fetch_add(&s->refs, 1);
+		s->sfd = sfd;
+	}
+	pthread_mutex_unlock(&snd->lock);
+	return s;
+}
+
+static void *conn_thread(void *arg)
+{
+	struct conn *c = arg;
+	struct sender *snd = c->snd;
+	int fd = c->fd;
+	struct peer_hdr h;
+	struct peer_hello hi = { 0 };
+	struct session *s = NULL;
+	char *buf = malloc(snd->bsize);
+	uint8_t *bm = NULL;
+
+	if (!buf)
+		goto out;
+	peer_tune_socket(fd);
+	peer_set_timeout(fd, SO_RCVTIMEO, HELLO_TIMEOUT_MS);
+	if (recv_full(fd, &h, sizeof(h)) < 0)
+		goto out;
+	uint32_t len = le32toh(h.len);
+	/* Magic and version first: an older receiver's hello is shorter. */
+	size_t hlen = len < sizeof(hi) ? len : sizeof(hi);
+
+	if (le16toh(h.type) != PEER_HELLO || hlen < 8 ||
+	    recv_full(fd, &hi, hlen) < 0 ||
+	    le32toh(hi.magic) != PEER_MAGIC) {
+		slog("connection from %s: not a faultline receiver", c->peer);
+		goto out;
+	}
+	if (le16toh(hi.version) != PEER_VERSION || len < sizeof(hi)) {
+		refuse(fd, c->peer, "protocol version not supported", 0);
+		goto out;
+	}
+	if (!file_unchanged(snd)) {
+		refuse(fd, c->peer, CHANGED_MSG, PEER_F_CHANGED);
+		goto out;
+	}
+	if (hi.file_id && le64toh(hi.file_id) != snd->file_id) {
+		refuse(fd, c->peer, "the sender serves another file than the "
+		       "receiver started from", PEER_F_CHANGED);
+		goto out;
+	}
+	uint64_t token = le64toh(hi.token);
+	int role = le16toh(hi.role);
+	size_t bmlen = (snd->nblocks + 7) / 8;
+
+	if (role == PEER_ROLE_DEMAND && len == sizeof(hi)) {
+		s = session_new(snd, token, c->peer, fd);
+		if (!s)
+			goto out;
+		fd = -1;	/* the session closes it */
+		if (send_welcome(snd, s, s->dfd, role) < 0)
+			goto end;
+		peer_set_timeout(s->dfd, SO_RCVTIMEO, 0);
+		serve_demand(s, s->dfd, buf);
+		goto end;
+	}
+	if (role == PEER_ROLE_DEMAND) {
+		refuse(fd, c->peer, "a demand hello carries no bitmap", 0);
+		goto out;
+	}
+	if (role != PEER_ROLE_STREAM) {
+		refuse(fd, c->peer, "unknown role", 0);
+		goto out;
+	}
+	if (le64toh(hi.size) != snd->size ||
+	    le32toh(hi.block_size) != snd->bsize ||
+	    len != sizeof(hi) + bmlen) {
+		refuse(fd, c->peer, "size or block size differ from the "
+		       "sender's file", PEER_F_CHANGED);
+		goto out;
+	}
+	bm = malloc(bmlen ? bmlen : 1);
+	if (!bm || recv_full(fd, bm, bmlen) < 0)
+		goto out;
+	s = session_attach_stream(snd, token, fd);
+	if (!s) {
+		refuse(fd, c->peer, "no demand connection for this token", 0);
+		goto out;
+	}
+	fd = -1;	/* the session closes it */
+	for (uint64_t b = 0; b < snd->nblocks; b++)
+		if (bm[b / 8] & (1u << (b % 8)) && mark_sent(s, b))
+			atomic_fetch_add(&s->held, 1);
+	if (send_welcome(snd, s, s->sfd, role) < 0)
+		goto end;
+	peer_set_timeout(s->sfd, SO_RCVTIMEO, 0);
+	if (atomic_load(&s->ended))
+		shutdown(s->sfd, SHUT_RDWR);	/* ended while attaching */
+	serve_stream(s, s->sfd, buf);
+end:
+	session_end(s);
+	session_put(s);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(bm);
+	free(buf);
+	free(c);
+	atomic_fetch_sub(&snd->nthreads, 1);
+	return NULL;
+}
+
+/* ---- listening ---------------------------------------------------------- */
+
+static int listen_on(const char *spec)
+{
+	char hp[300];
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE }, *res;
+	int fd = -1, one = 1, ret;
+
+	snprintf(hp, sizeof(hp), "%s", spec);
+	char *colon = strrchr(hp, ':'), *host = hp;
+
+	if (!colon || !colon[1])
+		return fl_err(-EINVAL, "--listen %s: expected ADDR:PORT", spec);
+	*colon = 0;
+	if (*host == '[' && colon[-1] == ']') {
+		host++;
+		colon[-1] = 0;
+	}
+	ret = getaddrinfo(*host ? host : NULL, colon + 1, &hints, &res);
+	if (ret)
+		return fl_err(-EINVAL, "--listen %s: %s", spec,
+			      gai_strerror(ret));
+	fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC,
+		    res->ai_protocol);
+	if (fd < 0) {
+		ret = fl_err(-errno, "--listen %s: socket: %m", spec);
+		goto out;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, res->ai_addr, res->ai_addrlen) < 0 ||
+	    listen(fd, 64) < 0) {
+		ret = fl_err(-errno, "--listen %s: %m", spec);
+		close(fd);
+		goto out;
+	}
+	ret = fd;
+out:
+	freeaddrinfo(res);
+	return ret;
+}
+
+static void peer_name(const struct sockaddr_storage *ss, socklen_t len,
+		      char out[64], size_t n)
+{
+	char host[NI_MAXHOST], port[NI_MAXSERV];
+
+	if (getnameinfo((const struct sockaddr *)ss, len, host, sizeof(host),
+			port, sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV))
+		snprintf(out, n, "?");
+	else
+		snprintf(out, n, "%.40s:%.8s", host, port);
+}
+
+/*
+ * How many connections may be open at once: each holds a descriptor and a
+ * thread until its receiver leaves (a demand connection may stay idle for
+ * the whole migration), so anyone who can connect could otherwise take
+ * every descriptor.  Over the limit a connection is refused with a
+ * message; the limit leaves FD_RESERVE descriptors for the rest.
+ */
+static int max_conns(void)
+{
+	struct rlimit rl;
+	rlim_t n = MAX_CONNS;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		n = rl.rlim_cur > FD_RESERVE + 4 ? rl.rlim_cur - FD_RESERVE : 4;
+	return n < MAX_CONNS ? (int)n : MAX_CONNS;
+}
+
+/*
+ * accept4() failed.  Out of descriptors or memory, the connection stays
+ * queued and poll() reports it again at once: wait a little instead of
+ * spinning, and say so once per episode.
+ */
+static void accept_failed(bool *warned)
+{
+	int err = errno;
+
+	if (err != EMFILE && err != ENFILE && err != ENOBUFS && err != ENOMEM)
+		return;		/* ECONNABORTED and the like: next one */
+	if (!*warned)
+		slog("cannot accept connections: %s; retrying every %d ms",
+		     strerror(err), ACCEPT_BACKOFF_MS);
+	*warned = true;
+	poll(NULL, 0, ACCEPT_BACKOFF_MS);
+}
+
+int send_run(const struct send_config *cfg)
+{
+	struct sender snd = { .cfg = cfg, .fd = -1, .done_fd = -1 };
+	struct stat st;
+	sigset_t mask;
+	int lfd = -1, sfd = -1, ret = 0;
+	bool warned = false;	/* accept4() failures logged */
+
+	snd.bsize = cfg->block_size ? cfg->block_size : PEER_DEF_BLOCK;
+	if (snd.bsize < PEER_MIN_BLOCK || snd.bsize > PEER_MAX_BLOCK ||
+	    (snd.bsize & (snd.bsize - 1)))
+		return fl_err(-EINVAL, "--block-size %u: must be a power of "
+			      "two from 4K to 2M", snd.bsize);
+	snd.fd = open_regular(cfg->mem_file, &st, false);
+	if (snd.fd < 0)
+		return snd.fd;
+	if (!st.st_size) {
+		close(snd.fd);
+		return fl_err(-EINVAL, "%s: empty", cfg->mem_file);
+	}
+	snd.size = (uint64_t)st.st_size;
+	snd.file_id = file_id(&st);
+	snd.nblocks = (snd.size + snd.bsize - 1) / snd.bsize;
+	if (snd.size > PEER_MAX_SIZE || snd.nblocks > PEER_MAX_BLOCKS) {
+		close(snd.fd);
+		return fl_err(-EFBIG, "%s: %llu blocks of %u: more than a "
+			      "receiver takes (%llu); use a larger --block-size",
+			      cfg->mem_file, (unsigned long long)snd.nblocks,
+			      snd.bsize, PEER_MAX_BLOCKS);
+	}
+	snd.max_conns = max_conns();
+	pthread_mutex_init(&snd.lock, NULL);
+
+	lfd = listen_on(cfg->listen);
+	if (lfd < 0) {
+		ret = lfd;
+		goto out;
+	}
+	/* Signals only through the signalfd; every thread inherits the mask. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	snd.done_fd = eventfd(0, EFD_CLOEXEC);
+	if (sfd < 0 || snd.done_fd < 0) {
+		ret = fl_err(-errno, "send: signalfd/eventfd: %m");
+		goto out;
+	}
+	slog("serving %s (%llu bytes, %llu blocks of %u, id %016llx) on %s",
+	     cfg->mem_file, (unsigned long long)snd.size,
+	     (unsigned long long)snd.nblocks, snd.bsize,
+	     (unsigned long long)snd.file_id, cfg->listen);
+
+	for (;;) {
+		struct pollfd pfd[3] = { { lfd, POLLIN, 0 }, { sfd, POLLIN, 0 },
+					 { snd.done_fd, POLLIN, 0 } };
+
+		if (poll(pfd, 3, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			ret = fl_err(-errno, "send: poll: %m");
+			break;
+		}
+		if (pfd[1].revents) {
+			struct signalfd_siginfo si;
+
+			if (read(sfd, &si, sizeof(si)) > 0)
+				slog("signal %u: stopping", si.ssi_signo);
+			break;
+		}
+		if (pfd[2].revents) {
+			uint64_t n;
+
+			if (read(snd.done_fd, &n, sizeof(n)) > 0 && cfg->once)
+				break;
+		}
+		if (!(pfd[0].revents & POLLIN))
+			continue;
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			accept_failed(&warned);
+			continue;
+		}
+		warned = false;
+		struct conn *c = calloc(1, sizeof(*c));
+		pthread_t t;
+		pthread_attr_t at;
+
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		c->snd = &snd;
+		c->fd = fd;
+		peer_name(&ss, sl, c->peer, sizeof(c->peer));
+		if (atomic_load(&snd.nthreads) >= snd.max_conns) {
+			refuse(fd, c->peer, "too many connections", 0);
+			close(fd);
+			free(c);
+			continue;
+		}
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		atomic_fetch_add(&snd.nthreads, 1);
+		if (pthread_create(&t, &at, conn_thread, c)) {
+			atomic_fetch_sub(&snd.nthreads, 1);
+			close(fd);
+			free(c);
+		}
+		pthread_attr_destroy(&at);
+	}
+	/* End every session; their threads finish on their own. */
+	for (;;) {
+		pthread_mutex_lock(&snd.lock);
+		struct session *s = snd.sessions;
+
+		if (s)
+			atomic_fetch_add(&s->refs, 1);
+		pthread_mutex_unlock(&snd.lock);
+		if (!s)
+			break;
+		session_end(s);
+		session_put(s);
+	}
+	/* Let their threads log and finish (a stuck one is abandoned). */
+	for (int i = 0; i < 200 && atomic_load(&snd.nthreads); i++)
+		usleep(10000);
+out:
+	if (lfd >= 0)
+		close(lfd);
+	if (sfd >= 0)
+		close(sfd);
+	/*
+	 * A thread still running (detached, stuck in a send) uses snd: the
+	 * process exits right after this returns, so snd.fd stays open.
+	 */
+	return ret;
+}

@@ -1,0 +1,172 @@
+/*
+ * core.h - the engine's state, shared by the files of src/engine/: the
+ * engine, its workers, the fault queue and the fill flags.  No functions.
+ */
+#ifndef FAULTLINE_ENGINE_CORE_H
+#define FAULTLINE_ENGINE_CORE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "faultline.h"
+#include "engine/region.h"
+#include "format/trace.h"
+#include "kernel/uffd.h"
+#include "util/clock.h"
+
+#define MSG_BATCH	64	/* uffd messages read at once */
+#define HUGE_2M		(2ull << 20)
+
+struct engine_stats {
+#define ENGINE_STATS_FIELD(name)	_Atomic uint64_t name;
+	FL_STATS_COUNTERS(ENGINE_STATS_FIELD)
+#undef ENGINE_STATS_FIELD
+	_Atomic uint64_t lat_ns_sum, lat_ns_max;
+	_Atomic uint64_t lat_hist[FL_LAT_BUCKETS];
+};
+
+struct worker;
+
+/*
+ * A readahead window queued for the filler thread (pages of r): [next,
+ * end), or with a stride, run pages every stride pages from next; the
+ * marker_len pages at marker are left for the client to fault on.
+ */
+struct ra_job {
+	struct region *r;
+	uint64_t next, end, marker, marker_len;
+	uint64_t stride, run;
+};
+
+#define RA_JOBS 16
+#define WOKEN_SLOTS 256
+
+struct fl_engine {
+	int uffd;
+	bool own_uffd;
+	uint64_t features;	/* negotiated; 0 if adopted (unknown) */
+	uint64_t chunk;
+	atomic_bool use_move;	/* in-process: MOVE from the read buffer */
+	int on_error;
+	int client_pid;
+	int pagemap_fd;		/* /proc/client/pagemap (another process), or -1 */
+
+	/*
+	 * Readers: resolvers (bitmap check through COPY).  Writer: whoever
+	 * reads the uffd and applies events.  Holding it exclusively across
+	 * read() closes the window in which a COPY could land after a REMOVE
+	 * was read but before it was applied (the kernel stops refusing
+	 * COPY with EAGAIN as soon as the event is read).
+	 */
+	pthread_rwlock_t lock;
+	struct region **regions;
+	int nregions, cap;
+
+	int stopfd;		/* eventfd: wakes pollers on stop */
+	pthread_t *threads;
+	unsigned int nthreads;
+	atomic_bool stopping;
+	atomic_bool finished;
+	/*
+	 * The ioctl gate (engine_fill, engine_wake): detached is set once
+	 * the client is done with its memory; in_ioctl counts ioctls under
+	 * way.  fl_engine_detach() waits for that count to drain, so after
+	 * it no ioctl of this engine can land in memory the client has
+	 * mapped anew (the kernel lets any uffd of an mm fill any of its
+	 * registered VMAs).
+	 */
+	atomic_bool detached;
+	atomic_int in_ioctl;
+
+	/*
+	 * Faults answered by a wake alone (the page was filled): a fault on
+	 * the page read after that wake is a thread that really faults
+	 * again, not a stale message (woken_lock; slots by page address).
+	 */
+	pthread_mutex_t woken_lock;
+	struct { uint64_t addr, ns; } woken[WOKEN_SLOTS];
+
+	struct worker *workers;		/* the threads' workers (engine_worker) */
+	pthread_mutex_t process_lock;	/* fl_engine_process() callers */
+	struct worker *process_worker;
+
+	/* Prefetch and background restore (prefetch.c). */
+	bool prefetch, background;
+	uint64_t ra_max;		/* largest readahead window, bytes */
+	uint64_t quiet_ns;		/* background waits this long after a fault */
+	pthread_mutex_t ra_lock;	/* jobs and every region's ra_* fields */
+	pthread_cond_t ra_cond;
+	struct ra_job jobs[RA_JOBS];
+	int njobs;
+	bool filler_running;
+	pthread_t filler;
+	_Atomic uint64_t last_fault_ns;
+	int bg_region;			/* background cursor */
+	uint64_t bg_page;
+	atomic_bool restored;		/* nothing missing: background restore
+					 * or a progress scan found so */
+	uint64_t bg_gen;		/* regions changed: bumped (ra_lock) */
+	bool bg_stopped;		/* hugetlb pool empty: faults only */
+	uint64_t start_ns;		/* fl_engine_start() */
+	_Atomic uint64_t restored_ns;	/* when restored last became true */
+	_Atomic uint64_t last_fill_ns;	/* the last run filled, any path */
+	pthread_mutex_t why_lock;	/* why */
+	char why[256];			/* first failure: fl_engine_error() */
+	atomic_bool dense;		/* a client faults all over: stream now */
+	atomic_int readers_waiting;	/* fault readers waiting for the lock */
+
+	/* Working-set traces (trace.c): record faults, replay a trace. */
+	struct trace *rec;		/* non-NULL while recording */
+	struct trace replay;		/* sorted, coalesced runs to fill */
+	size_t replay_next;		/* cursor into replay.runs */
+	uint64_t replay_off;		/* bytes of that run already done */
+
+	/* FL_ENGINE_SHARED_STATE: every region's page states, in order. */
+	_Atomic uint8_t *state_map;
+	uint64_t state_size, state_used;	/* bytes */
+	bool takeover;
+
+	struct engine_stats st;
+};
+
+/* A fault read, not yet served. */
+struct pending {
+	uint64_t addr;
+	uint64_t t_read;	/* CLOCK_MONOTONIC ns when the fault was read */
+	uint64_t t_seen;	/* ... when the read() that brought it began */
+};
+
+struct worker {
+	struct fl_engine *e;	/* owner (engine_worker) */
+	struct worker *next;	/* in e->workers */
+	void *map;		/* the mapping buf lives in */
+	void *buf;		/* FL_MAX_CHUNK bytes: the source reads here */
+	struct pending *q;	/* faults read, not yet served */
+	int qhead, qlen, qcap;
+	struct uffd_msg msgs[MSG_BATCH];
+	const struct fl_source *pop_src;	/* source blocks last mapped */
+	uint64_t pop_lo, pop_hi;		/* (map_source) */
+};
+
+static inline void stat_add(_Atomic uint64_t *c, uint64_t v)
+{
+	atomic_fetch_add_explicit(c, v, memory_order_relaxed);
+}
+
+/*
+ * How to fill: a fault fills removed pages too (as zeros); prefetch fills
+ * missing pages only, without waking, and wakes the range once after.
+ */
+#define FILL_REMOVED	(1u << 0)
+#define FILL_DONTWAKE	(1u << 1)
+#define FILL_FROM_MAP	(1u << 2)	/* internal: COPY from source->map() */
+/*
+ * Prefetch: runs of at most YIELD_RUN_BYTES while faults come, and stop
+ * between two (-EINTR) when a fault reader waits for the lock, so that a
+ * fault never waits for more than one run of somebody else's prefetch.
+ */
+#define FILL_YIELD	(1u << 3)
+#define YIELD_RUN_BYTES	(256u << 10)
+
+#endif

@@ -1,0 +1,489 @@
+/*
+ * engine.c - an engine's life cycle and public API: create (adopting a
+ * uffd or opening one), regions, traces, start, stop, detach, destroy.
+ * The work itself is loop.c (faults and events), fill.c and prefetch.c.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine/core.h"
+#include "engine/fill.h"
+#include "engine/loop.h"
+#include "engine/prefetch.h"
+#include "kernel/proc.h"
+#include "source/source.h"
+#include "util/error.h"
+
+const char *fl_engine_error(struct fl_engine *e)
+{
+	return e->why;
+}
+
+/* ---- public API --------------------------------------------------------- */
+
+/* Map the shared page-state file (FL_ENGINE_SHARED_STATE). */
+static int map_state(struct fl_engine *e, int fd)
+{
+	struct stat st;
+	void *p;
+
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0)
+		return fl_err(-EINVAL, "engine: state fd %d: not a non-empty "
+			      "memory file", fd);
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 fd, 0);
+	if (p == MAP_FAILED)
+		return fl_err(-errno, "engine: cannot map the state fd: %m");
+	e->state_map = p;
+	e->state_size = (uint64_t)st.st_size;
+	return 0;
+}
+
+/* Put r's page states in the state map, after the regions added before. */
+static int share_state(struct fl_engine *e, struct region *r)
+{
+	if (!e->state_map)
+		return 0;
+	if (r->npages > e->state_size - e->state_used)
+		return fl_err(-ENOSPC, "region 0x%llx: the state fd has no room "
+			      "for its %llu pages", (unsigned long long)r->addr,
+			      (unsigned long long)r->npages);
+	region_share_state(r, e->state_map + e->state_used, e->takeover);
+	e->state_used += r->npages;
+	return 0;
+}
+
+int fl_engine_create(const struct fl_engine_opts *opts, struct fl_engine **out)
+{
+	struct fl_engine_opts def = { .uffd = -1 };
+	struct fl_engine *e;
+	int ret;
+
+	if (!out)
+		return fl_err(-EINVAL, "engine: no output pointer");
+	if (!opts)
+		opts = &def;
+	uint64_t chunk = opts->chunk_size ? opts->chunk_size : FL_DEFAULT_CHUNK;
+
+	if (chunk < 4096 || chunk > FL_MAX_CHUNK || (chunk & (chunk - 1)))
+		return fl_err(-EINVAL,
+			      "chunk size %llu: must be a power of two from 4096 to %u",
+			      (unsigned long long)chunk, FL_MAX_CHUNK);
+	if (opts->on_error != FL_ON_ERROR_POISON &&
+	    opts->on_error != FL_ON_ERROR_KILL)
+		return fl_err(-EINVAL, "on_error %d: must be poison or kill",
+			      opts->on_error);
+	if (fill_init() < 0)
+		return fl_err(-ENOMEM, "engine: cannot map the zero buffer");
+
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return fl_err(-ENOMEM, "engine: out of memory");
+	e->chunk = chunk;
+	e->prefetch = !(opts->flags & FL_ENGINE_NO_PREFETCH);
+	e->background = !(opts->flags & FL_ENGINE_NO_BACKGROUND);
+	e->ra_max = opts->readahead_max ? opts->readahead_max : FL_DEFAULT_READAHEAD;
+	e->quiet_ns = (uint64_t)(opts->quiet_ms ? opts->quiet_ms :
+				 FL_DEFAULT_QUIET_MS) * 1000000ull;
+	pthread_mutex_init(&e->ra_lock, NULL);
+	pthread_mutex_init(&e->why_lock, NULL);
+	pthread_mutex_init(&e->woken_lock, NULL);
+	pthread_cond_init(&e->ra_cond, NULL);
+	trace_init(&e->replay);
+	e->on_error = opts->on_error;
+	e->client_pid = opts->client_pid;
+	e->pagemap_fd = -1;
+	if (e->client_pid > 0 && e->client_pid != getpid()) {
+		char path[40];
+
+		snprintf(path, sizeof(path), "/proc/%d/pagemap", e->client_pid);
+		e->pagemap_fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	pthread_rwlockattr_t attr;
+
+	pthread_rwlockattr_init(&attr);
+	pthread_rwlockattr_setkind_np(&attr,
+			PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&e->lock, &attr);
+	pthread_rwlockattr_destroy(&attr);
+	pthread_mutex_init(&e->process_lock, NULL);
+	e->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	e->process_worker = worker_new(opts->flags & FL_ENGINE_MOVE);
+	if (e->stopfd < 0 || !e->process_worker) {
+		ret = e->stopfd < 0 ?
+		      fl_err(-errno, "engine: cannot create an eventfd: %m") :
+		      fl_err(-ENOMEM, "engine: cannot map a staging buffer");
+		goto fail;
+	}
+
+	if (opts->uffd >= 0) {
+		int fl = fcntl(opts->uffd, F_GETFL);
+
+		if (fl < 0) {
+			ret = fl_err(-EBADF, "uffd %d: not an open fd",
+				     opts->uffd);
+			goto fail;
+		}
+		/*
+		 * A uffd that asks for fork events would hand us a forked
+		 * child's uffd we do not serve: that child's threads would
+		 * sleep in their first fault for ever.  Refuse it up front.
+		 */
+		uint64_t feat = 0;
+		int fr = uffd_fd_features(opts->uffd, &feat);
+
+		if (fr == -ENOTTY || fr == -ENOTCONN) {
+			ret = fl_err(-EINVAL, "fd %d: %s", opts->uffd,
+				     fr == -ENOTTY ? "not a userfaultfd" :
+				     "a userfaultfd whose UFFDIO_API was "
+				     "never done");
+			goto fail;
+		}
+		if (fr == 0 && (feat & UFFD_FEATURE_EVENT_FORK)) {
+			ret = fl_err(-EINVAL, "uffd %d asks for fork events "
+				     "(UFFD_FEATURE_EVENT_FORK): a forked "
+				     "child's memory would not be served",
+				     opts->uffd);
+			goto fail;
+		}
+		fcntl(opts->uffd, F_SETFL, fl | O_NONBLOCK);
+		e->uffd = opts->uffd;
+		e->own_uffd = opts->flags & FL_ENGINE_OWN_UFFD;
+	} else {
+		e->uffd = uffd_create(UFFD_WANT_FEATURES, &e->features);
+		if (e->uffd < 0) {
+			ret = fl_err(e->uffd, "cannot open a userfaultfd: %s",
+				     strerror(-e->uffd));
+			goto fail;
+		}
+		e->own_uffd = true;
+		atomic_store(&e->use_move,
+			     (e->features & UFFD_FEATURE_MOVE) &&
+			     (opts->flags & FL_ENGINE_MOVE));
+	}
+	if (opts->flags & FL_ENGINE_SHARED_STATE) {
+		ret = map_state(e, opts->state_fd);
+		if (ret < 0)
+			goto fail;
+	}
+	e->takeover = opts->flags & FL_ENGINE_TAKEOVER;
+	*out = e;
+	return 0;
+fail:
+	if (e->stopfd >= 0)
+		close(e->stopfd);
+	if (e->pagemap_fd >= 0)
+		close(e->pagemap_fd);
+	worker_free(e->process_worker);
+	free(e);
+	return ret;
+}
+
+int fl_engine_uffd(const struct fl_engine *e)
+{
+	return e->uffd;
+}
+
+static int check_region(struct fl_engine *e, const struct fl_region_desc *d,
+			struct fl_source *src)
+{
+	uint64_t ps = d->page_size;
+
+	if (ps != 4096 && ps != HUGE_2M)
+		return fl_err(-EINVAL, "region page_size %llu: must be 4096 or 2097152",
+			      (unsigned long long)ps);
+	if (!d->len || (d->addr | d->len) & (ps - 1))
+		return fl_err(-EINVAL,
+			      "region 0x%llx+%llu: address and length must be non-zero multiples of page_size %llu",
+			      (unsigned long long)d->addr,
+			      (unsigned long long)d->len,
+			      (unsigned long long)ps);
+	if (d->addr + d->len < d->addr)
+		return fl_err(-EINVAL, "region 0x%llx+%llu: wraps around",
+			      (unsigned long long)d->addr,
+			      (unsigned long long)d->len);
+	if ((d->flags & FL_REGION_MINOR) && (d->memfd < 0 || ps != 4096))
+		return fl_err(-EINVAL,
+			      "region 0x%llx: minor mode needs a memfd (got %d) and 4096-byte pages",
+			      (unsigned long long)d->addr, d->memfd);
+	if (d->src_offset > src->size || d->len > src->size - d->src_offset)
+		return fl_err(-EINVAL,
+			      "region offset %llu + size %llu: beyond the end of %s (%llu bytes)",
+			      (unsigned long long)d->src_offset,
+			      (unsigned long long)d->len, src->desc,
+			      (unsigned long long)src->size);
+	for (int i = 0; i < e->nregions; i++) {
+		struct region *r = e->regions[i];
+
+		if (d->addr < r->addr + r->len && r->addr < d->addr + d->len)
+			return fl_err(-EINVAL,
+				      "region 0x%llx+%llu: overlaps region 0x%llx+%llu",
+				      (unsigned long long)d->addr,
+				      (unsigned long long)d->len,
+				      (unsigned long long)r->addr,
+				      (unsigned long long)r->len);
+	}
+	/*
+	 * Memory whose pages are not what the region says (hugetlb described
+	 * as 4 KiB, or the reverse) could never be filled: the kernel refuses
+	 * every COPY into it.
+	 */
+	uint64_t mps = proc_page_size(e->client_pid, d->addr);
+
+	if (mps && mps != ps)
+		return fl_err(-EINVAL,
+			      "region 0x%llx: page_size %llu, but the memory "
+			      "there has %llu KiB pages",
+			      (unsigned long long)d->addr,
+			      (unsigned long long)ps,
+			      (unsigned long long)(mps >> 10));
+	return 0;
+}
+
+int fl_engine_add_region(struct fl_engine *e, const struct fl_region_desc *d,
+			 struct fl_source *src)
+{
+	struct region *r;
+	int ret;
+
+	if (!e || !d || !src)
+		return fl_err(-EINVAL, "add_region: missing argument");
+	pthread_rwlock_wrlock(&e->lock);
+	ret = check_region(e, d, src);
+	if (ret == 0 && (d->flags & FL_REGION_REGISTER)) {
+		ret = uffd_register(e->uffd, d->addr, d->len,
+				    UFFDIO_REGISTER_MODE_MISSING |
+				    (d->flags & FL_REGION_MINOR ?
+				     UFFDIO_REGISTER_MODE_MINOR : 0), NULL);
+		if (ret < 0)
+			fl_err(ret, "region 0x%llx+%llu: cannot register: %s",
+			       (unsigned long long)d->addr,
+			       (unsigned long long)d->len, strerror(-ret));
+	}
+	if (ret == 0)
+		ret = region_new(d, src, &r);
+	if (ret == 0 && (ret = share_state(e, r)) < 0)
+		region_free(r);
+	if (ret == 0) {
+		ret = engine_add_region_locked(e, r);
+		if (ret < 0)
+			region_free(r);
+	}
+	pthread_rwlock_unlock(&e->lock);
+	return ret;
+}
+
+int fl_engine_record(struct fl_engine *e)
+{
+	if (e->rec)
+		return 0;
+	struct trace *t = malloc(sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	trace_init(t);
+	e->rec = t;
+	return 0;
+}
+
+int fl_engine_save_trace(struct fl_engine *e, const char *path)
+{
+	if (!e->rec)
+		return fl_err(-EINVAL, "trace %s: the engine is not recording",
+			      path);
+	return trace_save(e->rec, path);
+}
+
+int fl_engine_replay(struct fl_engine *e, const char *path)
+{
+	struct trace t;
+	int ret;
+
+	/* A trace that does not load leaves the one before as it was. */
+	trace_init(&t);
+	ret = trace_load(&t, path);
+	if (ret < 0) {
+		trace_free(&t);
+		return ret;
+	}
+	pthread_mutex_lock(&e->ra_lock);
+	trace_free(&e->replay);
+	e->replay = t;
+	e->replay_next = 0;
+	e->replay_off = 0;
+	pthread_cond_signal(&e->ra_cond);
+	pthread_mutex_unlock(&e->ra_lock);
+	/* Started without anything for the filler to do: it has now. */
+	if (ret == 0 && e->threads && !e->filler_running)
+		ret = prefetch_start(e);
+	return ret;
+}
+
+int fl_engine_start(struct fl_engine *e, unsigned int nthreads)
+{
+	if (!nthreads || nthreads > 64)
+		return fl_err(-EINVAL, "threads %u: must be 1 to 64", nthreads);
+	if (e->threads)
+		return fl_err(-EBUSY, "engine already started");
+	if (atomic_load(&e->stopping))	/* its threads would exit at once */
+		return fl_err(-EINVAL, "engine stopped: it does not start "
+			      "again (fl_engine_process() still serves it)");
+	e->threads = calloc(nthreads, sizeof(*e->threads));
+	if (!e->threads)
+		return -ENOMEM;
+	e->start_ns = now_ns();
+	for (unsigned int i = 0; i < nthreads; i++) {
+		struct worker *w = engine_worker(e);
+		int ret = w ? pthread_create(&e->threads[i], NULL,
+					     engine_thread, w) : ENOMEM;
+
+		if (ret) {
+			fl_engine_stop(e);
+			return fl_err(-ret, "cannot start engine thread");
+		}
+		e->nthreads++;
+	}
+	if (e->prefetch || e->background || e->replay.n) {
+		int ret = prefetch_start(e);
+
+		if (ret < 0) {
+			fl_engine_stop(e);
+			return fl_err(ret, "cannot start the prefetch thread");
+		}
+	}
+	/* Taken over: faults the dead server read are asleep; fault again. */
+	pthread_rwlock_rdlock(&e->lock);
+	for (int i = 0; e->takeover && i < e->nregions; i++)
+		engine_wake(e, e->regions[i]->addr, e->regions[i]->len);
+	pthread_rwlock_unlock(&e->lock);
+	return 0;
+}
+
+int fl_engine_process(struct fl_engine *e)
+{
+	int total = 0, n;
+
+	pthread_mutex_lock(&e->process_lock);
+	do {
+		n = engine_pump(e, e->process_worker);
+		if (n > 0)
+			total += n;
+	} while (n > 0);
+	pthread_mutex_unlock(&e->process_lock);
+	return n < 0 ? n : total;
+}
+
+int fl_engine_stop(struct fl_engine *e)
+{
+	uint64_t one = 1;
+
+	atomic_store(&e->stopping, true);
+	prefetch_stop(e);
+	if (write(e->stopfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		return -errno;
+	for (unsigned int i = 0; i < e->nthreads; i++)
+		pthread_join(e->threads[i], NULL);
+	free(e->threads);
+	e->threads = NULL;
+	e->nthreads = 0;
+	return 0;
+}
+
+int fl_engine_detach(struct fl_engine *e)
+{
+	uint64_t one = 1;
+
+	atomic_store(&e->detached, true);
+	atomic_store(&e->stopping, true);
+	if (write(e->stopfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		return -errno;
+	/* An ioctl under way is a COPY of at most FL_MAX_CHUNK: short. */
+	while (atomic_load(&e->in_ioctl))
+		sched_yield();
+	return 0;
+}
+
+int fl_engine_progress(struct fl_engine *e, uint64_t *missing,
+		       uint64_t *total)
+{
+	uint64_t m = 0, t = 0;
+
+	if (pthread_rwlock_tryrdlock(&e->lock))
+		return -EBUSY;
+	for (int i = 0; i < e->nregions; i++) {
+		const struct region *r = e->regions[i];
+		uint64_t c[PG_NSTATES];
+
+		region_count(r, c);
+		m += (c[PG_MISSING] + c[PG_BUSY]) << r->page_shift;
+		t += r->len;
+	}
+	/*
+	 * Nothing missing, although background restore never said so (faults
+	 * and readahead filled it all, or it had no quiet moment): restored
+	 * when the last run was filled.  Under the lock: a region added
+	 * afterwards (write lock) clears it again.
+	 */
+	if (t && !m && !atomic_load(&e->restored)) {
+		uint64_t at = atomic_load(&e->last_fill_ns);
+
+		atomic_store(&e->restored_ns, at ? at : now_ns());
+		atomic_store(&e->restored, true);
+	}
+	pthread_rwlock_unlock(&e->lock);
+	*missing = m;
+	*total = t;
+	return 0;
+}
+
+int fl_engine_finished(const struct fl_engine *e)
+{
+	return atomic_load(&e->finished);
+}
+
+void fl_engine_destroy(struct fl_engine *e)
+{
+	if (!e)
+		return;
+	fl_engine_detach(e);
+	fl_engine_stop(e);
+	for (int i = 0; i < e->nregions; i++)
+		region_free(e->regions[i]);
+	free(e->regions);
+	if (e->own_uffd)
+		close(e->uffd);
+	close(e->stopfd);
+	if (e->pagemap_fd >= 0)
+		close(e->pagemap_fd);
+	while (e->workers) {	/* only now: see engine_worker() */
+		struct worker *w = e->workers;
+
+		e->workers = w->next;
+		worker_free(w);
+	}
+	worker_free(e->process_worker);
+	pthread_rwlock_destroy(&e->lock);
+	pthread_mutex_destroy(&e->process_lock);
+	pthread_mutex_destroy(&e->ra_lock);
+	pthread_mutex_destroy(&e->why_lock);
+	pthread_mutex_destroy(&e->woken_lock);
+	pthread_cond_destroy(&e->ra_cond);
+	trace_free(&e->replay);
+	if (e->state_map)
+		munmap((void *)e->state_map, e->state_size);
+	if (e->rec) {
+		trace_free(e->rec);
+		free(e->rec);
+	}
+	free(e);
+}
+

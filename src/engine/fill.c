@@ -1,0 +1,677 @@
+/*
+ * fill.c - resolving a claimed run of pages, for faults and prefetch alike.
+ *
+ * A run is filled with one operation, the cheapest that is right (see
+ * fill_run()); the kernel's partial-progress and error rules are folded in
+ * here, and every ioctl passes the gate that fl_engine_detach() closes.
+ * A page the source cannot produce is poisoned or its client killed.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "engine/core.h"
+#include "engine/fill.h"
+#include "kernel/proc.h"
+#include "source/source.h"
+#include "util/error.h"
+
+#define PROBE_BYTES	256	/* read to tell a data run from a zero run */
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ	22	/* Linux 5.14 */
+#endif
+
+static const void *zero_buf;	/* FL_MAX_CHUNK bytes of zeros, read-only */
+static pthread_once_t zero_once = PTHREAD_ONCE_INIT;
+
+static void zero_init(void)
+{
+	/*
+	 * Populated: a COPY from a source page that is not mapped takes the
+	 * kernel's retry path, which on hugetlb holds two huge pages at
+	 * once; with the pool sized exactly to the guest that fails with
+	 * ENOMEM.
+	 */
+	void *p = mmap(NULL, FL_MAX_CHUNK, PROT_READ,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+
+	zero_buf = p == MAP_FAILED ? NULL : p;
+}
+
+static bool is_zero(const void *p, size_t len)
+{
+	const unsigned char *c = p;
+
+	return len == 0 || (c[0] == 0 && !memcmp(c, c + 1, len - 1));
+}
+
+/* ---- the ioctl gate ----------------------------------------------------- */
+
+static bool gate_enter(struct fl_engine *e)
+{
+	atomic_fetch_add(&e->in_ioctl, 1);
+	if (!atomic_load(&e->detached))
+		return true;
+	atomic_fetch_sub(&e->in_ioctl, 1);
+	return false;
+}
+
+/*
+ * Every fill, poison and wake of the engine passes here: once the engine
+ * is detached it answers -ESRCH (the client is gone) without an ioctl.
+ */
+int engine_fill(struct fl_engine *e, enum uffd_fill_op op, uint64_t dst,
+		uint64_t src, uint64_t len, uint64_t mode, uint64_t *done)
+{
+	*done = 0;
+	if (!gate_enter(e))
+		return -ESRCH;
+	int ret = uffd_fill(e->uffd, op, dst, src, len, mode, done);
+
+	atomic_fetch_sub(&e->in_ioctl, 1);
+	return ret;
+}
+
+int engine_wake(struct fl_engine *e, uint64_t start, uint64_t len)
+{
+	if (!gate_enter(e))
+		return -ESRCH;
+	int ret = uffd_wake(e->uffd, start, len);
+
+	atomic_fetch_sub(&e->in_ioctl, 1);
+	return ret;
+}
+
+/* ---- workers ------------------------------------------------------------ */
+
+/* ---- workers ------------------------------------------------------------ */
+
+struct worker *worker_new(bool huge)
+{
+	struct worker *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	/*
+	 * The read buffer is a 2 MiB-aligned staging area.  For MOVE it is
+	 * THP-backed: the source reads into a huge page, and in-process
+	 * engines MOVE it into place (a whole PMD when the run is one).
+	 * Otherwise it is not: its first write would fault in a huge page,
+	 * 5 ms under PVM (direct compaction, memory the host has not
+	 * backed), in the middle of a fault.  Not inherited by fork, or MOVE
+	 * would find its pages shared (EBUSY).
+	 */
+	uint8_t *p = mmap(NULL, 2 * FL_MAX_CHUNK, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED) {
+		free(w);
+		return NULL;
+	}
+	w->map = p;
+	w->buf = (void *)(((uintptr_t)p + FL_MAX_CHUNK - 1) &
+			  ~(uintptr_t)(FL_MAX_CHUNK - 1));
+	madvise(w->buf, FL_MAX_CHUNK, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+	madvise(w->buf, FL_MAX_CHUNK, MADV_DONTFORK);
+	return w;
+}
+
+void worker_free(struct worker *w)
+{
+	if (!w)
+		return;
+	munmap(w->map, 2 * FL_MAX_CHUNK);
+	free(w->q);
+	free(w);
+}
+
+/*
+ * A worker for one of the engine's threads, owned by the engine and freed
+ * by fl_engine_destroy() after the uffd is closed.  A thread must not
+ * unmap its buffer on its way out: in-process, that munmap can raise an
+ * UNMAP event on the engine's own uffd, and the threads that would read
+ * it may already be gone (seen: fl_engine_destroy() hung joining such a
+ * thread).  Called from API calls only, never concurrently.
+ */
+struct fl_engine *worker_engine(const struct worker *w)
+{
+	return w->e;
+}
+
+struct worker *engine_worker(struct fl_engine *e)
+{
+	struct worker *w = worker_new(atomic_load(&e->use_move));
+
+	if (w) {
+		w->e = e;
+		w->next = e->workers;
+		e->workers = w;
+	}
+	return w;
+}
+
+/* Make room for n more queued faults. */
+/* ---- resolving ---------------------------------------------------------- */
+
+void engine_finish(struct fl_engine *e)
+{
+	atomic_store(&e->finished, true);
+	uint64_t one = 1;
+
+	if (write(e->stopfd, &one, sizeof(one)) < 0) {
+		/* the counter cannot overflow with one write per finish */
+	}
+}
+
+
+/* Keep the first failure's message (this thread's last error) for later. */
+static void note_failure(struct fl_engine *e)
+{
+	pthread_mutex_lock(&e->why_lock);
+	if (!e->why[0])
+		snprintf(e->why, sizeof(e->why), "%s", fl_last_error());
+	pthread_mutex_unlock(&e->why_lock);
+}
+
+
+/*
+ * Pages that cannot be served, ever: POISON them (SIGBUS in a thread that
+ * touches one) or kill the client, by the engine's on_error policy.  They
+ * are never left for a fault or background restore to retry.
+ */
+static int fail_pages(struct fl_engine *e, struct region *r, uint64_t pg,
+		      uint64_t npg)
+{
+	note_failure(e);
+	bool poison = e->on_error == FL_ON_ERROR_POISON || e->client_pid <= 0;
+	uint64_t step = npg;	/* pages per POISON: 1 after an ENOENT */
+
+	while (poison && npg) {
+		uint64_t addr = region_page_addr(r, pg), done = 0;
+		uint64_t n = step < npg ? step : npg;
+		int ret = engine_fill(e, UFFD_OP_POISON, addr,
+				      0, n << r->page_shift, 0, &done);
+		uint64_t k = done >> r->page_shift;
+
+		region_set(r, pg, k, PG_PRESENT);
+		stat_add(&e->st.pages_poisoned, k);
+		pg += k;
+		npg -= k;
+		if (ret == 0)
+			continue;
+		if (ret == -EAGAIN) {	/* events pending: apply, then again */
+			region_set(r, pg, npg, PG_MISSING);
+			stat_add(&e->st.eagain, 1);
+			return -EAGAIN;
+		}
+		if (ret == -ENOENT && step > 1) {	/* across a VMA's end */
+			step = 1;
+			continue;
+		}
+		if (ret == -ENOENT || ret == -EEXIST) {
+			/* No mapping there any more, or populated meanwhile. */
+			region_set(r, pg, 1, ret == -ENOENT ? PG_GONE :
+				   PG_PRESENT);
+			if (ret == -EEXIST)	/* its sleeper: this page's */
+				engine_wake(e, region_page_addr(r, pg),
+					    r->page_size);
+			pg++;
+			npg--;
+			continue;
+		}
+		if (ret == -ESRCH)
+			break;
+		fl_err(ret, "0x%llx: cannot poison it either: %s",
+		       (unsigned long long)addr, strerror(-ret));
+		break;
+	}
+	if (!npg)
+		return 0;
+	/* Poisoning impossible (or not the policy): the client must go. */
+	if (e->client_pid > 0)
+		kill(e->client_pid, SIGKILL);
+	region_set(r, pg, npg, PG_MISSING);
+	engine_finish(e);
+	return -ESRCH;
+}
+
+/*
+ * The source cannot produce [pg, pg+npg): never serve it wrong.  Poison
+ * it (SIGBUS in the faulting thread) or kill the client, by policy.
+ */
+static int source_failed(struct fl_engine *e, struct region *r, uint64_t pg,
+			 uint64_t npg, int err)
+{
+	stat_add(&e->st.source_errors, 1);
+	fl_err(err, "source %s: cannot read offset %llu (+%llu): %s",
+	       r->src->desc,
+	       (unsigned long long)(r->src_off + (pg << r->page_shift)),
+	       (unsigned long long)(npg << r->page_shift), strerror(-err));
+	return fail_pages(e, r, pg, npg);
+}
+
+static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
+			uint64_t npg, enum uffd_fill_op op, uint64_t src,
+			enum page_state prior, unsigned int how,
+			_Atomic uint64_t *counter);
+
+
+/*
+ * Fill the claimed pages [pg, end) one at a time (src: the source of pg).
+ * Stops at an error that is not about the page itself, handing the rest
+ * back as prior.
+ */
+static int fill_pagewise(struct fl_engine *e, struct region *r, uint64_t pg,
+			 uint64_t end, enum uffd_fill_op op, uint64_t src,
+			 enum page_state prior, unsigned int how,
+			 _Atomic uint64_t *counter)
+{
+	for (uint64_t p = pg; p < end; p++) {
+		uint64_t s = src ? src + ((p - pg) << r->page_shift) : 0;
+		int ret = fill_claimed(e, r, p, 1, op, s, prior, how, counter);
+
+		if (ret == -EAGAIN || ret == -ESRCH || ret == -EFAULT ||
+		    ret == -ENOMEM) {
+			region_set(r, p + 1, end - p - 1, prior);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Resolve the claimed pages [pg, pg+npg) of r with op (src: where COPY or
+ * MOVE take the bytes from).  Pages not filled are handed back in state
+ * prior.
+ */
+static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
+			uint64_t npg, enum uffd_fill_op op, uint64_t src,
+			enum page_state prior, unsigned int how,
+			_Atomic uint64_t *counter)
+{
+	uint64_t mode = how & FILL_DONTWAKE ? UFFDIO_COPY_MODE_DONTWAKE : 0;
+	uint64_t base = region_page_addr(r, pg), len = npg << r->page_shift;
+	bool zero = op == UFFD_OP_ZEROPAGE || src == (uintptr_t)zero_buf;
+	uint64_t off = 0;
+	int ret = 0;
+
+	while (off < len) {
+		uint64_t done = 0;
+
+		ret = engine_fill(e, op, base + off, src ? src + off : 0,
+				  len - off, mode, &done);
+		if (op == UFFD_OP_MOVE && done == 0 && ret != 0 &&
+		    ret != -EEXIST && ret != -EAGAIN && ret != -ESRCH) {
+			/* Not movable here (shmem, EBUSY...): copy from now on. */
+			atomic_store(&e->use_move, false);
+			op = UFFD_OP_COPY;
+			continue;
+		}
+		uint64_t first = (off >> r->page_shift) + pg;
+		uint64_t n = done >> r->page_shift;
+
+		region_set(r, first, n, PG_PRESENT);
+		atomic_store_explicit(&e->last_fill_ns, now_ns(),
+				      memory_order_relaxed);
+		stat_add(zero ? &e->st.pages_zeroed : &e->st.pages_copied, n);
+		if (!zero && op != UFFD_OP_CONTINUE)	/* CONTINUE copies nothing */
+			stat_add(&e->st.bytes_copied, done);
+		if (op == UFFD_OP_MOVE)
+			stat_add(&e->st.pages_moved, n);
+		if (counter)
+			stat_add(counter, n);
+		off += done;
+		if (ret != -EEXIST)
+			break;
+		/*
+		 * Into hugetlb memory with the pool empty, this kernel (6.18)
+		 * answers EEXIST, not ENOMEM: believe it only if the page is
+		 * there, or the thread would fault on it forever.
+		 */
+		if (r->page_size >= HUGE_2M && proc_resident(e->pagemap_fd, e->client_pid, base + off) == 0) {
+			ret = -ENOMEM;
+			break;
+		}
+		/* Populated behind our back: it is present; wake its waiters. */
+		stat_add(&e->st.eexist, 1);
+		region_set(r, first + n, 1, PG_PRESENT);
+		engine_wake(e, base + off, r->page_size);
+		off += r->page_size;
+		ret = 0;
+	}
+	if (ret == 0)
+		return 0;
+
+	uint64_t left = (off >> r->page_shift) + pg;
+
+	/* The source mapping failed under the kernel's copy (truncated). */
+	if (ret == -EFAULT && (how & FILL_FROM_MAP))
+		return source_failed(e, r, left, pg + npg - left, -EIO);
+	/*
+	 * ENOENT is the answer for the whole range when it does not lie in
+	 * one registered VMA: a run across a VMA's end (the rest unmapped, or
+	 * the region split by mprotect or madvise).  Find out page by page
+	 * which pages have no mapping; the others are filled.
+	 */
+	if (ret == -ENOENT && pg + npg - left > 1)
+		return fill_pagewise(e, r, left, pg + npg, op,
+				     src ? src + off : 0,
+				     prior, how, counter);
+	/*
+	 * Anything else the kernel refuses for good (EINVAL: the memory is
+	 * not what the region says, e.g. hugetlb pages described as 4 KiB;
+	 * EPERM, ENOSPC...) would be refused again on every fault and every
+	 * background pass: fail those pages as a source error does (SIGBUS
+	 * or the client killed, and a message), never loop on them.
+	 */
+	if (ret != -ENOENT && ret != -EAGAIN && ret != -ESRCH &&
+	    ret != -ENOMEM && ret != -EFAULT) {
+		fl_err(ret, "0x%llx+%llu: the kernel refuses to fill it: %s",
+		       (unsigned long long)(base + off),
+		       (unsigned long long)((pg + npg - left) << r->page_shift),
+		       strerror(-ret));
+		return fail_pages(e, r, left, pg + npg - left);
+	}
+	/*
+	 * ENOENT for one page: no registered mapping there any more
+	 * (unmapped without an UNMAP event: Firecracker does not ask for
+	 * them).  Gone: background restore must not retry it forever, and
+	 * no event said it reads zeros.
+	 */
+	region_set(r, left, pg + npg - left,
+		   ret == -ENOENT ? PG_GONE : prior);
+	/*
+	 * Another worker may have skipped a fault on these pages because
+	 * they were ours (busy): wake them, the threads fault again and the
+	 * faults are read anew.  A spurious wake is harmless.
+	 */
+	if (ret != -ESRCH)
+		engine_wake(e, region_page_addr(r, left),
+			    (pg + npg - left) << r->page_shift);
+	if (ret == -EAGAIN)
+		stat_add(&e->st.eagain, 1);
+	else if (ret == -ESRCH)
+		engine_finish(e);
+	return ret;
+}
+
+/* Is [off, off+len) of the shared memory file all in its page cache? */
+static bool memfd_cached(int fd, uint64_t off, size_t len)
+{
+	off_t hole = lseek(fd, (off_t)off, SEEK_HOLE);
+
+	return hole >= 0 && (uint64_t)hole >= off + len;
+}
+
+/*
+ * Write buf into the holes of [off, off+len) of the memfd's page cache.
+ * Returns the bytes written.
+ */
+static int64_t memfd_fill(int fd, const uint8_t *buf, uint64_t off, size_t len)
+{
+	int64_t written = 0;
+	uint64_t end = off + len, pos = off;
+
+	while (pos < end) {
+		off_t hole = lseek(fd, (off_t)pos, SEEK_HOLE);
+
+		if (hole < 0)
+			return -errno;
+		if ((uint64_t)hole >= end)
+			break;
+		off_t data = lseek(fd, hole, SEEK_DATA);
+		uint64_t stop = data < 0 || (uint64_t)data > end ? end :
+				(uint64_t)data;
+		ssize_t n = pwrite(fd, buf + (hole - (off_t)off),
+				   stop - (uint64_t)hole, hole);
+
+		if (n < 0)
+			return -errno;
+		pos = (uint64_t)hole + (uint64_t)n;
+		written += n;
+	}
+	return written;
+}
+
+/*
+ * MADV_POPULATE_READ the 2 MiB blocks of the source around [off, off+len)
+ * (map is the source's mapping of off), once per block and worker: a
+ * background piece comes in several runs of the same block.  Each time
+ * (again) for hugetlb, where a source page evicted since would mean ENOMEM.
+ */
+static int map_source(struct worker *w, const struct fl_source *src,
+		      const void *map, uint64_t off, size_t len, bool again)
+{
+	uint64_t lo = off & ~(HUGE_2M - 1);
+	uint64_t hi = (off + len + HUGE_2M - 1) & ~(HUGE_2M - 1);
+	const uint8_t *base = (const uint8_t *)map - off;
+
+	if (hi > src->size)
+		hi = (src->size + 4095) & ~4095ull;
+	if (!again && w->pop_src == src && lo >= w->pop_lo && hi <= w->pop_hi)
+		return 0;
+	if (madvise((void *)(base + lo), hi - lo, MADV_POPULATE_READ) < 0) {
+		w->pop_src = NULL;
+		return -errno;
+	}
+	w->pop_src = src;
+	w->pop_lo = lo;
+	w->pop_hi = hi;
+	return 0;
+}
+
+static int run_failed(struct fl_engine *e, struct worker *w, struct region *r,
+		      uint64_t pg, uint64_t npg, enum page_state prior,
+		      unsigned int how, _Atomic uint64_t *counter, int err);
+
+/*
+ * Resolve the claimed run [pg, pg+npg), all of them formerly prior, by the
+ * cheapest means: zero pages for removed pages, holes and all-zero data;
+ * for shared-memory regions (minor mode) one write into the page cache and
+ * UFFDIO_CONTINUE; MOVE out of the staging buffer in-process when enabled;
+ * COPY otherwise.
+ */
+int fill_run(struct fl_engine *e, struct worker *w, struct region *r,
+	     uint64_t pg, uint64_t npg, enum page_state prior, unsigned int how,
+	     _Atomic uint64_t *counter)
+{
+	struct fl_source *src = r->src;
+	uint64_t off = r->src_off + (pg << r->page_shift);
+	uint64_t moff = r->memfd_off + (pg << r->page_shift);
+	size_t len = (size_t)(npg << r->page_shift);
+	bool zero = prior == PG_REMOVED;
+	int ret;
+
+	/* Shared memory keeps its page cache across MADV_DONTNEED. */
+	if (r->memfd >= 0 && memfd_cached(r->memfd, moff, len))
+		return fill_claimed(e, r, pg, npg, UFFD_OP_CONTINUE, 0, prior,
+				    how, counter);
+	if (!zero && src->ops->hole && src->ops->hole(src, off, len))
+		zero = true;
+	const void *map = zero || r->memfd >= 0 || atomic_load(&e->use_move) ||
+			  !src->ops->map ? NULL : src->ops->map(src, off, len);
+
+	/*
+	 * Map the source pages before the COPY reads them: one call maps a
+	 * whole large folio of the page cache with one PMD (ext4 and xfs
+	 * cache a memory file in 2 MiB folios), where the COPY would fault
+	 * them in 4 KiB at a time (a random 64 KiB fault: 45 us instead of
+	 * 50-100 here).  Into hugetlb pages it is needed: a COPY from
+	 * unmapped source pages takes the kernel's retry path, which holds
+	 * two huge pages at once and fails with ENOMEM when the pool is sized
+	 * to the guest.  A failure (a truncated file) falls back to pread,
+	 * which reports it.
+	 */
+	if (map && map_source(w, src, map, off, len,
+			      r->page_size >= HUGE_2M) < 0)
+		map = NULL;
+
+	if (map) {
+		/*
+		 * One copy: the kernel copies from the mapping.  Only the first
+		 * bytes are read here, to tell data from a zero run; a run
+		 * whose start is zero is read in full below and checked.
+		 */
+		size_t probe = len < PROBE_BYTES ? len : PROBE_BYTES;
+		uint8_t head[PROBE_BYTES];
+
+		/*
+		 * Not into the staging buffer: its first write faults in a
+		 * huge page, 5 ms under PVM (direct compaction, and a host
+		 * that has not backed the memory) on a fault that needs none.
+		 */
+		ret = src->ops->read(src, head, probe, off);
+		if (ret < 0)
+			return run_failed(e, w, r, pg, npg, prior, how, counter, ret);
+		if (!is_zero(head, probe))
+			return fill_claimed(e, r, pg, npg, UFFD_OP_COPY,
+					    (uintptr_t)map, prior,
+					    how | FILL_FROM_MAP, counter);
+	}
+	if (!zero) {
+		ret = src->ops->read(src, w->buf, len, off);
+		if (ret < 0)
+			return run_failed(e, w, r, pg, npg, prior, how, counter, ret);
+		zero = is_zero(w->buf, len);
+	}
+	if (zero && r->page_size >= HUGE_2M)	/* no ZEROPAGE on hugetlbfs */
+		return fill_claimed(e, r, pg, npg, UFFD_OP_COPY,
+				    (uintptr_t)zero_buf, prior, how, counter);
+	if (zero)
+		return fill_claimed(e, r, pg, npg, UFFD_OP_ZEROPAGE, 0, prior,
+				    how, counter);
+	if (r->memfd >= 0) {
+		int64_t n = memfd_fill(r->memfd, w->buf, moff, len);
+
+		if (n < 0)
+			return run_failed(e, w, r, pg, npg, prior, how, counter, (int)n);
+		stat_add(&e->st.bytes_copied, (uint64_t)n);
+		return fill_claimed(e, r, pg, npg, UFFD_OP_CONTINUE, 0, prior,
+				    how, counter);
+	}
+	return fill_claimed(e, r, pg, npg,
+			    r->page_size < HUGE_2M && atomic_load(&e->use_move) ?
+			    UFFD_OP_MOVE : UFFD_OP_COPY,
+			    (uintptr_t)w->buf, prior, how, counter);
+}
+
+/*
+ * The source could not produce the run [pg, pg+npg): fill it page by page
+ * until a page fails too, so that the readable pages before the failure (a
+ * file truncated mid-chunk) are served, not failed with it; from that page
+ * on the run fails at once.
+ */
+static int run_failed(struct fl_engine *e, struct worker *w, struct region *r,
+		      uint64_t pg, uint64_t npg, enum page_state prior,
+		      unsigned int how, _Atomic uint64_t *counter, int err)
+{
+	if (npg == 1)
+		return source_failed(e, r, pg, 1, err);
+	for (uint64_t i = 0; i < npg; i++) {
+		uint64_t errs = atomic_load(&e->st.source_errors);
+		int ret = fill_run(e, w, r, pg + i, 1, prior, how, counter);
+
+		if (ret < 0 && ret != -ENOENT) {
+			region_set(r, pg + i + 1, npg - i - 1, prior);
+			return ret;
+		}
+		/*
+		 * This page failed as well: the rest would too (the end of
+		 * the file, a server that answers errors) and each try could
+		 * take a remote source's whole retry budget.  Fail them now.
+		 */
+		if (atomic_load(&e->st.source_errors) != errs)
+			return i + 1 < npg ?
+			       source_failed(e, r, pg + i + 1, npg - i - 1,
+					     err) : 0;
+	}
+	return 0;
+}
+
+/*
+ * Fill every missing (and, for faults, removed) page of [first, last) in
+ * runs.  Pages busy in another worker are left to it: its COPY wakes our
+ * faulting thread too.  Prefetch never fills removed pages: the memory was
+ * given back (balloon) and stays unpopulated until touched.
+ */
+int engine_fill_range(struct fl_engine *e, struct worker *w, struct region *r,
+		      uint64_t first, uint64_t last, unsigned int how,
+		      _Atomic uint64_t *counter)
+{
+	uint64_t i = first;
+	bool ran = false;
+	uint64_t max_bytes = FL_MAX_CHUNK;
+
+	/*
+	 * Prefetch while faults come: short runs, so that one waits little.
+	 * Once they have gone quiet: whole 2 MiB runs (a background restore
+	 * of an idle client, 8 % faster here).
+	 */
+	if ((how & FILL_YIELD) &&
+	    now_ns() - atomic_load(&e->last_fault_ns) < e->quiet_ns)
+		max_bytes = YIELD_RUN_BYTES;
+
+	while (i < last) {
+		enum page_state s = region_get(r, i);
+
+		if (s != PG_MISSING && (s != PG_REMOVED || !(how & FILL_REMOVED))) {
+			i++;
+			continue;
+		}
+		if ((how & FILL_YIELD) && ran &&
+		    atomic_load(&e->readers_waiting))
+			return -EINTR;
+		/* A run never exceeds the staging and zero buffers. */
+		uint64_t max = max_bytes >> r->page_shift ?
+			       max_bytes >> r->page_shift : 1;
+		uint64_t j = i;
+
+		while (j < last && j - i < max && region_claim(r, j, s))
+			j++;
+		if (j == i)
+			continue;	/* lost the race: look again */
+		int ret = fill_run(e, w, r, i, j - i, s, how, counter);
+
+		/*
+		 * ENOENT: those pages have no mapping any more (now marked
+		 * gone); the rest of the range still needs filling - the
+		 * faulting page may be further on.
+		 */
+		if (ret < 0 && ret != -ENOENT)
+			return ret;
+		ran = true;
+		i = j;
+	}
+	return 0;
+}
+
+/*
+ * Fill the page at page (ps bytes) as new memory reads: zeros (a zeroed
+ * huge page on hugetlbfs, where ZEROPAGE is refused), or for shared
+ * memory whose page cache has it (ZEROPAGE says EEXIST) that page.
+ */
+int fill_zeros(struct fl_engine *e, uint64_t page, uint64_t ps)
+{
+	uint64_t done;
+	int ret = ps >= HUGE_2M ?
+		  engine_fill(e, UFFD_OP_COPY, page, (uintptr_t)zero_buf, ps, 0,
+			      &done) :
+		  engine_fill(e, UFFD_OP_ZEROPAGE, page, 0, ps, 0, &done);
+
+	if (ret == -EEXIST)	/* in the page cache: map it */
+		ret = engine_fill(e, UFFD_OP_CONTINUE, page, 0, ps, 0, &done);
+	return ret;
+}
+
+/* The zero buffer (once per process); 0, or -ENOMEM. */
+int fill_init(void)
+{
+	pthread_once(&zero_once, zero_init);
+	return zero_buf ? 0 : -ENOMEM;
+}

@@ -1,0 +1,508 @@
+/*
+ * prefetch.c - copy ahead of the client instead of in its way.
+ *
+ * One filler thread per engine does two jobs, both under the engine lock
+ * held shared and in pieces small enough that a fault reader never waits
+ * long for it:
+ *
+ * Readahead: each region tracks a stream.  A fault whose chunk starts where
+ * the previous fault's chunk ended starts a window after it; the window is
+ * filled by the filler while the client works on the chunk it just got.
+ * One page in the middle of each window (the marker) is left unfilled, as
+ * the kernel's page cache does with PG_readahead: when the client faults on
+ * it, it is half-way through the window and the next, twice larger window
+ * (up to ra_max) is queued.  Random faults start no window, so a sparse or
+ * random client gets no more than it touches.
+ *
+ * Trace replay: a recorded working set (trace.c), sorted and coalesced, is
+ * filled right after readahead and before background restore.
+ *
+ * Background restore: once no fault has arrived for quiet_ns (or at once,
+ * when random faults have already hit 1/DENSE_DIV of a region's chunks: a
+ * dense random client), the filler walks every region for missing pages
+ * and fills them in 2 MiB pieces, so that a restore always completes (QEMU
+ * postcopy and CRIU lazy-pages do the same).  Removed pages are never
+ * filled ahead of a fault: the client gave that memory back.
+ *
+ * Faults come first: the filler copies in runs of YIELD_RUN_BYTES and
+ * gives the engine lock up between two runs as soon as a fault reader
+ * waits for it (FILL_YIELD), so a fault waits for one run at most, never
+ * for a whole piece.
+ */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine/core.h"
+#include "engine/fill.h"
+#include "engine/prefetch.h"
+#include "kernel/uffd.h"
+
+#define PIECE_BYTES	(512u << 10)	/* readahead work per lock hold */
+#define BG_BYTES	(2u << 20)	/* background work per lock hold */
+/*
+ * Random faults on 1/DENSE_DIV of a region's chunks make a client dense.
+ * 128 MiB touched at random: 16 faults of ~60 us before the restore
+ * streams (at 1/32 it waited for 64); a sparse client counts once per run.
+ */
+#define DENSE_DIV	128
+#define STRIDE_MAX	(64u << 20)	/* a larger stride is two random faults */
+
+static uint64_t pages_of(const struct region *r, uint64_t bytes)
+{
+	uint64_t n = bytes >> r->page_shift;
+
+	return n ? n : 1;
+}
+
+/* Queue window [start, end) (steps of run pages every stride; ra_lock held). */
+static void queue_window(struct fl_engine *e, struct region *r, uint64_t start,
+			 uint64_t size, uint64_t stride, uint64_t run)
+{
+	if (start >= r->npages || e->njobs == RA_JOBS)
+		return;
+	uint64_t steps = stride ? size / run : 0;
+	uint64_t end = stride ? start + steps * stride : start + size;
+
+	if (end > r->npages)
+		end = r->npages;
+	r->ra_size = size;
+	r->ra_end = end;
+	r->ra_stride = stride;
+	if (stride) {
+		/* The middle step is left unfilled, all of it. */
+		r->ra_marker = start + steps / 2 * stride;
+		r->ra_marker_len = run;
+	} else {
+		r->ra_marker = start + (end - start) / 2;
+		r->ra_marker_len = 1;
+	}
+	e->jobs[e->njobs++] = (struct ra_job){
+		r, start, end, r->ra_marker, r->ra_marker_len, stride, run,
+	};
+	pthread_cond_signal(&e->ra_cond);
+}
+
+/*
+ * A random fault.  Once random faults have hit 1/DENSE_DIV of a region's
+ * chunks, the client is touching all of its memory in no order readahead
+ * can follow: waiting for a quiet moment would only leave it faulting on
+ * the rest, so background restore starts now.  Streams (sparse runs) count
+ * once per run and never get there.  ra_lock held.
+ */
+static void random_fault(struct fl_engine *e, struct region *r, uint64_t chunk)
+{
+	if (++r->ra_random * DENSE_DIV * chunk > r->npages &&
+	    !atomic_load(&e->dense)) {
+		atomic_store(&e->dense, true);
+		pthread_cond_signal(&e->ra_cond);
+	}
+}
+
+/*
+ * Called with the engine lock shared, after the fault's chunk [first,
+ * last) of r is filled.  Three patterns, per region:
+ *  - sequential: this chunk starts where the last one ended;
+ *  - strided: the last three chunks started the same distance apart,
+ *    farther than a chunk (a client walking an array of large records);
+ *    the window is then that many chunks at that stride;
+ *  - random: anything else.
+ * A fault on a window's marker (or, sequentially, right after the window)
+ * queues the next window, twice as large, up to ra_max bytes of data.
+ */
+void prefetch_after_fault(struct fl_engine *e, struct region *r, uint64_t pg,
+			  uint64_t first, uint64_t last)
+{
+	uint64_t chunk = last - first, max = pages_of(r, e->ra_max);
+
+	pthread_mutex_lock(&e->ra_lock);
+	uint64_t delta = first > r->ra_prev_first ? first - r->ra_prev_first : 0;
+	bool on_marker = pg >= r->ra_marker &&
+			 pg < r->ra_marker + r->ra_marker_len;
+	/* A step of the strided window that the filler has not reached. */
+	bool in_step = r->ra_stride && r->ra_marker_len && first < r->ra_end &&
+		       r->ra_end - first <= r->ra_size / r->ra_marker_len *
+					    r->ra_stride &&
+		       (r->ra_end - first) % r->ra_stride == 0;
+
+	if (r->ra_size && (on_marker || (!r->ra_stride && first == r->ra_end))) {
+		/* Progress through the window: queue the next, larger one. */
+		uint64_t start = r->ra_end > last || r->ra_stride ?
+				 r->ra_end : last;
+
+		queue_window(e, r, start, r->ra_size * 2 < max ?
+			     r->ra_size * 2 : max, r->ra_stride, chunk);
+	} else if (in_step) {
+		/* The client outran the filler: still the stream, not random. */
+	} else if (first && first == r->ra_prev_end) {
+		/* Two chunks in a row: a sequential stream starts. */
+		queue_window(e, r, last, chunk * 4 < max ? chunk * 4 : max,
+			     0, chunk);
+	} else if (delta > chunk && delta == r->ra_delta &&
+		   delta <= pages_of(r, STRIDE_MAX)) {
+		/* Three chunks at the same stride: a strided stream starts. */
+		queue_window(e, r, first + delta,
+			     chunk * 4 < max ? chunk * 4 : max, delta, chunk);
+	} else {
+		random_fault(e, r, chunk);
+	}
+	r->ra_prev_end = last;
+	r->ra_delta = delta;
+	r->ra_prev_first = first;
+	pthread_mutex_unlock(&e->ra_lock);
+}
+
+void prefetch_forget(struct fl_engine *e, struct region *r)
+{
+	pthread_mutex_lock(&e->ra_lock);
+	for (int i = 0; i < e->njobs; i++) {
+		if (e->jobs[i].r != r)
+			continue;
+		memmove(&e->jobs[i], &e->jobs[i + 1],
+			sizeof(*e->jobs) * (size_t)(e->njobs - i - 1));
+		e->njobs--;
+		i--;
+	}
+	e->bg_region = 0;
+	e->bg_page = 0;
+	pthread_mutex_unlock(&e->ra_lock);
+}
+
+void prefetch_clip(struct fl_engine *e, struct region *r)
+{
+	pthread_mutex_lock(&e->ra_lock);
+	for (int i = 0; i < e->njobs; i++) {
+		struct ra_job *j = &e->jobs[i];
+
+		if (j->r != r)
+			continue;
+		if (j->end > r->npages)
+			j->end = r->npages;
+		if (j->next < j->end)
+			continue;
+		memmove(j, j + 1, sizeof(*j) * (size_t)(e->njobs - i - 1));
+		e->njobs--;
+		i--;
+	}
+	if (r->ra_end > r->npages)	/* the stream starts over */
+		r->ra_size = 0;
+	pthread_mutex_unlock(&e->ra_lock);
+}
+
+void prefetch_regions_changed(struct fl_engine *e)
+{
+	pthread_mutex_lock(&e->ra_lock);
+	e->bg_region = 0;
+	e->bg_page = 0;
+	e->bg_gen++;		/* a scan begun before is stale */
+	e->bg_stopped = false;
+	atomic_store(&e->restored, false);
+	pthread_cond_signal(&e->ra_cond);
+	pthread_mutex_unlock(&e->ra_lock);
+}
+
+/*
+ * Fill the missing pages of [first, last) ahead of any fault: no wake per
+ * COPY, one WAKE for the range after (for a fault that found a page busy
+ * here and left it to us).
+ */
+static int fill_ahead(struct fl_engine *e, struct worker *w, struct region *r,
+		      uint64_t first, uint64_t last, _Atomic uint64_t *counter)
+{
+	if (first >= last)
+		return 0;
+	int ret = engine_fill_range(e, w, r, first, last,
+				    FILL_DONTWAKE | FILL_YIELD,
+				    counter);
+
+	engine_wake(e, region_page_addr(r, first),
+		    (last - first) << r->page_shift);
+	return ret;
+}
+
+/* Fill [a, b) of j's region but its marker. */
+static int fill_around_marker(struct fl_engine *e, struct worker *w,
+			      const struct ra_job *j, uint64_t a, uint64_t b)
+{
+	_Atomic uint64_t *c = &e->st.pages_prefetched;
+	uint64_t m0 = j->marker, m1 = j->marker + j->marker_len;
+
+	if (m1 <= a || m0 >= b)
+		return fill_ahead(e, w, j->r, a, b, c);
+	int ret = fill_ahead(e, w, j->r, a, m0 > a ? m0 : a, c);
+
+	return ret ? ret : fill_ahead(e, w, j->r, m1 < b ? m1 : b, b, c);
+}
+
+/*
+ * One piece of the oldest readahead job: PIECE_BYTES of data, contiguous
+ * or in steps.  Engine lock held shared.  Returns -EAGAIN when an event is
+ * pending or -EINTR when a fault waits: the rest of the piece is done
+ * again later (what was filled is skipped).
+ */
+static int readahead_piece(struct fl_engine *e, struct worker *w)
+{
+	pthread_mutex_lock(&e->ra_lock);
+	if (!e->njobs) {
+		pthread_mutex_unlock(&e->ra_lock);
+		return 0;
+	}
+	/*
+	 * Only this thread removes jobs, and nothing moves them while the
+	 * engine lock is held shared: jobs[0] is still this job afterwards.
+	 */
+	struct ra_job j = e->jobs[0];
+	uint64_t piece = pages_of(j.r, PIECE_BYTES);
+	uint64_t stop = j.stride ? j.next + (piece > j.run ? piece / j.run : 1) *
+				   j.stride : j.next + piece;
+
+	uint64_t end = j.end < j.r->npages ? j.end : j.r->npages;
+
+	if (stop > end)
+		stop = end;
+	pthread_mutex_unlock(&e->ra_lock);
+
+	int ret = 0;
+	uint64_t resume = j.next;	/* strided: the first step not done */
+
+	if (!j.stride)
+		ret = fill_around_marker(e, w, &j, j.next, stop);
+	for (uint64_t a = j.next; j.stride && a < stop && !ret; a += j.stride) {
+		resume = a;
+		/* Each step is a run of its own: yield between them. */
+		if (a > j.next && atomic_load(&e->readers_waiting))
+			ret = -EINTR;
+		else
+			ret = fill_around_marker(e, w, &j, a,
+						 a + j.run < j.r->npages ?
+						 a + j.run : j.r->npages);
+	}
+	if (ret == -EAGAIN || ret == -EINTR) {
+		/* The rest of the piece again, later (steps done stay done). */
+		pthread_mutex_lock(&e->ra_lock);
+		e->jobs[0].next = resume;
+		pthread_mutex_unlock(&e->ra_lock);
+		return ret;
+	}
+	pthread_mutex_lock(&e->ra_lock);
+	e->jobs[0].next = stop;
+	if (stop == end)
+		memmove(&e->jobs[0], &e->jobs[1],
+			sizeof(*e->jobs) * (size_t)--e->njobs);
+	pthread_mutex_unlock(&e->ra_lock);
+	return ret;
+}
+
+/*
+ * One piece of the replayed trace: up to BG_BYTES of the current run, in
+ * every region that maps that part of the snapshot.  Engine lock held
+ * shared.
+ */
+static int replay_piece(struct fl_engine *e, struct worker *w)
+{
+	uint64_t src_end = 0;	/* no region maps the snapshot beyond this */
+
+	if (!e->nregions)
+		return 0;	/* nothing to replay into yet */
+	for (int i = 0; i < e->nregions; i++)
+		if (e->regions[i]->src_off + e->regions[i]->len > src_end)
+			src_end = e->regions[i]->src_off + e->regions[i]->len;
+	pthread_mutex_lock(&e->ra_lock);
+	/* A trace of another snapshot: what lies past every region is skipped. */
+	while (e->replay_next < e->replay.n &&
+	       e->replay.runs[e->replay_next].off + e->replay_off >= src_end) {
+		e->replay_next++;
+		e->replay_off = 0;
+	}
+	if (e->replay_next >= e->replay.n) {
+		pthread_mutex_unlock(&e->ra_lock);
+		return 0;
+	}
+	size_t at = e->replay_next;
+	uint64_t at_off = e->replay_off;
+	struct trace_run run = e->replay.runs[e->replay_next];
+	uint64_t off = run.off + e->replay_off;
+	uint64_t len = run.len - e->replay_off;
+
+	if (len > src_end - off) {	/* the run ends past every region */
+		len = src_end - off;
+		run.len = e->replay_off + len;
+	}
+
+	if (len > BG_BYTES)
+		len = BG_BYTES;
+	e->replay_off += len;
+	/* Replay is activity: background restore waits until it is over. */
+	atomic_store(&e->last_fault_ns, now_ns());
+	if (e->replay_off >= run.len) {
+		e->replay_next++;
+		e->replay_off = 0;
+	}
+	pthread_mutex_unlock(&e->ra_lock);
+
+	for (int i = 0; i < e->nregions; i++) {
+		struct region *r = e->regions[i];
+		uint64_t lo = off > r->src_off ? off : r->src_off;
+		uint64_t hi = off + len < r->src_off + r->len ?
+			      off + len : r->src_off + r->len;
+
+		if (lo >= hi)
+			continue;
+		uint64_t first = (lo - r->src_off) >> r->page_shift;
+		uint64_t last = (hi - r->src_off + r->page_size - 1) >>
+				r->page_shift;
+
+		int ret = fill_ahead(e, w, r, first, last,
+				     &e->st.pages_replayed);
+
+		if (ret == -EAGAIN || ret == -EINTR) {
+			/* An event or a fault is pending: do it again. */
+			pthread_mutex_lock(&e->ra_lock);
+			e->replay_next = at;
+			e->replay_off = at_off;
+			pthread_mutex_unlock(&e->ra_lock);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/*
+ * One background piece: the next missing pages from the cursor.  Returns
+ * 1 while there is more, 0 when no region has a missing page left, or
+ * -ENOMEM when the hugetlb pool is empty.  Engine lock held shared.
+ */
+static int background_piece(struct fl_engine *e, struct worker *w)
+{
+	pthread_mutex_lock(&e->ra_lock);
+	int ri = e->bg_region;
+	uint64_t pg = e->bg_page;
+
+	pthread_mutex_unlock(&e->ra_lock);
+	for (int scanned = 0; scanned <= e->nregions; scanned++) {
+		if (ri >= e->nregions) {
+			ri = 0;
+			pg = 0;
+		}
+		if (!e->nregions)
+			return 0;
+		struct region *r = e->regions[ri];
+
+		while (pg < r->npages && region_get(r, pg) != PG_MISSING)
+			pg++;
+		if (pg < r->npages) {
+			uint64_t end = pg + pages_of(r, BG_BYTES);
+
+			if (end > r->npages)
+				end = r->npages;
+			int ret = fill_ahead(e, w, r, pg, end,
+					     &e->st.pages_background);
+
+			if (ret == -ENOMEM)
+				return -ENOMEM;	/* pool empty: faults only */
+			pthread_mutex_lock(&e->ra_lock);
+			e->bg_region = ri;
+			e->bg_page = ret == -EAGAIN || ret == -EINTR ? pg : end;
+			pthread_mutex_unlock(&e->ra_lock);
+			return 1;
+		}
+		ri++;
+		pg = 0;
+	}
+	return 0;
+}
+
+static void wait_ns(struct fl_engine *e, uint64_t ns)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)(ns / 1000000000ull);
+	ts.tv_nsec += (long)(ns % 1000000000ull);
+	if (ts.tv_nsec >= 1000000000l) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000l;
+	}
+	pthread_cond_timedwait(&e->ra_cond, &e->ra_lock, &ts);
+}
+
+static bool filler_stopped(struct fl_engine *e)
+{
+	return atomic_load(&e->stopping) || atomic_load(&e->finished);
+}
+
+static void *filler(void *arg)
+{
+	struct fl_engine *e = worker_engine(arg);
+	struct worker *w = arg;
+	pthread_mutex_lock(&e->ra_lock);
+	while (!filler_stopped(e)) {
+		if (e->njobs || e->replay_next < e->replay.n) {
+			/* Readahead follows live faults: it goes first. */
+			bool ra = e->njobs;
+
+			pthread_mutex_unlock(&e->ra_lock);
+			pthread_rwlock_rdlock(&e->lock);
+			int ret = ra ? readahead_piece(e, w) :
+				       replay_piece(e, w);
+
+			pthread_rwlock_unlock(&e->lock);
+			if (ret == -EAGAIN)
+				usleep(100);	/* let a reader apply the event */
+			pthread_mutex_lock(&e->ra_lock);
+			continue;
+		}
+		if (!e->background || e->bg_stopped ||
+		    atomic_load(&e->restored)) {
+			wait_ns(e, 1000000000ull);
+			continue;
+		}
+		uint64_t since = now_ns() - atomic_load(&e->last_fault_ns);
+
+		if (since < e->quiet_ns && !atomic_load(&e->dense)) {
+			wait_ns(e, e->quiet_ns - since);
+			continue;
+		}
+		uint64_t gen = e->bg_gen;
+
+		pthread_mutex_unlock(&e->ra_lock);
+		pthread_rwlock_rdlock(&e->lock);
+		int more = background_piece(e, w);
+
+		pthread_rwlock_unlock(&e->lock);
+		pthread_mutex_lock(&e->ra_lock);
+		if (more < 0)		/* hugetlb pool empty: faults only */
+			e->bg_stopped = true;
+		if (more || gen != e->bg_gen)	/* regions added meanwhile */
+			continue;
+		if (!atomic_load(&e->restored))
+			atomic_store(&e->restored_ns, now_ns());
+		atomic_store(&e->restored, true);
+	}
+	pthread_mutex_unlock(&e->ra_lock);
+	return NULL;
+}
+
+int prefetch_start(struct fl_engine *e)
+{
+	atomic_store(&e->last_fault_ns, now_ns());
+	struct worker *w = engine_worker(e);
+	int ret = w ? pthread_create(&e->filler, NULL, filler, w) : ENOMEM;
+
+	if (ret)
+		return -ret;
+	e->filler_running = true;
+	return 0;
+}
+
+void prefetch_stop(struct fl_engine *e)
+{
+	if (!e->filler_running)
+		return;
+	pthread_mutex_lock(&e->ra_lock);
+	pthread_cond_broadcast(&e->ra_cond);
+	pthread_mutex_unlock(&e->ra_lock);
+	pthread_join(e->filler, NULL);
+	e->filler_running = false;
+}

@@ -1,0 +1,22 @@
+/*
+ * prefetch.h - readahead, trace replay and background restore
+ * (prefetch.c), driven by the fault loop and the life cycle.
+ */
+#ifndef FAULTLINE_ENGINE_PREFETCH_H
+#define FAULTLINE_ENGINE_PREFETCH_H
+
+#include "engine/core.h"
+
+int prefetch_start(struct fl_engine *e);
+void prefetch_stop(struct fl_engine *e);
+/* A fault on page pg of r was served by filling [first, last). */
+void prefetch_after_fault(struct fl_engine *e, struct region *r, uint64_t pg,
+			  uint64_t first, uint64_t last);
+/* r is going away (engine lock held exclusively). */
+void prefetch_forget(struct fl_engine *e, struct region *r);
+/* r may have shrunk (engine lock held exclusively): no job past its end. */
+void prefetch_clip(struct fl_engine *e, struct region *r);
+/* Regions changed (engine lock held exclusively): restart background. */
+void prefetch_regions_changed(struct fl_engine *e);
+
+#endif

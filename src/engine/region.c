@@ -1,0 +1,164 @@
+/*
+ * region.c - region life cycle and the range operations events need.
+ *
+ * Population decisions (which pages to fill, and with what) are the engine's;
+ * this file only keeps the per-page truth and answers range questions.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/error.h"
+#include "engine/region.h"
+#include "source/source.h"
+
+int region_new(const struct fl_region_desc *d, struct fl_source *src,
+	       struct region **out)
+{
+	struct region *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	r->addr = d->addr;
+	r->len = d->len;
+	r->page_size = d->page_size;
+	r->page_shift = (unsigned int)__builtin_ctzll(d->page_size);
+	r->npages = d->len >> r->page_shift;
+	r->src_off = d->src_offset;
+	r->memfd = d->flags & FL_REGION_MINOR ? d->memfd : -1;
+	r->memfd_off = d->memfd_offset;
+	r->state = calloc(r->npages ? r->npages : 1, 1);
+	if (!r->state) {
+		free(r);
+		return -ENOMEM;
+	}
+	r->src = fl_source_get(src);
+	*out = r;
+	return 0;
+}
+
+void region_free(struct region *r)
+{
+	if (!r)
+		return;
+	fl_source_put(r->src);
+	if (!r->shared_state)
+		free((void *)r->state);
+	free(r);
+}
+
+void region_share_state(struct region *r, _Atomic uint8_t *mem, bool keep)
+{
+	for (uint64_t i = 0; i < r->npages; i++) {
+		uint8_t s = keep ? atomic_load(&mem[i]) : PG_MISSING;
+
+		/* A fill the last server had under way: EEXIST will tell. */
+		if (s == PG_BUSY || s >= PG_NSTATES)
+			s = PG_MISSING;
+		atomic_store(&mem[i], s);
+	}
+	free((void *)r->state);
+	r->state = mem;
+	r->shared_state = true;
+}
+
+/* Clip [start, end) to r, in pages; false if they do not meet. */
+static bool clip_pages(const struct region *r, uint64_t start, uint64_t end,
+		       uint64_t *first, uint64_t *last)
+{
+	uint64_t rend = r->addr + r->len;
+
+	if (end <= r->addr || start >= rend)
+		return false;
+	if (start < r->addr)
+		start = r->addr;
+	if (end > rend)
+		end = rend;
+	*first = (start - r->addr) >> r->page_shift;
+	/* A partial page at either end is zapped too: round outwards. */
+	*last = (end - r->addr + r->page_size - 1) >> r->page_shift;
+	return true;
+}
+
+uint64_t region_mark_removed(struct region *r, uint64_t start, uint64_t end)
+{
+	uint64_t first, last;
+
+	if (!clip_pages(r, start, end, &first, &last))
+		return 0;
+	region_set(r, first, last - first, PG_REMOVED);
+	return last - first;
+}
+
+/* A new region for pages [first, last) of r, at addr, states copied. */
+static int region_slice(const struct region *r, uint64_t first,
+			uint64_t last, uint64_t addr, struct region **out)
+{
+	struct fl_region_desc d = {
+		.addr = addr,
+		.len = (last - first) << r->page_shift,
+		.page_size = r->page_size,
+		.src_offset = r->src_off + (first << r->page_shift),
+		.flags = r->memfd >= 0 ? FL_REGION_MINOR : 0,
+		.memfd = r->memfd,
+		.memfd_offset = r->memfd_off + (first << r->page_shift),
+	};
+	int ret = region_new(&d, r->src, out);
+
+	if (ret < 0)
+		return fl_err(ret, "region 0x%llx: out of memory splitting it",
+			      (unsigned long long)r->addr);
+	for (uint64_t i = first; i < last; i++)
+		atomic_store(&(*out)->state[i - first], region_get(r, i));
+	return 0;
+}
+
+int region_cut(struct region *r, uint64_t start, uint64_t end,
+	       struct region **tail)
+{
+	uint64_t first, last;
+
+	*tail = NULL;
+	if (!clip_pages(r, start, end, &first, &last))
+		return 0;
+	if (last < r->npages) {
+		int ret = region_slice(r, last, r->npages,
+				       region_page_addr(r, last), tail);
+
+		if (ret < 0) {
+			/* Keep covering the range, as zeros: never as data. */
+			region_set(r, first, last - first, PG_REMOVED);
+			return ret;
+		}
+	}
+	if (first == 0)
+		return 1;
+	r->npages = first;
+	r->len = first << r->page_shift;
+	return 0;
+}
+
+int region_remap(struct region *r, uint64_t start, uint64_t len,
+		 uint64_t new_addr, struct region **out)
+{
+	uint64_t first, last;
+
+	*out = NULL;
+	if (!clip_pages(r, start, start + len, &first, &last))
+		return 0;
+	uint64_t moved_at = region_page_addr(r, first);
+
+	if (first == 0 && last == r->npages) {
+		r->addr = new_addr + (moved_at - start);
+		return 1;
+	}
+	return region_slice(r, first, last, new_addr + (moved_at - start),
+			    out);
+}
+
+void region_count(const struct region *r, uint64_t counts[PG_NSTATES])
+{
+	memset(counts, 0, PG_NSTATES * sizeof(*counts));
+	for (uint64_t i = 0; i < r->npages; i++)
+		counts[region_get(r, i) % PG_NSTATES]++;
+}

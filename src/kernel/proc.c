@@ -1,0 +1,58 @@
+/*
+ * proc.c - what /proc and mincore say about a process's memory: the page
+ * size mapped at an address (smaps) and whether a page is resident.
+ */
+#define _GNU_SOURCE
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "kernel/proc.h"
+
+/*
+ * The page size of the mapping at addr in process pid (0: this one), from
+ * its smaps: KernelPageSize in bytes, or 0 when that cannot be told (no
+ * mapping there, or a process whose smaps we may not read).
+ */
+uint64_t proc_page_size(pid_t pid, uint64_t addr)
+{
+	char path[40], line[256];
+	unsigned long long lo, hi, kb;
+	bool in = false;
+	uint64_t ps = 0;
+	FILE *f;
+
+	if (pid < 0)	/* another process we cannot name: unknown */
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/smaps", pid > 0 ? pid : getpid());
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (!ps && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx-%llx ", &lo, &hi) == 2)	/* a VMA */
+			in = addr >= lo && addr < hi;
+		else if (in && sscanf(line, "KernelPageSize: %llu kB", &kb) == 1)
+			ps = kb << 10;
+	}
+	fclose(f);
+	return ps;
+}
+
+/*
+ * Is the page at addr mapped in the client?  1 or 0; -1 if that cannot be
+ * told (another process whose pagemap we may not read).
+ */
+int proc_resident(int pagemap_fd, pid_t pid, uint64_t addr)
+{
+	unsigned char v = 0;
+	uint64_t ent;
+
+	if (pagemap_fd >= 0)
+		return pread(pagemap_fd, &ent, sizeof(ent),
+			     (off_t)(addr / 4096 * sizeof(ent))) ==
+		       (ssize_t)sizeof(ent) ? (int)(ent >> 63) : -1;
+	if (pid != 0 && pid != getpid())
+		return -1;	/* another process: not our address space */
+	return mincore((void *)(uintptr_t)addr, 4096, &v) == 0 && (v & 1);
+}

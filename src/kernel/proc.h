@@ -1,0 +1,24 @@
+/*
+ * proc.h - a process's memory as /proc describes it.
+ */
+#ifndef FAULTLINE_KERNEL_PROC_H
+#define FAULTLINE_KERNEL_PROC_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/*
+ * The page size of the mapping at addr in process pid (0: this one), from
+ * its smaps: KernelPageSize in bytes, or 0 when that cannot be told (no
+ * mapping there, pid < 0: a process we cannot name, or smaps unreadable).
+ */
+uint64_t proc_page_size(pid_t pid, uint64_t addr);
+
+/*
+ * Is the page at addr mapped?  Through pagemap_fd (another process's
+ * /proc/PID/pagemap) if >= 0, else mincore in this process (pid 0 or
+ * ours).  1 or 0; -1 if that cannot be told.
+ */
+int proc_resident(int pagemap_fd, pid_t pid, uint64_t addr);
+
+#endif

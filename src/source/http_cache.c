@@ -1,0 +1,340 @@
+/*
+ * http_cache.c - a size-bounded local cache of remote blocks, so a second
+ * restore on the same host reads nothing remote (`--cache DIR`).
+ *
+ * Layout: one file per block, DIR/KKKKKKKKKKKKKKKK-BBBBBBBB.blk, K the
+ * object's key (XXH64 of its URL without signing parameters, its size and
+ * its ETag or Last-Modified, computed by http.c: a re-signed
+ * presigned URL hits, a changed object does not) and B the block index,
+ * both hex.  A file is a 40-byte header (magic, key, block, XXH64 of the
+ * data, data length; host byte order: the cache is local) and the data.
+ * Decisions: a file per block rather than a sparse file plus bitmap, so a
+ * block is written whole to a temporary name and renamed into place (no
+ * reader ever sees it half-written), eviction is an unlink, and several
+ * processes can share a directory without locking.  Every hit is hashed
+ * anyway: a torn or corrupted file is removed and refetched, never served.
+ * LRU: the in-memory index is built from the directory at open, ordered by
+ * file mtime; a hit updates the mtime, so recency survives restarts.  The
+ * bound is kept per process (another process's writes are counted when
+ * seen), which is approximate when several share one directory.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include "util/error.h"
+#include "source/http_cache.h"
+#include "util/clock.h"
+
+#define HC_MAGIC	"FLHCBLK1"
+#define HC_NAME_LEN	(16 + 1 + 8 + 4)	/* key-block.blk */
+#define HC_STALE_TMP_S	3600
+
+struct hc_header {
+	char magic[8];
+	uint64_t key;
+	uint64_t block;
+	uint64_t hash;
+	uint32_t len;
+	uint32_t reserved;
+};
+
+_Static_assert(sizeof(struct hc_header) == 40, "cache header layout");
+
+struct hc_entry {
+	uint64_t key, block;
+	uint64_t bytes;		/* file size; 0: not present */
+	uint64_t used;		/* ns, CLOCK_REALTIME (comparable to mtimes) */
+};
+
+struct http_cache {
+	char *dir;
+	uint64_t max_bytes;
+	uint64_t total;		/* bytes of present entries */
+	pthread_mutex_t mu;
+	struct hc_entry *ents;	/* entries are never removed, only emptied */
+	size_t nents, cap;
+	uint32_t *table;	/* open addressing: index + 1 into ents; 0 free */
+	size_t tsize;		/* power of two, > 2 * nents */
+	unsigned int tmp_seq;
+};
+
+static size_t slot_of(uint64_t key, uint64_t block, size_t tsize)
+{
+	return (size_t)((key ^ (block * 0x9E3779B97F4A7C15ull)) * 0xff51afd7ed558ccdull
+			>> 17) & (tsize - 1);
+}
+
+static int table_grow(struct http_cache *c)
+{
+	size_t n = c->tsize ? c->tsize * 2 : 1024;
+	uint32_t *t = calloc(n, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->nents; i++) {
+		size_t s = slot_of(c->ents[i].key, c->ents[i].block, n);
+
+		while (t[s])
+			s = (s + 1) & (n - 1);
+		t[s] = (uint32_t)i + 1;
+	}
+	free(c->table);
+	c->table = t;
+	c->tsize = n;
+	return 0;
+}
+
+/* The entry for (key, block), created empty if create; NULL otherwise. */
+static struct hc_entry *lookup(struct http_cache *c, uint64_t key,
+			       uint64_t block, bool create)
+{
+	size_t s;
+
+	if (c->tsize) {
+		s = slot_of(key, block, c->tsize);
+		for (; c->table[s]; s = (s + 1) & (c->tsize - 1)) {
+			struct hc_entry *e = &c->ents[c->table[s] - 1];
+
+			if (e->key == key && e->block == block)
+				return e;
+		}
+	}
+	if (!create)
+		return NULL;
+	if ((c->nents + 1) * 2 > c->tsize && table_grow(c) < 0)
+		return NULL;
+	if (c->nents == c->cap) {
+		size_t n = c->cap ? c->cap * 2 : 256;
+		struct hc_entry *p = realloc(c->ents, n * sizeof(*p));
+
+		if (!p)
+			return NULL;
+		c->ents = p;
+		c->cap = n;
+	}
+	s = slot_of(key, block, c->tsize);
+	while (c->table[s])
+		s = (s + 1) & (c->tsize - 1);
+	c->table[s] = (uint32_t)c->nents + 1;
+	c->ents[c->nents] = (struct hc_entry){ .key = key, .block = block };
+	return &c->ents[c->nents++];
+}
+
+static void block_path(const struct http_cache *c, char *buf, size_t n,
+		       uint64_t key, uint64_t block)
+{
+	snprintf(buf, n, "%s/%016" PRIx64 "-%08" PRIx64 ".blk", c->dir, key,
+		 block);
+}
+
+static void set_present(struct http_cache *c, struct hc_entry *e,
+			uint64_t bytes, uint64_t used)
+{
+	c->total -= e->bytes;
+	e->bytes = bytes;
+	c->total += bytes;
+	e->used = used;
+}
+
+/* Remove least recently used blocks until within the bound (mu held). */
+static void evict(struct http_cache *c, const struct hc_entry *keep)
+{
+	char path[4096];
+
+	while (c->total > c->max_bytes) {
+		struct hc_entry *v = NULL;
+
+		for (size_t i = 0; i < c->nents; i++) {
+			struct hc_entry *e = &c->ents[i];
+
+			if (e->bytes && e != keep && (!v || e->used < v->used))
+				v = e;
+		}
+		if (!v)
+			return;
+		block_path(c, path, sizeof(path), v->key, v->block);
+		unlink(path);
+		set_present(c, v, 0, 0);
+	}
+}
+
+static void scan(struct http_cache *c, int dfd)
+{
+	DIR *d = fdopendir(dfd);
+	struct dirent *de;
+	time_t now = time(NULL);
+
+	if (!d) {
+		close(dfd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		uint64_t key, block;
+		struct stat st;
+		int n = -1;
+
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    !S_ISREG(st.st_mode))
+			continue;
+		if (!strncmp(de->d_name, ".tmp-", 5)) {
+			if (now - st.st_mtime > HC_STALE_TMP_S)
+				unlinkat(dirfd(d), de->d_name, 0);
+			continue;
+		}
+		if (strlen(de->d_name) != HC_NAME_LEN ||
+		    sscanf(de->d_name, "%16" SCNx64 "-%8" SCNx64 ".blk%n",
+			   &key, &block, &n) != 2 || n != HC_NAME_LEN)
+			continue;
+		struct hc_entry *e = lookup(c, key, block, true);
+
+		if (e)
+			set_present(c, e, (uint64_t)st.st_size,
+				    (uint64_t)st.st_mtim.tv_sec * 1000000000ull +
+				    (uint64_t)st.st_mtim.tv_nsec);
+	}
+	closedir(d);
+}
+
+int http_cache_open(const char *dir, uint64_t max_bytes,
+		    struct http_cache **out)
+{
+	struct http_cache *c;
+	int dfd;
+
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return fl_err(-errno, "%s: cannot create cache directory: %m",
+			      dir);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return fl_err(-errno, "%s: cannot open cache directory: %m",
+			      dir);
+	if (faccessat(dfd, ".", W_OK, AT_EACCESS) < 0) {
+		int ret = fl_err(-errno, "%s: cache directory not writable: %m",
+				 dir);
+
+		close(dfd);
+		return ret;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c || !(c->dir = strdup(dir))) {
+		free(c);
+		close(dfd);
+		return -ENOMEM;
+	}
+	c->max_bytes = max_bytes;
+	pthread_mutex_init(&c->mu, NULL);
+	scan(c, dfd);		/* closes dfd */
+	evict(c, NULL);
+	*out = c;
+	return 0;
+}
+
+void http_cache_close(struct http_cache *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_destroy(&c->mu);
+	free(c->ents);
+	free(c->table);
+	free(c->dir);
+	free(c);
+}
+
+bool http_cache_get(struct http_cache *c, uint64_t key, uint64_t block,
+		    void *dst, size_t len)
+{
+	char path[4096];
+	struct hc_header h;
+	struct iovec iov[2] = { { &h, sizeof(h) }, { dst, len } };
+	struct hc_entry *e;
+	bool good;
+	ssize_t n;
+	int fd;
+
+	block_path(c, path, sizeof(path), key, block);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = preadv(fd, iov, 2, 0);
+	good = n == (ssize_t)(sizeof(h) + len) &&
+	       !memcmp(h.magic, HC_MAGIC, sizeof(h.magic)) && h.key == key &&
+	       h.block == block && h.len == len &&
+	       XXH64(dst, len, 0) == h.hash;
+	if (good)
+		futimens(fd, NULL);	/* recency for the next process */
+	close(fd);
+	pthread_mutex_lock(&c->mu);
+	e = lookup(c, key, block, good);
+	if (good && e) {
+		set_present(c, e, sizeof(h) + len, wall_ns());
+	} else if (!good) {
+		unlink(path);	/* torn or corrupt: never served */
+		if (e)
+			set_present(c, e, 0, 0);
+	}
+	pthread_mutex_unlock(&c->mu);
+	return good;
+}
+
+void http_cache_put(struct http_cache *c, uint64_t key, uint64_t block,
+		    const void *src, size_t len)
+{
+	char path[4096], tmp[4096];
+	struct hc_header h = {
+		.key = key, .block = block, .len = (uint32_t)len,
+		.hash = XXH64(src, len, 0),
+	};
+	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)src, len } };
+	struct hc_entry *e;
+	unsigned int seq;
+	bool done;
+	int fd;
+
+	memcpy(h.magic, HC_MAGIC, sizeof(h.magic));
+	block_path(c, path, sizeof(path), key, block);
+	pthread_mutex_lock(&c->mu);
+	seq = c->tmp_seq++;
+	pthread_mutex_unlock(&c->mu);
+	snprintf(tmp, sizeof(tmp), "%s/.tmp-%d-%d-%u", c->dir, getpid(),
+		 gettid(), seq);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	done = pwritev(fd, iov, 2, 0) == (ssize_t)(sizeof(h) + len);
+	if (close(fd) < 0)
+		done = false;
+	if (!done || rename(tmp, path) < 0) {
+		unlink(tmp);
+		return;
+	}
+	pthread_mutex_lock(&c->mu);
+	e = lookup(c, key, block, true);
+	if (e) {
+		set_present(c, e, sizeof(h) + len, wall_ns());
+		evict(c, e);
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
+uint64_t http_cache_bytes(struct http_cache *c)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&c->mu);
+	n = c->total;
+	pthread_mutex_unlock(&c->mu);
+	return n;
+}

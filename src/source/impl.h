@@ -1,0 +1,25 @@
+/*
+ * impl.h - the constructors of the source implementations, for open.c
+ * (and for a source built on another: http.c over image.c).
+ */
+#ifndef FAULTLINE_SOURCE_IMPL_H
+#define FAULTLINE_SOURCE_IMPL_H
+
+#include "source/source.h"
+
+/* Constructors, one per implementation; return 0 or -errno. */
+int source_file_open(const char *path, struct fl_source **out);
+int source_image_open(const char *path, struct fl_source **out);
+/* tcp://HOST:PORT[?retry_ms=N]: a live post-copy sender (source_peer.c). */
+int source_peer_open(const char *spec, struct fl_source **out);
+/*
+ * An image whose bytes are read from lower (takes over the caller's
+ * reference, also on failure); name is used in messages.
+ */
+int source_image_over(struct fl_source *lower, const char *name,
+		      struct fl_source **out);
+/* An http:// or https:// URL of a raw memory file or an image. */
+int source_http_open(const char *url, const struct fl_source_opts *o,
+		     struct fl_source **out);
+
+#endif

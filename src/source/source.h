@@ -1,0 +1,53 @@
+/*
+ * source.h - where page contents come from, behind one small vtable.
+ *
+ * A source is a byte-addressable snapshot of known size.  read() fills a
+ * buffer; map() offers the bytes for the kernel to copy; hole() reports
+ * ranges known to be zero without reading them; hint() announces a future
+ * read.
+ * Implementations (constructors in impl.h, chosen in open.c): file.c (a
+ * raw memory file), image.c (a compressed chunked image,
+ * docs/image-format.md), http.c (either behind an http(s) URL, with
+ * http_cache.c), peer.c (a live post-copy sender, tcp://).
+ */
+#ifndef FAULTLINE_SOURCE_H
+#define FAULTLINE_SOURCE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct fl_source;
+struct fl_source_opts;
+
+struct fl_source_ops {
+	const char *name;
+	/* Read exactly len bytes at off into buf: 0, or -errno. */
+	int (*read)(struct fl_source *s, void *buf, size_t len, uint64_t off);
+	/*
+	 * Optional: a pointer to [off, off+len) that UFFDIO_COPY may copy
+	 * from directly (one copy instead of two), or NULL.  Never read in
+	 * user space: the kernel turns a fault on it (a truncated file) into
+	 * EFAULT, where a user-space read would be SIGBUS.
+	 */
+	const void *(*map)(struct fl_source *s, uint64_t off, size_t len);
+	/* Optional: true if [off, off+len) is known to read as zeros. */
+	bool (*hole)(struct fl_source *s, uint64_t off, size_t len);
+	/* Optional: [off, off+len) will be read soon. */
+	void (*hint)(struct fl_source *s, uint64_t off, size_t len);
+	void (*destroy)(struct fl_source *s);
+};
+
+struct fl_source {
+	const struct fl_source_ops *ops;
+	uint64_t size;
+	atomic_int refs;
+	char desc[256];		/* for messages: the path or URL, no secrets */
+};
+
+/* Initialise the common part; refs starts at 1. */
+void source_init(struct fl_source *s, const struct fl_source_ops *ops,
+		 uint64_t size, const char *desc);
+
+#endif

@@ -1,0 +1,391 @@
+/*
+ * populate.c - `faultline bench populate` (seed 002): how fast can memory be
+ * filled from a snapshot?  memcpy with THP on and off, UFFDIO_COPY at 4 KiB,
+ * 64 KiB and 2 MiB into a MISSING-registered range, pread into THP memory
+ * (one copy into huge pages: the single-copy limit and the reference), and
+ * pread into a reused 2 MiB THP staging buffer followed by UFFDIO_MOVE of the
+ * whole PMD (one copy, and the result is THP-backed).  Then the engine's
+ * background restore with nothing touched: in-process (COPY and MOVE, 1 ms
+ * quiet period) and through a `faultline serve` daemon with default flags,
+ * its client Firecracker's (timed from connect until mincore() shows every
+ * page resident, the daemon's 100 ms quiet period included).
+ *
+ * Decisions: the source is a real memory file in /tmp, written, synced and
+ * read once so the page cache is warm and clean; memcpy and COPY read it
+ * through a read-only mapping (no second copy).  Candidates run round-robin
+ * within each run so drift on a shared machine hits them all alike, and each
+ * destination is checksummed against the file after every run.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "faultline.h"
+#include "fc_client.h"
+#include "source/source.h"
+#include "kernel/uffd.h"
+#include "util/io.h"
+
+enum pop_case {
+	P_MEMCPY_THP,
+	P_MEMCPY_NOTHP,
+	P_COPY_4K,
+	P_COPY_64K,
+	P_COPY_2M,
+	P_PREAD_THP,
+	P_PREAD_MOVE,
+	P_ENGINE_COPY,
+	P_ENGINE_MOVE,
+	P_DAEMON_COPY,
+	P_NCASES,
+};
+
+static const struct {
+	const char *key, *label;
+	double seed;		/* s per GiB, seed 002 */
+} cases[P_NCASES] = {
+	[P_MEMCPY_THP]   = { "memcpy_thp", "memcpy 4K, THP on", 0.3278 },
+	[P_MEMCPY_NOTHP] = { "memcpy_nothp", "memcpy 4K, THP off", 0.5295 },
+	[P_COPY_4K]      = { "copy_4k", "UFFDIO_COPY 4 KiB", 0.44 },
+	[P_COPY_64K]     = { "copy_64k", "UFFDIO_COPY 64 KiB", -1 },
+	[P_COPY_2M]      = { "copy_2m", "UFFDIO_COPY 2 MiB", -1 },
+	[P_PREAD_THP]    = { "pread_thp", "pread 2M into THP memory", -1 },
+	[P_PREAD_MOVE]   = { "pread_move", "pread 2M staging + UFFDIO_MOVE 2M",
+			     -1 },
+	[P_ENGINE_COPY]  = { "engine_copy", "engine background restore, COPY",
+			     -1 },
+	[P_ENGINE_MOVE]  = { "engine_move", "engine background restore, MOVE",
+			     -1 },
+	[P_DAEMON_COPY]  = { "daemon_copy", "daemon background restore, default",
+			     -1 },
+};
+
+struct pop_ctx {
+	int fd;			/* the memory file */
+	char path[64];		/* its path, for the daemon */
+	struct bench_daemon daemon;	/* faultline serve, default flags */
+	const uint8_t *src;	/* read-only mapping of it */
+	uint64_t len;
+	uint64_t want;		/* checksum of the file */
+	uint8_t *staging;	/* 2 MiB THP staging buffer for pread+MOVE */
+};
+
+static int make_source(struct pop_ctx *c)
+{
+	c->fd = bench_memfile(c->len, c->path, false);
+	if (c->fd < 0)
+		return c->fd;
+	c->src = mmap(NULL, c->len, PROT_READ, MAP_SHARED | MAP_POPULATE,
+		      c->fd, 0);
+	if (c->src == MAP_FAILED) {
+		c->src = NULL;
+		return -errno;
+	}
+	c->want = bench_sum(c->src, c->len);
+	return c->want == bench_pattern_sum(c->len) ? 0 : -EIO;
+}
+
+/*
+ * The library engine restoring all of dst in the background (no faults):
+ * what a lazily restored client gets once it goes quiet.
+ */
+static int engine_restore(struct pop_ctx *c, uint8_t *dst, bool move)
+{
+	char path[64];
+	struct fl_source *src;
+	struct fl_engine *e;
+	struct fl_engine_opts o = {
+		.uffd = -1, .chunk_size = 2 * MIB, .quiet_ms = 1,
+		.flags = FL_ENGINE_NO_PREFETCH | (move ? FL_ENGINE_MOVE : 0),
+	};
+	struct fl_region_desc d = { .addr = (uintptr_t)dst, .len = c->len,
+				    .page_size = 4096,
+				    .flags = FL_REGION_REGISTER };
+	struct fl_stats st;
+	int ret;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", c->fd);
+	ret = fl_source_open(path, &src);
+	if (ret < 0)
+		return ret;
+	ret = fl_engine_create(&o, &e);
+	if (ret == 0) {
+		ret = fl_engine_add_region(e, &d, src);
+		if (ret == 0)
+			ret = fl_engine_start(e, 1);
+		do {
+			fl_engine_stats(e, &st);
+			if (!st.restore_complete)
+				usleep(200);
+		} while (ret == 0 && !st.restore_complete);
+		fl_engine_destroy(e);	/* the memory stays, now filled */
+	}
+	fl_source_put(src);
+	return ret;
+}
+
+/*
+ * Wait until every page of [p, p+len) is resident, polling mincore() every
+ * millisecond from the first page not yet seen resident (a filled page
+ * stays).  0, -ETIMEDOUT after 120 s, or -errno.
+ */
+static int wait_resident(uint8_t *p, uint64_t len)
+{
+	static unsigned char vec[4096];
+	double deadline = bench_now() + 120;
+	uint64_t off = 0;
+
+	while (off < len) {
+		uint64_t n = len - off, i = 0;
+
+		if (n > sizeof(vec) * 4096)
+			n = sizeof(vec) * 4096;
+		if (mincore(p + off, n, vec) < 0)
+			return -errno;
+		while (i < n / 4096 && (vec[i] & 1))
+			i++;
+		off += i * 4096;
+		if (i == n / 4096)
+			continue;
+		if (bench_now() > deadline)
+			return -ETIMEDOUT;
+		usleep(1000);
+	}
+	return 0;
+}
+
+/* After a run: the destination's THP fraction and whether it holds the file. */
+static void check_dst(const struct pop_ctx *c, const uint8_t *dst, bool *ok,
+		      double *thp)
+{
+	int64_t h = bench_thp_bytes(dst, c->len);
+
+	*thp = h < 0 ? -1 : (double)h / (double)c->len;
+	*ok = bench_sum(dst, c->len) == c->want;
+}
+
+/*
+ * A Firecracker client of the daemon touching nothing: seconds from just
+ * before connect until the background restore has filled all its memory,
+ * or -errno.
+ */
+static double daemon_restore(struct pop_ctx *c, bool *ok, double *thp)
+{
+	struct fc_client fc;
+	double t0, t1;
+	int ret;
+
+	ret = fc_client_map(&fc, 1, &c->len, 4096);
+	if (ret < 0)
+		return ret;
+	t0 = bench_now();
+	ret = bench_daemon_connect(&fc, c->daemon.sock);
+	if (ret == 0)
+		ret = wait_resident(fc.regions[0].addr, c->len);
+	t1 = bench_now();
+	if (ret == 0) {
+		close(fc.sock);	/* end the session; the memory stays */
+		fc.sock = -1;
+		check_dst(c, fc.regions[0].addr, ok, thp);
+	}
+	fc_client_close(&fc);
+	return ret < 0 ? ret : t1 - t0;
+}
+
+/* One run of one case: returns seconds (> 0) or -errno. */
+static double run_case(struct pop_ctx *c, enum pop_case k, bool *ok,
+		       double *thp)
+{
+	uint64_t len = c->len, chunk = 0, done;
+	uint8_t *dst;
+	int uffd = -1, ret = 0;
+	double t0 = 0, t1 = 0;
+
+	if (k == P_DAEMON_COPY)
+		return daemon_restore(c, ok, thp);
+	dst = bench_map(len);
+	if (!dst)
+		return -ENOMEM;
+	switch (k) {
+	case P_MEMCPY_NOTHP:
+		ret = madvise(dst, len, MADV_NOHUGEPAGE);
+		break;
+	case P_MEMCPY_THP:
+	case P_PREAD_THP:
+	case P_PREAD_MOVE:
+	case P_ENGINE_MOVE:
+		ret = madvise(dst, len, MADV_HUGEPAGE);
+		break;
+	default:
+		break;
+	}
+	if (ret < 0) {
+		ret = -errno;
+		goto out;
+	}
+	if (k == P_COPY_4K || k == P_COPY_64K || k == P_COPY_2M ||
+	    k == P_PREAD_MOVE) {
+		uffd = bench_uffd_range(dst, len, k == P_PREAD_MOVE);
+		if (uffd < 0) {
+			ret = uffd;
+			goto out;
+		}
+	}
+	chunk = k == P_COPY_4K ? 4 * KIB : k == P_COPY_64K ? 64 * KIB :
+		2 * MIB;
+
+	t0 = bench_now();
+	switch (k) {
+	case P_MEMCPY_THP:
+	case P_MEMCPY_NOTHP:
+		for (uint64_t off = 0; off < len; off += 4096)
+			memcpy(dst + off, c->src + off, 4096);
+		break;
+	case P_COPY_4K:
+	case P_COPY_64K:
+	case P_COPY_2M:
+		for (uint64_t off = 0; off < len && !ret; off += chunk)
+			ret = uffd_copy(uffd, (uintptr_t)dst + off,
+					c->src + off, chunk, 0, &done);
+		break;
+	case P_PREAD_THP:
+		for (uint64_t off = 0; off < len && !ret; off += 2 * MIB)
+			ret = pread_full(c->fd, dst + off, 2 * MIB, off);
+		break;
+	case P_PREAD_MOVE:
+		for (uint64_t off = 0; off < len && !ret; off += 2 * MIB) {
+			ret = pread_full(c->fd, c->staging, 2 * MIB, off);
+			if (!ret)
+				ret = uffd_move(uffd, (uintptr_t)dst + off,
+						(uintptr_t)c->staging, 2 * MIB,
+						0, &done);
+		}
+		break;
+	case P_ENGINE_COPY:
+	case P_ENGINE_MOVE:
+		ret = engine_restore(c, dst, k == P_ENGINE_MOVE);
+		break;
+	default:
+		ret = -EINVAL;
+	}
+	t1 = bench_now();
+	if (ret >= 0)
+		check_dst(c, dst, ok, thp);
+out:
+	if (uffd >= 0)
+		close(uffd);
+	bench_unmap(dst, len);
+	return ret < 0 ? ret : t1 - t0;
+}
+
+int bench_populate(const struct bench_opts *o, struct bench_table *t)
+{
+	struct pop_ctx c = { .fd = -1 };
+	const char *args[] = { "--mem-file", c.path, NULL };
+	int runs = o->runs, ret;
+	double (*samples)[P_NCASES], daemon_sec = 0;
+	double thp[P_NCASES];
+	bool ok[P_NCASES];
+
+	c.len = o->size ? o->size : o->quick ? 16 * MIB : GIB;
+	samples = calloc((size_t)runs, sizeof(*samples));
+	if (!samples)
+		return -ENOMEM;
+	ret = make_source(&c);
+	if (ret < 0) {
+		fprintf(stderr, "faultline bench populate: cannot create the "
+			"memory file in /tmp: %s\n", strerror(-ret));
+		goto out;
+	}
+	ret = bench_daemon_start(&c.daemon, "populate", 0, args);
+	if (ret < 0)
+		goto out;
+	c.staging = bench_map(2 * MIB);
+	if (!c.staging ||
+	    madvise(c.staging, 2 * MIB, MADV_HUGEPAGE) < 0 ||
+	    madvise(c.staging, 2 * MIB, MADV_DONTFORK) < 0) {
+		ret = -errno;
+		goto out;
+	}
+
+	for (int k = 0; k < P_NCASES; k++) {
+		ok[k] = true;
+		thp[k] = -1;
+	}
+	for (int r = 0; r < runs; r++) {
+		for (int k = 0; k < P_NCASES; k++) {
+			bool good = false;
+			double th = -1, s = run_case(&c, k, &good, &th);
+
+			if (s < 0) {
+				ret = (int)s;
+				fprintf(stderr, "faultline bench populate: %s: "
+					"%s\n", cases[k].label,
+					strerror(-ret));
+				goto out;
+			}
+			samples[r][k] = s;
+			ok[k] &= good;
+			if (thp[k] < 0 || th < thp[k])
+				thp[k] = th;	/* the worst run */
+		}
+	}
+
+	t->title = "fill memory from a warm memory file (UFFDIO_COPY vs "
+		   "memcpy vs pread+MOVE)";
+	t->seed = "002 (CRIU lazy restore, 2x Xeon E5-2680, 2017: 1 GiB, "
+		  "mean of 100 runs)";
+	t->seed_unit = "s/GiB";
+	t->unit = "s";
+	t->per_gib = true;
+	t->bytes = c.len;
+	t->runs = runs;
+	for (int k = 0; k < P_NCASES; k++) {
+		double v[runs];
+
+		for (int r = 0; r < runs; r++)
+			v[r] = samples[r][k];
+		int i = bench_add_row(t, cases[k].key, cases[k].label, v,
+				      runs, ok[k], cases[k].seed);
+
+		t->rows[i].thp_frac = thp[k];
+		if (k == P_PREAD_THP)
+			t->ref = i;
+		if (k == P_DAEMON_COPY)
+			daemon_sec = t->rows[i].sec;
+	}
+	bench_add_kv(t, "pread_move_thp_fraction", thp[P_PREAD_MOVE]);
+	/* The daemon's row includes its quiet period; this is without it. */
+	bench_add_kv(t, "daemon_quiet_ms", FL_DEFAULT_QUIET_MS);
+	bench_add_kv(t, "daemon_restore_minus_quiet_s_per_gib",
+		     (daemon_sec - FL_DEFAULT_QUIET_MS * 1e-3) *
+		     (double)GIB / (double)c.len);
+	snprintf(t->notes, sizeof(t->notes),
+		 "reference: pread into THP memory (one copy, the limit).  "
+		 "THP = AnonHugePages/size of the destination (smaps).\n"
+		 "pread+MOVE destination THP-backed: %.0f%% "
+		 "(UFFDIO_COPY can never give anonymous THP).\n"
+		 "daemon: `faultline serve` with default flags, a Firecracker "
+		 "client touching nothing, timed from connect until mincore() "
+		 "shows every page resident (its %d ms quiet period included).",
+		 thp[P_PREAD_MOVE] * 100, FL_DEFAULT_QUIET_MS);
+	ret = 0;
+out:
+	bench_daemon_stop(&c.daemon);
+	if (c.path[0])
+		unlink(c.path);
+	if (c.staging)
+		bench_unmap(c.staging, 2 * MIB);
+	if (c.src)
+		munmap((void *)c.src, c.len);
+	if (c.fd >= 0)
+		close(c.fd);
+	free(samples);
+	return ret;
+}

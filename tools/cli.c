@@ -1,0 +1,46 @@
+/*
+ * cli.c - what every subcommand shares: exit status and size arguments.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "faultline.h"
+
+int cli_exit(const char *cmd, int ret)
+{
+	if (ret >= 0)
+		return 0;
+	fprintf(stderr, "faultline %s: %s\n", cmd,
+		*fl_last_error() ? fl_last_error() : strerror(-ret));
+	return 1;
+}
+
+int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno)
+		return -EINVAL;
+	int shift = 0;
+
+	switch (toupper((unsigned char)*end)) {
+	case 'K': shift = 10; end++; break;
+	case 'M': shift = 20; end++; break;
+	case 'G': shift = 30; end++; break;
+	}
+	if (*end == 'i' || *end == 'B')
+		end += (*end == 'i') + (end[*end == 'i'] == 'B');
+	if (*end || (shift && v > (~0ULL >> shift)))
+		return -EINVAL;
+	*out = (uint64_t)v << shift;
+	return 0;
+}

@@ -1,0 +1,49 @@
+/*
+ * main.c - the faultline command's entry point: dispatches to subcommands.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "faultline.h"
+
+struct command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *help;
+};
+
+static const struct command commands[] = {
+	{ "probe", cmd_probe, "what the kernel supports [--json]" },
+	{ "serve", cmd_serve, "serve Firecracker UFFD clients on a socket" },
+	{ "bench", cmd_bench, "run a benchmark (bench list)" },
+	{ "image", cmd_image, "create, inspect, verify snapshot images" },
+	{ "send", cmd_send, "send a memory file to a post-copy destination" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: faultline COMMAND [ARGS] | --version\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(*commands); i++)
+		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].help);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 2 && !strcmp(argv[1], "--version")) {
+		printf("faultline %s (libfaultline %s)\n", FL_VERSION,
+		       fl_version());
+		return 0;
+	}
+	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(*commands); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "faultline: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}
