@@ -1,0 +1,74 @@
+/*
+ * daemon.h - the state of `faultline serve`'s server, shared by its files:
+ * serve.c (listening, the control loop), session.c (a session's life),
+ * log.c (the log and the progress bar).  No functions.
+ */
+#ifndef FAULTLINE_DAEMON_DAEMON_H
+#define FAULTLINE_DAEMON_DAEMON_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "daemon/proto_fc.h"
+#include "daemon/serve.h"
+#include "faultline.h"
+
+#define MAX_SESSIONS	1024
+#define MAX_FDS_PER_MSG	8
+
+enum sess_state { S_HANDSHAKE, S_SERVING };
+
+struct session {
+	int id;
+	int sock;
+	pid_t pid;
+	uid_t uid;
+	enum sess_state state;
+	struct fc_parser *parser;
+	int uffd;
+	int pidfd;		/* the client, during the handshake (or -1) */
+	int state_fd;		/* memfd of its page states (or -1) */
+	bool stored;		/* the supervisor keeps its descriptors */
+	int nfds;		/* fds received so far: exactly one is valid */
+	bool got_bytes;		/* some of the handshake arrived */
+	struct fl_engine *engine;
+	int nregions;
+	uint64_t bytes;
+	uint64_t t_start;	/* ms, CLOCK_MONOTONIC */
+	uint64_t t_serving;	/* ms, when the handshake was done */
+	bool restored;		/* "restore complete" was said */
+	uint64_t restore_ms;	/* from the handshake to that */
+	uint64_t missing, total;	/* bytes, at the last progress scan */
+	struct session *next;
+};
+
+struct daemon {
+	const struct serve_config *cfg;
+	struct fl_source *src;
+	int listen_fd;
+	bool own_socket;	/* we bound it: unlink at exit */
+	int sig_fd;
+	int next_id;
+	int nsessions;
+	int ended;
+	bool draining;
+	struct session *sessions;
+	pthread_mutex_t lock;	/* tearing */
+	pthread_cond_t torn;
+	int tearing;		/* sessions being torn down */
+	int torn_fd;		/* eventfd: a teardown ended (wakes the loop) */
+	uint64_t t_progress;	/* ms, last progress check */
+	uint64_t prev_done;	/* bytes restored at that check */
+	int last_step;		/* not a terminal: last 10 % step said */
+	bool tty;		/* stderr is a terminal */
+	int max_sessions;	/* what the descriptor limit allows */
+	int spare_fd;		/* given up to refuse a client when out of fds */
+	uint64_t accept_paused;	/* ms: listener ignored until then */
+	bool fds_warned;	/* "out of file descriptors" said */
+	int store_fd;		/* to the supervisor (or -1: unsupervised) */
+	bool listen_given;	/* the listener came from the supervisor */
+};
+
+#endif
