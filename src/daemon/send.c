@@ -47,6 +47,7 @@
 #include "source/source.h"
 #include "util/clock.h"
 #include "util/io.h"
+#include "util/zero.h"
 
 #define HELLO_TIMEOUT_MS 5000
 #define MAX_CONNS	256	/* connection threads at once, at most */
@@ -136,19 +137,6 @@ static int send_msg(struct session *s, int fd, uint16_t type, uint16_t flags,
 	return ret;
 }
 
-static bool all_zero(const void *p, size_t len)
-{
-	const uint64_t *w = p;
-	const uint8_t *c = p;
-
-	for (size_t i = 0; i < len / 8; i++)
-		if (w[i])
-			return false;
-	for (size_t i = len & ~(size_t)7; i < len; i++)
-		if (c[i])
-			return false;
-	return true;
-}
 
 /* The file's identity: dev, inode, size and mtime folded to 64 bits, not 0. */
 static uint64_t file_id(const struct stat *st)
@@ -211,7 +199,7 @@ static int send_block(struct session *s, int fd, uint64_t b, char *buf)
 				(uint32_t)(n < (int)sizeof(why) ? n :
 					   (int)sizeof(why) - 1));
 	}
-	if (all_zero(buf, len)) {
+	if (is_zero(buf, len)) {
 		atomic_fetch_add(&s->zero, 1);
 		return send_msg(s, fd, PEER_DATA, PEER_F_ZERO, b, 0, NULL, 0);
 	}

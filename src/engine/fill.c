@@ -21,6 +21,7 @@
 #include "kernel/proc.h"
 #include "source/source.h"
 #include "util/error.h"
+#include "util/zero.h"
 
 #define PROBE_BYTES	256	/* read to tell a data run from a zero run */
 #ifndef MADV_POPULATE_READ
@@ -44,12 +45,6 @@ static void zero_init(void)
 	zero_buf = p == MAP_FAILED ? NULL : p;
 }
 
-static bool is_zero(const void *p, size_t len)
-{
-	const unsigned char *c = p;
-
-	return len == 0 || (c[0] == 0 && !memcmp(c, c + 1, len - 1));
-}
 
 /* ---- the ioctl gate ----------------------------------------------------- */
 

@@ -127,6 +127,8 @@ int image_create(const char *raw_path, const char *image_path,
 		 const struct image_create_opts *opts, struct image_info *info);
 
 /* Open an image and summarise it (no chunk is read). */
+/* Fill info from an image's header and index. */
+void image_tally(const struct image *img, struct image_info *info);
 int image_inspect(const char *path, struct image_info *info);
 
 /*
