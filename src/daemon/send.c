@@ -63,11 +63,11 @@ struct sender {
 	int done_fd;		/* eventfd: a session ended complete (--once) */
 	int max_conns;		/* connection threads allowed (max_conns()) */
 	pthread_mutex_t lock;	/* sessions */
-	struct session *sessions;
+	struct send_session *sessions;
 	atomic_int nthreads;	/* connection threads running */
 };
 
-struct session {
+struct send_session {
 	struct sender *snd;
 	uint64_t token;
 	char peer[64];
@@ -81,10 +81,10 @@ struct session {
 	uint64_t t0;
 	_Atomic uint64_t bytes, demand, stream, zero, again, held;
 	_Atomic uint64_t nsent;	/* blocks marked in sent[] */
-	struct session *next;
+	struct send_session *next;
 };
 
-static __attribute__((format(printf, 1, 2))) void slog(const char *fmt, ...)
+static __attribute__((format(printf, 1, 2))) void send_log(const char *fmt, ...)
 {
 	char line[512];
 	va_list ap;
@@ -122,8 +122,9 @@ static int send_iov(int fd, struct iovec *iov, int n)
 	return 0;
 }
 
-static int send_msg(struct session *s, int fd, uint16_t type, uint16_t flags,
-		    uint64_t a, uint64_t b, const void *data, uint32_t len)
+static int send_msg(struct send_session *s, int fd, uint16_t type,
+		    uint16_t flags, uint64_t a, uint64_t b, const void *data,
+		    uint32_t len)
 {
 	struct peer_hdr h = {
 		.type = htole16(type), .flags = htole16(flags),
@@ -167,7 +168,7 @@ static bool file_unchanged(struct sender *snd)
 #define CHANGED_MSG "the sender's file changed since it started"
 
 /* Read block b and send it on fd (DATA, or ERROR if it cannot be read). */
-static int send_block(struct session *s, int fd, uint64_t b, char *buf)
+static int send_block(struct send_session *s, int fd, uint64_t b, char *buf)
 {
 	struct sender *snd = s->snd;
 	uint64_t off = b * snd->bsize;
@@ -181,7 +182,7 @@ static int send_block(struct session *s, int fd, uint64_t b, char *buf)
 	 */
 	if (!file_unchanged(snd)) {
 		if (!atomic_exchange(&s->changed, true))
-			slog("session %s: %s: %s, ending it", s->peer,
+			send_log("session %s: %s: %s, ending it", s->peer,
 			     snd->cfg->mem_file, CHANGED_MSG);
 		send_msg(s, fd, PEER_ERROR, PEER_F_CHANGED, b, 0, CHANGED_MSG,
 			 (uint32_t)strlen(CHANGED_MSG));
@@ -194,7 +195,7 @@ static int send_block(struct session *s, int fd, uint64_t b, char *buf)
 				 ret == -EIO ? "file ends early" :
 				 strerror(-ret));
 
-		slog("%s", why);
+		send_log("%s", why);
 		return send_msg(s, fd, PEER_ERROR, 0, b, 1, why,
 				(uint32_t)(n < (int)sizeof(why) ? n :
 					   (int)sizeof(why) - 1));
@@ -208,7 +209,7 @@ static int send_block(struct session *s, int fd, uint64_t b, char *buf)
 
 /* ---- sessions ----------------------------------------------------------- */
 
-static void session_put(struct session *s)
+static void session_put(struct send_session *s)
 {
 	if (atomic_fetch_sub(&s->refs, 1) != 1)
 		return;
@@ -216,7 +217,7 @@ static void session_put(struct session *s)
 	uint64_t ns = now_ns() - s->t0;
 	bool complete = atomic_load(&s->acked);
 
-	slog("session %s token %016llx: sent %llu bytes in %.3f s (%llu "
+	send_log("session %s token %016llx: sent %llu bytes in %.3f s (%llu "
 	     "blocks: %llu on demand, %llu streamed, %llu zero, %llu again; "
 	     "receiver held %llu); %s",
 	     s->peer, (unsigned long long)s->token,
@@ -245,13 +246,13 @@ static void session_put(struct session *s)
 }
 
 /* End s: both connections shut down; threads see it and put their refs. */
-static void session_end(struct session *s)
+static void session_end(struct send_session *s)
 {
 	struct sender *snd = s->snd;
 
 	pthread_mutex_lock(&snd->lock);
 	if (!atomic_exchange(&s->ended, true)) {
-		for (struct session **pp = &snd->sessions; *pp;
+		for (struct send_session **pp = &snd->sessions; *pp;
 		     pp = &(*pp)->next) {
 			if (*pp == s) {
 				*pp = s->next;
@@ -269,7 +270,7 @@ static void session_end(struct session *s)
 	pthread_mutex_unlock(&snd->lock);
 }
 
-static bool mark_sent(struct session *s, uint64_t b)
+static bool mark_sent(struct send_session *s, uint64_t b)
 {
 	uint8_t zero = 0;
 
@@ -280,7 +281,7 @@ static bool mark_sent(struct session *s, uint64_t b)
 }
 
 /* Demand connection: REQ in, DATA out, until the receiver goes. */
-static void serve_demand(struct session *s, int fd, char *buf)
+static void serve_demand(struct send_session *s, int fd, char *buf)
 {
 	struct sender *snd = s->snd;
 
@@ -293,7 +294,7 @@ static void serve_demand(struct session *s, int fd, char *buf)
 
 		if (le16toh(h.type) != PEER_REQ || h.len || a >= snd->nblocks ||
 		    n > snd->nblocks - a) {
-			slog("session %s: bad request (type %u, %llu+%llu)",
+			send_log("session %s: bad request (type %u, %llu+%llu)",
 			     s->peer, le16toh(h.type), (unsigned long long)a,
 			     (unsigned long long)n);
 			return;
@@ -310,7 +311,7 @@ static void serve_demand(struct session *s, int fd, char *buf)
 }
 
 /* Stream connection: every block not held and not sent yet, then DONE. */
-static void serve_stream(struct session *s, int fd, char *buf)
+static void serve_stream(struct send_session *s, int fd, char *buf)
 {
 	struct sender *snd = s->snd;
 	uint64_t pos = 0, scanned = 0;
@@ -363,11 +364,11 @@ struct conn {
 static void refuse(int fd, const char *peer, const char *why,
 		   uint16_t flags)
 {
-	slog("connection from %s refused: %s", peer, why);
+	send_log("connection from %s refused: %s", peer, why);
 	send_msg(NULL, fd, PEER_ERROR, flags, 0, 0, why, (uint32_t)strlen(why));
 }
 
-static int send_welcome(struct sender *snd, struct session *s, int fd,
+static int send_welcome(struct sender *snd, struct send_session *s, int fd,
 			int role)
 {
 	struct peer_hello w = {
@@ -380,10 +381,10 @@ static int send_welcome(struct sender *snd, struct session *s, int fd,
 	return send_msg(s, fd, PEER_WELCOME, 0, 0, 0, &w, sizeof(w));
 }
 
-static struct session *session_new(struct sender *snd, uint64_t token,
+static struct send_session *session_new(struct sender *snd, uint64_t token,
 				   const char *peer, int dfd)
 {
-	struct session *s = calloc(1, sizeof(*s));
+	struct send_session *s = calloc(1, sizeof(*s));
 
 	if (!s)
 		return NULL;
@@ -402,10 +403,10 @@ static struct session *session_new(struct sender *snd, uint64_t token,
 	s->t0 = now_ns();
 
 	/* A receiver redialing replaces its old session, if still here. */
-	struct session *old = NULL;
+	struct send_session *old = NULL;
 
 	pthread_mutex_lock(&snd->lock);
-	for (struct session *o = snd->sessions; o; o = o->next)
+	for (struct send_session *o = snd->sessions; o; o = o->next)
 		if (o->token == token)
 			old = o;
 	if (old)
@@ -425,10 +426,10 @@ static struct session *session_new(struct sender *snd, uint64_t token,
  * none yet, in one step under the lock (two stream HELLOs racing must not
  * both attach); NULL if there is none.
  */
-static struct session *session_attach_stream(struct sender *snd,
+static struct send_session *session_attach_stream(struct sender *snd,
 					     uint64_t token, int sfd)
 {
-	struct session *s;
+	struct send_session *s;
 
 	pthread_mutex_lock(&snd->lock);
 	for (s = snd->sessions; s; s = s->next)
@@ -449,7 +450,7 @@ static void *conn_thread(void *arg)
 	int fd = c->fd;
 	struct peer_hdr h;
 	struct peer_hello hi = { 0 };
-	struct session *s = NULL;
+	struct send_session *s = NULL;
 	char *buf = malloc(snd->bsize);
 	uint8_t *bm = NULL;
 
@@ -466,7 +467,8 @@ static void *conn_thread(void *arg)
 	if (le16toh(h.type) != PEER_HELLO || hlen < 8 ||
 	    recv_full(fd, &hi, hlen) < 0 ||
 	    le32toh(hi.magic) != PEER_MAGIC) {
-		slog("connection from %s: not a faultline receiver", c->peer);
+		send_log("connection from %s: not a faultline receiver",
+			 c->peer);
 		goto out;
 	}
 	if (le16toh(hi.version) != PEER_VERSION || len < sizeof(hi)) {
@@ -626,7 +628,7 @@ static void accept_failed(bool *warned)
 	if (err != EMFILE && err != ENFILE && err != ENOBUFS && err != ENOMEM)
 		return;		/* ECONNABORTED and the like: next one */
 	if (!*warned)
-		slog("cannot accept connections: %s; retrying every %d ms",
+		send_log("cannot accept connections: %s; retrying every %d ms",
 		     strerror(err), ACCEPT_BACKOFF_MS);
 	*warned = true;
 	poll(NULL, 0, ACCEPT_BACKOFF_MS);
@@ -682,7 +684,7 @@ int send_run(const struct send_config *cfg)
 		ret = fl_err(-errno, "send: signalfd/eventfd: %m");
 		goto out;
 	}
-	slog("serving %s (%llu bytes, %llu blocks of %u, id %016llx) on %s",
+	send_log("serving %s (%llu bytes, %llu blocks of %u, id %016llx) on %s",
 	     cfg->mem_file, (unsigned long long)snd.size,
 	     (unsigned long long)snd.nblocks, snd.bsize,
 	     (unsigned long long)snd.file_id, cfg->listen);
@@ -701,7 +703,7 @@ int send_run(const struct send_config *cfg)
 			struct signalfd_siginfo si;
 
 			if (read(sfd, &si, sizeof(si)) > 0)
-				slog("signal %u: stopping", si.ssi_signo);
+				send_log("signal %u: stopping", si.ssi_signo);
 			break;
 		}
 		if (pfd[2].revents) {
@@ -751,7 +753,7 @@ int send_run(const struct send_config *cfg)
 	/* End every session; their threads finish on their own. */
 	for (;;) {
 		pthread_mutex_lock(&snd.lock);
-		struct session *s = snd.sessions;
+		struct send_session *s = snd.sessions;
 
 		if (s)
 			atomic_fetch_add(&s->refs, 1);

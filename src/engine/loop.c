@@ -144,7 +144,7 @@ static void apply_event(struct fl_engine *e, const struct uffd_msg *m)
  * Read one batch: apply its events, queue its faults.  Returns messages read
  * (0 if none were pending) or -errno.
  */
-static int read_batch(struct fl_engine *e, struct worker *w)
+static int read_msgs(struct fl_engine *e, struct worker *w)
 {
 	/* Room first: a message read from the kernel must never be lost. */
 	int ret = queue_reserve(w, MSG_BATCH);
@@ -278,7 +278,7 @@ static int fill_unknown(struct fl_engine *e, const struct pending *p)
 }
 
 /* Serve one fault: its chunk, then make sure its thread is woken. */
-static int serve(struct fl_engine *e, struct worker *w, const struct pending *p)
+static int serve_fault(struct fl_engine *e, struct worker *w, const struct pending *p)
 {
 	int ret = 0;
 
@@ -353,16 +353,16 @@ static int serve(struct fl_engine *e, struct worker *w, const struct pending *p)
 /* Read what is pending and serve it all.  Returns messages read or -errno. */
 int engine_pump(struct fl_engine *e, struct worker *w)
 {
-	int total = read_batch(e, w);
+	int total = read_msgs(e, w);
 
 	if (total < 0)
 		return total;
 	while (w->qhead < w->qlen) {
-		int ret = serve(e, w, &w->q[w->qhead]);
+		int ret = serve_fault(e, w, &w->q[w->qhead]);
 
 		if (ret == -EAGAIN) {
 			/* An event is pending: apply it, then retry. */
-			int n = read_batch(e, w);
+			int n = read_msgs(e, w);
 
 			if (n < 0)
 				return n;

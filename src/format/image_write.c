@@ -83,7 +83,7 @@ struct pool {
 	int level;
 };
 
-struct worker {
+struct compressor {
 	struct pool *p;
 	pthread_t tid;
 	ZSTD_CCtx *cctx;
@@ -122,7 +122,7 @@ static void run_batch(struct pool *p, ZSTD_CCtx *cctx)
 
 static void *worker_main(void *arg)
 {
-	struct worker *w = arg;
+	struct compressor *w = arg;
 	struct pool *p = w->p;
 	unsigned int gen = 0;
 
@@ -200,7 +200,7 @@ int image_create(const char *raw_path, const char *image_path,
 	struct image_create_opts o = { 0 };
 	struct image_header h = { 0 };
 	struct image_entry *index = NULL;
-	struct worker *workers = NULL;
+	struct compressor *workers = NULL;
 	unsigned char hb[IMAGE_HEADER_SIZE];
 	unsigned char *ib = NULL;
 	struct pool p = { 0 };

@@ -76,7 +76,7 @@
 
 enum { SLOT_EMPTY, SLOT_FILLING, SLOT_READY };
 
-struct slot {
+struct xfer_slot {
 	void *buf;		/* HTTP_BLOCK bytes, allocated on first use */
 	uint64_t block;
 	uint64_t used;		/* LRU clock */
@@ -95,7 +95,7 @@ struct source_http {
 	struct http_cache *cache;
 	pthread_mutex_t mu;	/* guards the slots' bookkeeping */
 	uint64_t clock;
-	struct slot slots[HTTP_SLOTS];
+	struct xfer_slot slots[HTTP_SLOTS];
 };
 
 #define to_http(s) ((struct source_http *)(s))
@@ -467,7 +467,7 @@ static void xfer_stop(struct conn *c, struct xfer *x)
  * the first failure; once one has failed for good the others are dropped
  * (X_GONE), since the read fails anyway.
  */
-static int fetch(struct source_http *h, struct xfer *xs, int n,
+static int fetch_blocks(struct source_http *h, struct xfer *xs, int n,
 		 uint64_t deadline)
 {
 	struct conn *c = conn_get();
@@ -601,7 +601,7 @@ struct piece {
 	size_t from, n;		/* the part of the block the read wants */
 	char *out;		/* where that part goes */
 	char *dst;		/* where the whole block is fetched to */
-	struct slot *slot;	/* dst is this slot's buffer */
+	struct xfer_slot *slot;	/* dst is this slot's buffer */
 	bool tmp;		/* dst is a private buffer */
 	bool have;
 };
@@ -616,10 +616,10 @@ static size_t block_len(const struct source_http *h, uint64_t b)
 /* Serve p from memory, or claim a slot for it (mu held). */
 static void plan_piece(struct source_http *h, struct piece *p)
 {
-	struct slot *victim = NULL;
+	struct xfer_slot *victim = NULL;
 
 	for (int k = 0; k < HTTP_SLOTS; k++) {
-		struct slot *sl = &h->slots[k];
+		struct xfer_slot *sl = &h->slots[k];
 
 		if (sl->state == SLOT_READY && sl->block == p->block) {
 			sl->pins++;
@@ -644,7 +644,7 @@ static void plan_piece(struct source_http *h, struct piece *p)
 	}
 }
 
-static int read_batch(struct source_http *h, struct piece *ps, int np,
+static int read_pieces(struct source_http *h, struct piece *ps, int np,
 		      uint64_t deadline)
 {
 	struct xfer xs[HTTP_BATCH];
@@ -684,7 +684,7 @@ static int read_batch(struct source_http *h, struct piece *ps, int np,
 		nx++;
 	}
 	if (nx)
-		ret = fetch(h, xs, nx, deadline);
+		ret = fetch_blocks(h, xs, nx, deadline);
 	for (int i = 0, k = 0; i < np; i++) {
 		struct piece *p = &ps[i];
 
@@ -706,7 +706,7 @@ static int read_batch(struct source_http *h, struct piece *ps, int np,
 out:
 	pthread_mutex_lock(&h->mu);
 	for (int i = 0; i < np; i++) {
-		struct slot *sl = ps[i].slot;
+		struct xfer_slot *sl = ps[i].slot;
 
 		if (!sl)
 			continue;
@@ -748,7 +748,7 @@ static int http_read(struct fl_source *s, void *buf, size_t len, uint64_t off)
 			off += p->n;
 			len -= p->n;
 		}
-		ret = read_batch(h, ps, np, deadline);
+		ret = read_pieces(h, ps, np, deadline);
 		if (ret < 0)
 			return ret;
 	}
@@ -900,7 +900,7 @@ int source_http_open(const char *url, const struct fl_source_opts *o,
 
 	x = (struct xfer){ .off = 0, .dst = first, .len = sizeof(first),
 			   .probe = true };
-	ret = fetch(h, &x, 1, now_ns() + HTTP_READ_MS * 1000000ull);
+	ret = fetch_blocks(h, &x, 1, now_ns() + HTTP_READ_MS * 1000000ull);
 	if (ret < 0) {
 		if (x.status >= 400)
 			fl_err(-EIO, "%s: HTTP status %ld at open (expected 206, or 200 with a length)",

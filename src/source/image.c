@@ -30,7 +30,7 @@
 #define CACHE_MAX_SLOTS	16
 #define CACHE_MIN_SLOTS	2
 
-struct slot {
+struct chunk_slot {
 	void *buf;		/* chunk_size bytes, allocated on first use */
 	uint64_t idx;		/* chunk held, valid if ready */
 	uint64_t used;		/* LRU clock */
@@ -45,7 +45,7 @@ struct source_image {
 	pthread_mutex_t mu;
 	uint64_t clock;
 	unsigned int nslots;
-	struct slot slots[CACHE_MAX_SLOTS];
+	struct chunk_slot slots[CACHE_MAX_SLOTS];
 };
 
 #define to_image(s) ((struct source_image *)(s))
@@ -54,13 +54,13 @@ struct source_image {
 static int read_partial(struct source_image *si, uint64_t i, void *dst,
 			size_t from, size_t n)
 {
-	struct slot *hit = NULL, *victim = NULL;
+	struct chunk_slot *hit = NULL, *victim = NULL;
 	void *tmp;
 	int ret;
 
 	pthread_mutex_lock(&si->mu);
 	for (unsigned int k = 0; k < si->nslots; k++) {
-		struct slot *sl = &si->slots[k];
+		struct chunk_slot *sl = &si->slots[k];
 
 		if (sl->ready && sl->idx == i) {
 			hit = sl;

@@ -591,7 +591,7 @@ static bool held(struct peer *p, uint64_t first, uint64_t end)
  * Make sure blocks [first, end) are held: request the missing ones not yet
  * requested on this connection, and (if wait) sleep until they arrive.
  */
-static int fetch(struct peer *p, uint64_t first, uint64_t end, bool wait)
+static int demand_blocks(struct peer *p, uint64_t first, uint64_t end, bool wait)
 {
 	struct peer_hdr reqs[MAX_RUNS];
 	unsigned int wait_ms = p->retry_ms > MIN_WAIT_MS ? p->retry_ms :
@@ -708,7 +708,7 @@ static int peer_read(struct fl_source *s, void *buf, size_t len, uint64_t off)
 	uint64_t first = off / p->bsize, end = (off + len - 1) / p->bsize + 1;
 
 	if (!held(p, first, end)) {
-		int ret = fetch(p, first, end, true);
+		int ret = demand_blocks(p, first, end, true);
 
 		if (ret < 0)
 			return ret;
@@ -742,7 +742,7 @@ static void peer_hint(struct fl_source *s, uint64_t off, size_t len)
 	uint64_t first = off / p->bsize, end = (off + len - 1) / p->bsize + 1;
 
 	if (!held(p, first, end))
-		fetch(p, first, end, false);
+		demand_blocks(p, first, end, false);
 }
 
 static void peer_destroy(struct fl_source *s)
