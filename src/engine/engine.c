@@ -62,16 +62,9 @@ static int share_state(struct fl_engine *e, struct region *r)
 	return 0;
 }
 
-int fl_engine_create(const struct fl_engine_opts *opts, struct fl_engine **out)
+/* The options a caller may get wrong: the chunk size, or -EINVAL. */
+static int64_t check_opts(const struct fl_engine_opts *opts)
 {
-	struct fl_engine_opts def = { .uffd = -1 };
-	struct fl_engine *e;
-	int ret;
-
-	if (!out)
-		return fl_err(-EINVAL, "engine: no output pointer");
-	if (!opts)
-		opts = &def;
 	uint64_t chunk = opts->chunk_size ? opts->chunk_size : FL_DEFAULT_CHUNK;
 
 	if (chunk < 4096 || chunk > FL_MAX_CHUNK || (chunk & (chunk - 1)))
@@ -82,22 +75,37 @@ int fl_engine_create(const struct fl_engine_opts *opts, struct fl_engine **out)
 	    opts->on_error != FL_ON_ERROR_KILL)
 		return fl_err(-EINVAL, "on_error %d: must be poison or kill",
 			      opts->on_error);
-	if (fill_init() < 0)
-		return fl_err(-ENOMEM, "engine: cannot map the zero buffer");
+	return (int64_t)chunk;
+}
 
-	e = calloc(1, sizeof(*e));
+/* The engine with its policy, locks and eventfd; no uffd yet. */
+static struct fl_engine *engine_alloc(const struct fl_engine_opts *opts,
+				      uint64_t chunk)
+{
+	struct fl_engine *e = calloc(1, sizeof(*e));
+	pthread_rwlockattr_t attr;
+
 	if (!e)
-		return fl_err(-ENOMEM, "engine: out of memory");
+		return NULL;
+	e->uffd = -1;
 	e->chunk = chunk;
 	e->prefetch = !(opts->flags & FL_ENGINE_NO_PREFETCH);
 	e->background = !(opts->flags & FL_ENGINE_NO_BACKGROUND);
 	e->ra_max = opts->readahead_max ? opts->readahead_max : FL_DEFAULT_READAHEAD;
 	e->quiet_ns = (uint64_t)(opts->quiet_ms ? opts->quiet_ms :
 				 FL_DEFAULT_QUIET_MS) * 1000000ull;
+	e->takeover = opts->flags & FL_ENGINE_TAKEOVER;
 	pthread_mutex_init(&e->ra_lock, NULL);
 	pthread_mutex_init(&e->why_lock, NULL);
 	pthread_mutex_init(&e->woken_lock, NULL);
+	pthread_mutex_init(&e->process_lock, NULL);
 	pthread_cond_init(&e->ra_cond, NULL);
+	/* Fault readers (writers here) are never starved by fills. */
+	pthread_rwlockattr_init(&attr);
+	pthread_rwlockattr_setkind_np(&attr,
+			PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&e->lock, &attr);
+	pthread_rwlockattr_destroy(&attr);
 	trace_init(&e->replay);
 	e->on_error = opts->on_error;
 	e->client_pid = opts->client_pid;
@@ -108,15 +116,72 @@ int fl_engine_create(const struct fl_engine_opts *opts, struct fl_engine **out)
 		snprintf(path, sizeof(path), "/proc/%d/pagemap", e->client_pid);
 		e->pagemap_fd = open(path, O_RDONLY | O_CLOEXEC);
 	}
-	pthread_rwlockattr_t attr;
-
-	pthread_rwlockattr_init(&attr);
-	pthread_rwlockattr_setkind_np(&attr,
-			PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-	pthread_rwlock_init(&e->lock, &attr);
-	pthread_rwlockattr_destroy(&attr);
-	pthread_mutex_init(&e->process_lock, NULL);
 	e->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	return e;
+}
+
+/*
+ * Adopt another process's uffd: it must be one, with UFFDIO_API done, and
+ * not ask for fork events (a forked child's uffd would arrive here and
+ * nobody would serve it: its threads would sleep in their first fault).
+ */
+static int adopt_uffd(struct fl_engine *e, const struct fl_engine_opts *opts)
+{
+	int fl = fcntl(opts->uffd, F_GETFL);
+	uint64_t feat = 0;
+
+	if (fl < 0)
+		return fl_err(-EBADF, "uffd %d: not an open fd", opts->uffd);
+	int fr = uffd_fd_features(opts->uffd, &feat);
+
+	if (fr == -ENOTTY || fr == -ENOTCONN)
+		return fl_err(-EINVAL, "fd %d: %s", opts->uffd,
+			      fr == -ENOTTY ? "not a userfaultfd" :
+			      "a userfaultfd whose UFFDIO_API was never done");
+	if (fr == 0 && (feat & UFFD_FEATURE_EVENT_FORK))
+		return fl_err(-EINVAL, "uffd %d asks for fork events "
+			      "(UFFD_FEATURE_EVENT_FORK): a forked child's "
+			      "memory would not be served", opts->uffd);
+	fcntl(opts->uffd, F_SETFL, fl | O_NONBLOCK);
+	e->uffd = opts->uffd;
+	e->own_uffd = opts->flags & FL_ENGINE_OWN_UFFD;
+	return 0;
+}
+
+/* A uffd of this process, with every feature the kernel has. */
+static int open_uffd(struct fl_engine *e, const struct fl_engine_opts *opts)
+{
+	int fd = uffd_create(UFFD_WANT_FEATURES, &e->features);
+
+	if (fd < 0)
+		return fl_err(fd, "cannot open a userfaultfd: %s",
+			      strerror(-fd));
+	e->uffd = fd;
+	e->own_uffd = true;
+	atomic_store(&e->use_move, (e->features & UFFD_FEATURE_MOVE) &&
+				   (opts->flags & FL_ENGINE_MOVE));
+	return 0;
+}
+
+int fl_engine_create(const struct fl_engine_opts *opts, struct fl_engine **out)
+{
+	struct fl_engine_opts def = { .uffd = -1 };
+	struct fl_engine *e;
+	int ret;
+
+	if (!out)
+		return fl_err(-EINVAL, "engine: no output pointer");
+	if (!opts)
+		opts = &def;
+	int64_t chunk = check_opts(opts);
+
+	if (chunk < 0)
+		return (int)chunk;
+	if (fill_init() < 0)
+		return fl_err(-ENOMEM, "engine: cannot map the zero buffer");
+	e = engine_alloc(opts, (uint64_t)chunk);
+	if (!e)
+		return fl_err(-ENOMEM, "engine: out of memory");
 	e->process_worker = worker_new(opts->flags & FL_ENGINE_MOVE);
 	if (e->stopfd < 0 || !e->process_worker) {
 		ret = e->stopfd < 0 ?
@@ -124,61 +189,16 @@ int fl_engine_create(const struct fl_engine_opts *opts, struct fl_engine **out)
 		      fl_err(-ENOMEM, "engine: cannot map a staging buffer");
 		goto fail;
 	}
-
-	if (opts->uffd >= 0) {
-		int fl = fcntl(opts->uffd, F_GETFL);
-
-		if (fl < 0) {
-			ret = fl_err(-EBADF, "uffd %d: not an open fd",
-				     opts->uffd);
-			goto fail;
-		}
-		/*
-		 * A uffd that asks for fork events would hand us a forked
-		 * child's uffd we do not serve: that child's threads would
-		 * sleep in their first fault for ever.  Refuse it up front.
-		 */
-		uint64_t feat = 0;
-		int fr = uffd_fd_features(opts->uffd, &feat);
-
-		if (fr == -ENOTTY || fr == -ENOTCONN) {
-			ret = fl_err(-EINVAL, "fd %d: %s", opts->uffd,
-				     fr == -ENOTTY ? "not a userfaultfd" :
-				     "a userfaultfd whose UFFDIO_API was "
-				     "never done");
-			goto fail;
-		}
-		if (fr == 0 && (feat & UFFD_FEATURE_EVENT_FORK)) {
-			ret = fl_err(-EINVAL, "uffd %d asks for fork events "
-				     "(UFFD_FEATURE_EVENT_FORK): a forked "
-				     "child's memory would not be served",
-				     opts->uffd);
-			goto fail;
-		}
-		fcntl(opts->uffd, F_SETFL, fl | O_NONBLOCK);
-		e->uffd = opts->uffd;
-		e->own_uffd = opts->flags & FL_ENGINE_OWN_UFFD;
-	} else {
-		e->uffd = uffd_create(UFFD_WANT_FEATURES, &e->features);
-		if (e->uffd < 0) {
-			ret = fl_err(e->uffd, "cannot open a userfaultfd: %s",
-				     strerror(-e->uffd));
-			goto fail;
-		}
-		e->own_uffd = true;
-		atomic_store(&e->use_move,
-			     (e->features & UFFD_FEATURE_MOVE) &&
-			     (opts->flags & FL_ENGINE_MOVE));
-	}
-	if (opts->flags & FL_ENGINE_SHARED_STATE) {
+	ret = opts->uffd >= 0 ? adopt_uffd(e, opts) : open_uffd(e, opts);
+	if (ret == 0 && (opts->flags & FL_ENGINE_SHARED_STATE))
 		ret = map_state(e, opts->state_fd);
-		if (ret < 0)
-			goto fail;
-	}
-	e->takeover = opts->flags & FL_ENGINE_TAKEOVER;
+	if (ret < 0)
+		goto fail;
 	*out = e;
 	return 0;
 fail:
+	if (e->uffd >= 0 && opts->uffd < 0)	/* ours: a failed create */
+		close(e->uffd);
 	if (e->stopfd >= 0)
 		close(e->stopfd);
 	if (e->pagemap_fd >= 0)

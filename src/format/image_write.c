@@ -194,240 +194,295 @@ static bool has_data(struct extent *x, uint64_t off, uint64_t end)
 	return x->data < end;
 }
 
+/* One image being written: the raw file, the temporary, the pool. */
+struct writer {
+	const char *raw_path, *image_path;
+	struct image_create_opts o;
+	struct image_header h;
+	struct image_entry *index;
+	unsigned char *ib;		/* the encoded index */
+	size_t ilen;
+	struct pool p;
+	struct compressor *workers;
+	unsigned int nworkers, batch;
+	bool pool_up;			/* its lock and conditions made */
+	ZSTD_CCtx *cctx;		/* the calling thread's */
+	struct extent x;
+	int rfd, wfd;
+	char *tmp;			/* the temporary's path, until renamed */
+	uint64_t pos;			/* where the next chunk is written */
+};
+
+/* Defaults filled in, and what a user can get wrong refused. */
+static int writer_opts(struct writer *w, const struct image_create_opts *opts)
+{
+	if (opts)
+		w->o = *opts;
+	if (!w->o.chunk_size)
+		w->o.chunk_size = IMAGE_DEFAULT_CHUNK;
+	if (!w->o.level)
+		w->o.level = IMAGE_DEFAULT_LEVEL;
+	if (image_check_chunk(w->o.chunk_size))
+		return fl_err(-EINVAL,
+			      "chunk size %u: must be a power of two from 4K to 16M",
+			      w->o.chunk_size);
+	if (w->o.level < ZSTD_minCLevel() || w->o.level > ZSTD_maxCLevel())
+		return fl_err(-EINVAL, "zstd level %d: must be %d..%d",
+			      w->o.level, ZSTD_minCLevel(), ZSTD_maxCLevel());
+	if (!w->o.threads) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		w->o.threads = n < 1 ? 1 : n > 8 ? 8 : (unsigned int)n;
+	}
+	return 0;
+}
+
+/* The header as far as the raw file's size tells it, and the index. */
+static int writer_layout(struct writer *w, uint64_t size)
+{
+	struct image_header *h = &w->h;
+
+	h->version = IMAGE_VERSION;
+	h->page_size = 4096;
+	h->chunk_size = w->o.chunk_size;
+	h->total_size = size;
+	h->chunk_count = (size + w->o.chunk_size - 1) / w->o.chunk_size;
+	h->index_offset = IMAGE_HEADER_SIZE;
+	h->level = (uint32_t)w->o.level;
+	if (h->chunk_count > SIZE_MAX / IMAGE_ENTRY_SIZE)
+		return fl_err(-EFBIG, "%s: too large", w->raw_path);
+	w->ilen = (size_t)h->chunk_count * IMAGE_ENTRY_SIZE;
+	w->index = calloc(h->chunk_count ? h->chunk_count : 1,
+			  sizeof(*w->index));
+	w->ib = calloc(1, w->ilen ? w->ilen : 1);
+	return w->index && w->ib ? 0 :
+	       fl_err(-ENOMEM, "%s: no memory", w->raw_path);
+}
+
+/* Batches of about 4 MiB (cache sized), >= 2 chunks per thread. */
+static int writer_pool(struct writer *w)
+{
+	struct pool *p = &w->p;
+
+	w->batch = (4u << 20) / w->o.chunk_size;
+	if (w->batch < 2 * w->o.threads)
+		w->batch = 2 * w->o.threads;
+	p->level = w->o.level;
+	p->out_cap = ZSTD_compressBound(w->o.chunk_size);
+	p->jobs = calloc(w->batch, sizeof(*p->jobs));
+	w->cctx = ZSTD_createCCtx();
+	w->workers = calloc(w->o.threads, sizeof(*w->workers));
+	if (!p->jobs || !w->cctx || !w->workers)
+		return fl_err(-ENOMEM, "%s: no memory", w->raw_path);
+	for (unsigned int k = 0; k < w->batch; k++) {
+		p->jobs[k].in = malloc(w->o.chunk_size);
+		p->jobs[k].out = malloc(p->out_cap);
+		if (!p->jobs[k].in || !p->jobs[k].out)
+			return fl_err(-ENOMEM, "%s: no memory", w->raw_path);
+	}
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->go, NULL);
+	pthread_cond_init(&p->done, NULL);
+	w->pool_up = true;
+	for (unsigned int k = 0; k + 1 < w->o.threads; k++) {
+		struct compressor *c = &w->workers[k];
+
+		c->p = p;
+		c->cctx = ZSTD_createCCtx();
+		if (!c->cctx ||
+		    pthread_create(&c->tid, NULL, worker_main, c)) {
+			ZSTD_freeCCtx(c->cctx);
+			break;
+		}
+		w->nworkers++;
+	}
+	return 0;
+}
+
+/* The temporary the image is written to, renamed into place at the end. */
+static int writer_open_tmp(struct writer *w)
+{
+	if (asprintf(&w->tmp, "%s.tmp.XXXXXX", w->image_path) < 0) {
+		w->tmp = NULL;
+		return -ENOMEM;
+	}
+	w->wfd = mkostemp(w->tmp, O_CLOEXEC);
+	if (w->wfd < 0) {
+		int ret = fl_err(-errno, "%s: cannot create: %m", w->tmp);
+
+		free(w->tmp);
+		w->tmp = NULL;
+		return ret;
+	}
+	fchmod(w->wfd, 0644);
+	return 0;
+}
+
+/* Read the next batch of chunks from chunk *i on; holes are not read. */
+static int read_batch(struct writer *w, uint64_t *i, bool *work)
+{
+	const struct image_header *h = &w->h;
+	unsigned int n = 0;
+
+	*work = false;
+	for (; n < w->batch && *i < h->chunk_count; n++, (*i)++) {
+		struct job *j = &w->p.jobs[n];
+		uint64_t off = *i * w->o.chunk_size;
+		int ret;
+
+		j->idx = *i;
+		j->len = h->total_size - off < w->o.chunk_size ?
+			 (size_t)(h->total_size - off) : w->o.chunk_size;
+		j->hole = !has_data(&w->x, off, off + j->len);
+		if (j->hole) {
+			j->kind = IMAGE_ZERO;
+			j->hash = 0;
+			continue;
+		}
+		*work = true;
+		ret = pread_full(w->rfd, j->in, j->len, off);
+		if (ret < 0)
+			return fl_err(ret, "%s: read at offset %llu: %s",
+				      w->raw_path, (unsigned long long)off,
+				      ret == -EIO ? "file shrank" :
+				      strerror(-ret));
+	}
+	w->p.njobs = n;
+	return 0;
+}
+
+/* Write a compressed batch out in order, noting each chunk's entry. */
+static int write_batch(struct writer *w)
+{
+	for (unsigned int k = 0; k < w->p.njobs; k++) {
+		struct job *j = &w->p.jobs[k];
+		struct image_entry *e = &w->index[j->idx];
+		bool z = j->kind == IMAGE_ZSTD;
+		const void *src = z ? j->out : j->in;
+		size_t len = z ? j->out_len : j->len;
+		int ret;
+
+		e->kind = j->kind;
+		e->hash = j->hash;
+		if (j->kind == IMAGE_ZERO)
+			continue;
+		e->offset = w->pos;
+		e->stored_len = (uint32_t)len;
+		ret = pwrite_full(w->wfd, src, len, w->pos);
+		if (ret < 0)
+			return fl_err(ret, "%s: write: %s", w->tmp,
+				      strerror(-ret));
+		w->pos += len;
+	}
+	return 0;
+}
+
+/* Index and header in, synced, closed, renamed over image_path. */
+static int writer_finish(struct writer *w)
+{
+	unsigned char hb[IMAGE_HEADER_SIZE];
+	int ret;
+
+	for (uint64_t i = 0; i < w->h.chunk_count; i++)
+		encode_entry(w->ib + i * IMAGE_ENTRY_SIZE, &w->index[i]);
+	w->h.data_end = w->pos;
+	w->h.index_hash = XXH64(w->ib, w->ilen, 0);
+	encode_header(hb, &w->h);
+	ret = pwrite_full(w->wfd, w->ib, w->ilen, IMAGE_HEADER_SIZE);
+	if (!ret)
+		ret = pwrite_full(w->wfd, hb, sizeof(hb), 0);
+	if (!ret && ftruncate(w->wfd, (off_t)w->pos) < 0)
+		ret = -errno;
+	if (!ret && fdatasync(w->wfd) < 0)
+		ret = -errno;
+	if (ret < 0)
+		return fl_err(ret, "%s: write: %s", w->tmp, strerror(-ret));
+	ret = close(w->wfd);
+	w->wfd = -1;
+	if (ret < 0)
+		return fl_err(-errno, "%s: close: %m", w->tmp);
+	if (rename(w->tmp, w->image_path) < 0)
+		return fl_err(-errno, "%s: cannot rename to %s: %m", w->tmp,
+			      w->image_path);
+	free(w->tmp);
+	w->tmp = NULL;
+	return 0;
+}
+
+static void writer_free(struct writer *w)
+{
+	struct pool *p = &w->p;
+
+	if (w->pool_up) {
+		pthread_mutex_lock(&p->mu);
+		p->quit = true;
+		pthread_cond_broadcast(&p->go);
+		pthread_mutex_unlock(&p->mu);
+		for (unsigned int k = 0; k < w->nworkers; k++) {
+			pthread_join(w->workers[k].tid, NULL);
+			ZSTD_freeCCtx(w->workers[k].cctx);
+		}
+		pthread_mutex_destroy(&p->mu);
+		pthread_cond_destroy(&p->go);
+		pthread_cond_destroy(&p->done);
+	}
+	free(w->workers);
+	if (w->wfd >= 0)
+		close(w->wfd);
+	if (w->tmp) {
+		unlink(w->tmp);
+		free(w->tmp);
+	}
+	for (unsigned int k = 0; p->jobs && k < w->batch; k++) {
+		free(p->jobs[k].in);
+		free(p->jobs[k].out);
+	}
+	free(p->jobs);
+	ZSTD_freeCCtx(w->cctx);
+	free(w->index);
+	free(w->ib);
+	if (w->rfd >= 0)
+		close(w->rfd);
+}
+
 int image_create(const char *raw_path, const char *image_path,
 		 const struct image_create_opts *opts, struct image_info *info)
 {
-	struct image_create_opts o = { 0 };
-	struct image_header h = { 0 };
-	struct image_entry *index = NULL;
-	struct compressor *workers = NULL;
-	unsigned char hb[IMAGE_HEADER_SIZE];
-	unsigned char *ib = NULL;
-	struct pool p = { 0 };
-	ZSTD_CCtx *cctx = NULL;
-	unsigned int nworkers = 0, batch = 0;
-	struct extent x = { 0 };
-	char *tmp = NULL;
-	uint64_t pos, i;
+	struct writer w = { .raw_path = raw_path, .image_path = image_path,
+			    .rfd = -1, .wfd = -1 };
 	struct stat st;
-	int rfd = -1, wfd = -1, ret;
-	size_t ilen;
+	uint64_t i = 0;
+	bool work;
+	int ret = writer_opts(&w, opts);
 
-	if (opts)
-		o = *opts;
-	if (!o.chunk_size)
-		o.chunk_size = IMAGE_DEFAULT_CHUNK;
-	if (!o.level)
-		o.level = IMAGE_DEFAULT_LEVEL;
-	if (image_check_chunk(o.chunk_size))
-		return fl_err(-EINVAL,
-			      "chunk size %u: must be a power of two from 4K to 16M",
-			      o.chunk_size);
-	if (o.level < ZSTD_minCLevel() || o.level > ZSTD_maxCLevel())
-		return fl_err(-EINVAL, "zstd level %d: must be %d..%d",
-			      o.level, ZSTD_minCLevel(), ZSTD_maxCLevel());
-	if (!o.threads) {
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-		o.threads = n < 1 ? 1 : n > 8 ? 8 : (unsigned int)n;
-	}
-
-	rfd = open_regular(raw_path, &st, false);
-	if (rfd < 0)
-		return rfd;
-	posix_fadvise(rfd, 0, 0, POSIX_FADV_SEQUENTIAL);
-
-	h.version = IMAGE_VERSION;
-	h.page_size = 4096;
-	h.chunk_size = o.chunk_size;
-	h.total_size = (uint64_t)st.st_size;
-	h.chunk_count = (h.total_size + o.chunk_size - 1) / o.chunk_size;
-	h.index_offset = IMAGE_HEADER_SIZE;
-	h.level = (uint32_t)o.level;
-	if (h.chunk_count > SIZE_MAX / IMAGE_ENTRY_SIZE) {
-		ret = fl_err(-EFBIG, "%s: too large", raw_path);
-		goto out;
-	}
-	ilen = (size_t)h.chunk_count * IMAGE_ENTRY_SIZE;
-
-	/* Batches of about 4 MiB (cache sized), >= 2 chunks per thread. */
-	batch = (4u << 20) / o.chunk_size;
-	if (batch < 2 * o.threads)
-		batch = 2 * o.threads;
-	p.level = o.level;
-	p.out_cap = ZSTD_compressBound(o.chunk_size);
-	p.jobs = calloc(batch, sizeof(*p.jobs));
-	index = calloc(h.chunk_count ? h.chunk_count : 1, sizeof(*index));
-	ib = calloc(1, ilen ? ilen : 1);
-	cctx = ZSTD_createCCtx();
-	if (!p.jobs || !index || !ib || !cctx) {
-		ret = fl_err(-ENOMEM, "%s: no memory", raw_path);
-		goto out;
-	}
-	for (unsigned int k = 0; k < batch; k++) {
-		p.jobs[k].in = malloc(o.chunk_size);
-		p.jobs[k].out = malloc(p.out_cap);
-		if (!p.jobs[k].in || !p.jobs[k].out) {
-			ret = fl_err(-ENOMEM, "%s: no memory", raw_path);
-			goto out;
-		}
-	}
-	pthread_mutex_init(&p.mu, NULL);
-	pthread_cond_init(&p.go, NULL);
-	pthread_cond_init(&p.done, NULL);
-	workers = calloc(o.threads, sizeof(*workers));
-	if (!workers) {
-		ret = fl_err(-ENOMEM, "%s: no memory", raw_path);
-		goto out;
-	}
-	for (unsigned int k = 0; k + 1 < o.threads; k++) {
-		workers[k].p = &p;
-		workers[k].cctx = ZSTD_createCCtx();
-		if (!workers[k].cctx ||
-		    pthread_create(&workers[k].tid, NULL, worker_main,
-				   &workers[k])) {
-			ZSTD_freeCCtx(workers[k].cctx);
-			break;
-		}
-		nworkers++;
-	}
-
-	if (asprintf(&tmp, "%s.tmp.XXXXXX", image_path) < 0) {
-		tmp = NULL;
-		ret = -ENOMEM;
-		goto out;
-	}
-	wfd = mkostemp(tmp, O_CLOEXEC);
-	if (wfd < 0) {
-		ret = fl_err(-errno, "%s: cannot create: %m", tmp);
-		free(tmp);
-		tmp = NULL;
-		goto out;
-	}
-	fchmod(wfd, 0644);
-
-	x.fd = rfd;
-	x.size = h.total_size;
-	pos = IMAGE_HEADER_SIZE + ilen;
-	for (i = 0; i < h.chunk_count;) {
-		unsigned int n = 0;
-		bool work = false;
-
-		for (; n < batch && i < h.chunk_count; n++, i++) {
-			struct job *j = &p.jobs[n];
-			uint64_t off = i * o.chunk_size;
-
-			j->idx = i;
-			j->len = h.total_size - off < o.chunk_size ?
-				 (size_t)(h.total_size - off) : o.chunk_size;
-			j->hole = !has_data(&x, off, off + j->len);
-			if (j->hole) {
-				j->kind = IMAGE_ZERO;
-				j->hash = 0;
-				continue;
-			}
-			work = true;
-			ret = pread_full(rfd, j->in, j->len, off);
-			if (ret < 0) {
-				fl_err(ret, "%s: read at offset %llu: %s",
-				       raw_path, (unsigned long long)off,
-				       ret == -EIO ? "file shrank" :
-				       strerror(-ret));
-				goto out;
-			}
-		}
-		p.njobs = n;
-		if (work)
-			pool_run(&p, nworkers, cctx);
-		for (unsigned int k = 0; k < n; k++) {
-			struct job *j = &p.jobs[k];
-			struct image_entry *e = &index[j->idx];
-			bool z = j->kind == IMAGE_ZSTD;
-			const void *src = z ? j->out : j->in;
-			size_t len = z ? j->out_len : j->len;
-
-			e->kind = j->kind;
-			e->hash = j->hash;
-			if (j->kind == IMAGE_ZERO)
-				continue;
-			e->offset = pos;
-			e->stored_len = (uint32_t)len;
-			ret = pwrite_full(wfd, src, len, pos);
-			if (ret < 0) {
-				fl_err(ret, "%s: write: %s", tmp,
-				       strerror(-ret));
-				goto out;
-			}
-			pos += len;
-		}
-	}
-
-	for (i = 0; i < h.chunk_count; i++)
-		encode_entry(ib + i * IMAGE_ENTRY_SIZE, &index[i]);
-	h.data_end = pos;
-	h.index_hash = XXH64(ib, ilen, 0);
-	encode_header(hb, &h);
-	ret = pwrite_full(wfd, ib, ilen, IMAGE_HEADER_SIZE);
+	if (ret < 0)
+		return ret;
+	w.rfd = open_regular(raw_path, &st, false);
+	if (w.rfd < 0)
+		return w.rfd;
+	posix_fadvise(w.rfd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	ret = writer_layout(&w, (uint64_t)st.st_size);
 	if (!ret)
-		ret = pwrite_full(wfd, hb, sizeof(hb), 0);
-	if (!ret && ftruncate(wfd, (off_t)pos) < 0)
-		ret = -errno;
-	if (!ret && fdatasync(wfd) < 0)
-		ret = -errno;
-	if (ret < 0) {
-		fl_err(ret, "%s: write: %s", tmp, strerror(-ret));
-		goto out;
+		ret = writer_pool(&w);
+	if (!ret)
+		ret = writer_open_tmp(&w);
+	w.x = (struct extent){ .fd = w.rfd, .size = w.h.total_size };
+	w.pos = IMAGE_HEADER_SIZE + w.ilen;
+	while (!ret && i < w.h.chunk_count) {
+		ret = read_batch(&w, &i, &work);
+		if (!ret && work)
+			pool_run(&w.p, w.nworkers, w.cctx);
+		if (!ret)
+			ret = write_batch(&w);
 	}
-	if (close(wfd) < 0) {
-		wfd = -1;
-		ret = fl_err(-errno, "%s: close: %m", tmp);
-		goto out;
-	}
-	wfd = -1;
-	if (rename(tmp, image_path) < 0) {
-		ret = fl_err(-errno, "%s: cannot rename to %s: %m", tmp,
-			     image_path);
-		goto out;
-	}
-	free(tmp);
-	tmp = NULL;
-	if (info) {
-		struct image img = { .hdr = h, .index = index,
-				     .file_size = pos };
+	if (!ret)
+		ret = writer_finish(&w);
+	if (!ret && info) {
+		struct image img = { .hdr = w.h, .index = w.index,
+				     .file_size = w.pos };
 
 		image_tally(&img, info);
 	}
-	ret = 0;
-out:
-	if (workers) {
-		pthread_mutex_lock(&p.mu);
-		p.quit = true;
-		pthread_cond_broadcast(&p.go);
-		pthread_mutex_unlock(&p.mu);
-		for (unsigned int k = 0; k < nworkers; k++) {
-			pthread_join(workers[k].tid, NULL);
-			ZSTD_freeCCtx(workers[k].cctx);
-		}
-		free(workers);
-		pthread_mutex_destroy(&p.mu);
-		pthread_cond_destroy(&p.go);
-		pthread_cond_destroy(&p.done);
-	}
-	if (wfd >= 0)
-		close(wfd);
-	if (tmp) {
-		unlink(tmp);
-		free(tmp);
-	}
-	if (p.jobs)
-		for (unsigned int k = 0; k < batch; k++) {
-			free(p.jobs[k].in);
-			free(p.jobs[k].out);
-		}
-	free(p.jobs);
-	ZSTD_freeCCtx(cctx);
-	free(index);
-	free(ib);
-	close(rfd);
+	writer_free(&w);
 	return ret;
 }
