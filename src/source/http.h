@@ -1,0 +1,94 @@
+/*
+ * http.h - an http(s) source's state, shared by http.c (reads, open) and
+ * http_xfer.c (the transfers).
+ */
+#ifndef FAULTLINE_SOURCE_HTTP_H
+#define FAULTLINE_SOURCE_HTTP_H
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "source/http_cache.h"
+#include "source/source.h"
+
+#define HTTP_BLOCK	(512u << 10)
+#define HTTP_PAR	8		/* concurrent requests per read */
+#define HTTP_TRIES	5
+#define HTTP_BACKOFF_MS	50		/* doubling after each failed try */
+#define HTTP_PROBE	4096		/* bytes read at open */
+#define HTTP_SLOTS	16		/* in-memory blocks for partial reads */
+#define HTTP_BATCH	32		/* blocks handled per round of a read */
+#define HTTP_TRY_MS	30000L		/* one try of one block, in all */
+#define HTTP_READ_MS	120000ull	/* one read (or the open), in all */
+
+enum { SLOT_EMPTY, SLOT_FILLING, SLOT_READY };
+
+struct xfer_slot {
+	void *buf;		/* HTTP_BLOCK bytes, allocated on first use */
+	uint64_t block;
+	uint64_t used;		/* LRU clock */
+	unsigned int pins;
+	int state;
+};
+
+struct source_http {
+	struct fl_source base;
+	char *url;		/* as given: passed to libcurl untouched */
+	char name[192];		/* for messages: no query string, no user */
+	uint64_t key;		/* the object's name in the local cache */
+	char etag[128];		/* the object's ETag at open, "" none */
+	char lm[64];		/* its Last-Modified at open, "" none */
+	struct curl_slist *cond; /* If-Match or If-Unmodified-Since; NULL none */
+	struct http_cache *cache;
+	pthread_mutex_t mu;	/* guards the slots' bookkeeping */
+	uint64_t clock;
+	struct xfer_slot slots[HTTP_SLOTS];
+};
+
+#define to_http(s) ((struct source_http *)(s))
+
+/* One ranged GET in flight or waiting for its retry. */
+struct xfer {
+	struct source_http *h;
+	uint64_t off;		/* object offset */
+	char *dst;
+	size_t len, got;
+	bool whole;		/* the range is the whole object (200 is fine) */
+	bool probe;		/* open: keep headers, stop after len bytes */
+	bool overflow;
+	bool checked;		/* the response's headers were checked */
+	bool changed;		/* ... and tell of a changed object (err) */
+	int tries;
+	uint64_t not_before;	/* ns, monotonic: backoff */
+	int state;		/* X_WAIT, X_RUN, X_DONE, X_FAIL */
+	CURL *easy;
+	long status;
+	char range[48];
+	char err[CURL_ERROR_SIZE];
+	char why[CURL_ERROR_SIZE]; /* changed(): curl may yet write err */
+	/* the last response's headers (a redirect's are forgotten) */
+	long hstatus;		/* from its status line */
+	uint64_t start, end;	/* from Content-Range, UINT64_MAX unknown */
+	uint64_t total;		/* from Content-Range, UINT64_MAX unknown */
+	curl_off_t clen;	/* Content-Length, -1 unknown */
+	char etag[128];		/* "" none */
+	char lm[64];		/* "" none */
+};
+
+/* X_GONE: cancelled because another transfer of the read failed */
+enum { X_WAIT, X_RUN, X_DONE, X_FAIL, X_GONE };
+
+/* libcurl's global state, once: 0 or -ENOMEM. */
+int http_init(void);
+
+/*
+ * Fetch the n transfers xs (each one block) until done, failed for good,
+ * or the deadline (CLOCK_MONOTONIC ns) passes: 0 or -errno.
+ */
+int http_fetch(struct source_http *h, struct xfer *xs, int n,
+		 uint64_t deadline);
+
+#endif
