@@ -2,6 +2,7 @@
  * serve_util.c - the faultline serve test helpers declared in serve_util.h.
  */
 #define _GNU_SOURCE
+#include "hugetlb.h"
 #include "serve_util.h"
 
 uint64_t su_now_ms(void)
@@ -618,7 +619,6 @@ int su_is_zero(const void *addr, uint64_t len)
 	return 1;
 }
 
-static long su_huge_old = -1;
 pid_t su_spawn(int (*fn)(void *), void *arg)
 {
 	pid_t pid;
@@ -629,7 +629,7 @@ pid_t su_spawn(int (*fn)(void *), void *arg)
 		static const int sigs[] = { SIGALRM, SIGTERM, SIGINT, SIGHUP,
 					    SIGSEGV, SIGBUS, SIGABRT };
 
-		su_huge_old = -1;	/* the parent restores the pool */
+		huge_forget();	/* the parent restores the pool */
 		memset(su_unlink_paths, 0, sizeof(su_unlink_paths));
 		for (size_t i = 0; i < sizeof(sigs) / sizeof(*sigs); i++)
 			signal(sigs[i], SIG_DFL);
@@ -765,44 +765,10 @@ int su_verifier_stop(struct su_verifier *v,
 	return st;
 }
 
-long su_read_long(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	long v = -1;
-
-	if (f) {
-		if (fscanf(f, "%ld", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
-}
-
-int su_write_long(const char *path, long v)
-{
-	FILE *f = fopen(path, "w");
-	int ret;
-
-	if (!f)
-		return -errno;
-	ret = fprintf(f, "%ld\n", v) < 0 ? -EIO : 0;
-	if (fclose(f) && !ret)
-		ret = -errno;
-	return ret;
-}
-
-void su_huge_restore(void)
-{
-	if (su_huge_old >= 0) {
-		su_write_long(SU_NR_HUGE, su_huge_old);
-		su_huge_old = -1;
-	}
-}
-
 /* On a fatal signal in the test itself: undo what would outlive it. */
 static void su_fatal_signal(int sig)
 {
-	su_huge_restore();
+	huge_restore();
 	for (int i = 0; i < 8; i++)
 		if (su_unlink_paths[i][0])
 			unlink(su_unlink_paths[i]);
@@ -819,21 +785,3 @@ void su_catch_fatal(void)
 		signal(sigs[i], su_fatal_signal);
 }
 
-int su_huge_reserve(long n)
-{
-	long old = su_read_long(SU_NR_HUGE), free_now;
-
-	if (old < 0)
-		return -ENOENT;
-	free_now = su_read_long(SU_FREE_HUGE);
-	if (free_now >= n)
-		return 0;
-	su_huge_old = old;
-	atexit(su_huge_restore);
-	su_catch_fatal();
-	if (su_write_long(SU_NR_HUGE, old + n - (free_now > 0 ? free_now : 0)))
-		return -EACCES;
-	if (su_read_long(SU_FREE_HUGE) < n)
-		return -ENOMEM;
-	return 0;
-}

@@ -41,6 +41,7 @@
 
 #include "tap.h"
 #include "fc_client.h"
+#include "hugetlb.h"
 
 #define SU_CHILD_TIMEOUT	30	/* seconds a client child may take */
 
@@ -246,22 +247,11 @@ int su_verifier_stop(struct su_verifier *v,
 
 /* ---- hugetlb pool--------------------------------------------------------- */
 
-long su_read_long(const char *path);
-
-int su_write_long(const char *path, long v);
-
 #define SU_NR_HUGE	"/proc/sys/vm/nr_hugepages"
 #define SU_FREE_HUGE	\
 	"/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages"
 
-void su_huge_restore(void);
-
 void su_catch_fatal(void);
 
-/*
- * Make sure at least n free 2 MiB pages exist: raise nr_hugepages, and put
- * the old value back at exit or on a fatal signal.  0 or -errno.
- */
-int su_huge_reserve(long n);
 
 #endif

@@ -13,6 +13,7 @@
 #include "faultline.h"
 #include "tap.h"
 #include "util.h"
+#include "hugetlb.h"
 
 #define SEED 0x4a9e
 #define NHUGE 8
@@ -87,7 +88,7 @@ static void test_pool_empty(struct fl_source *src)
 
 static void restore(int sig)
 {
-	hugetlb_restore();
+	huge_restore();
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
@@ -104,8 +105,8 @@ int main(void)
 	signal(SIGTERM, restore);
 	signal(SIGALRM, restore);
 	alarm(120);	/* a fault left looping must fail the test, not hang it */
-	if (hugetlb_reserve(NHUGE) < 0) {
-		hugetlb_restore();
+	if (huge_reserve(NHUGE) < 0) {
+		huge_restore();
 		skip_all("cannot reserve 2 MiB hugetlb pages");
 	}
 	char *path = make_snapshot(len + HPAGE, SEED, zeros, 1);
@@ -189,6 +190,6 @@ int main(void)
 	test_pool_empty(src);
 	fl_source_put(src);
 	unlink(path);
-	hugetlb_restore();
+	huge_restore();
 	return done_testing();
 }

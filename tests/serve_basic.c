@@ -483,7 +483,7 @@ static void test_hugetlb(void)
 	long before;
 
 	/* 2 clients x (8 + 16 MiB) = 24 pages, plus slack for the daemon. */
-	r = su_huge_reserve(32);
+	r = huge_reserve(32);
 	if (r < 0) {
 		diag("cannot reserve 2 MiB pages: %s", strerror(-r));
 		ok(0, "reserve 32 huge pages");
@@ -491,8 +491,8 @@ static void test_hugetlb(void)
 		return;
 	}
 	ok(1, "reserve 32 huge pages (nr_hugepages %ld)",
-	   su_read_long(SU_NR_HUGE));
-	before = su_read_long(SU_FREE_HUGE);
+	   sys_read_long(SU_NR_HUGE));
+	before = sys_read_long(SU_FREE_HUGE);
 	for (int i = 0; i < 2; i++) {
 		a[i] = args1(0, FC_PAGE_2M, i ? SU_REVERSE : SU_FORWARD);
 		a[i].nregions = 2;
@@ -511,7 +511,7 @@ static void test_hugetlb(void)
 	       "2 concurrent hugetlb clients (8 + 16 MiB of 2 MiB pages)");
 	is_int(su_reap(su_spawn(huge_balloon, NULL), SU_CHILD_TIMEOUT * 1000),
 	       0, "balloon on hugetlb: removed 2 MiB pages read as zeros");
-	r = (int)su_read_long(SU_FREE_HUGE);
+	r = (int)sys_read_long(SU_FREE_HUGE);
 	ok(r >= before, "every huge page back in the pool after the clients "
 	   "exit (%d free, %ld before)", r, before);
 }
@@ -821,7 +821,7 @@ int main(void)
 	test_socket_activation();
 	test_drain();
 
-	su_huge_restore();
+	huge_restore();
 	mem_file_destroy(&mem);
 	return done_testing();
 }

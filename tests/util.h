@@ -81,45 +81,6 @@ static inline int is_zero_mem(const void *p, uint64_t len)
 	return 1;
 }
 
-static long hugetlb_saved = -1;
-
-/* Reserve n 2 MiB pages (remembering the old value); 0 or -1. */
-static inline int hugetlb_reserve(long n)
-{
-	FILE *f = fopen("/proc/sys/vm/nr_hugepages", "r+");
-	long cur = 0, got = 0;
-
-	if (!f)
-		return -1;
-	if (fscanf(f, "%ld", &cur) != 1)
-		cur = 0;
-	if (hugetlb_saved < 0)
-		hugetlb_saved = cur;
-	rewind(f);
-	fprintf(f, "%ld\n", cur + n);
-	fclose(f);
-	f = fopen("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", "r");
-	if (!f || fscanf(f, "%ld", &got) != 1)
-		got = 0;
-	if (f)
-		fclose(f);
-	return got >= n ? 0 : -1;
-}
-
-static inline void hugetlb_restore(void)
-{
-	FILE *f;
-
-	if (hugetlb_saved < 0)
-		return;
-	f = fopen("/proc/sys/vm/nr_hugepages", "w");
-	if (f) {
-		fprintf(f, "%ld\n", hugetlb_saved);
-		fclose(f);
-	}
-	hugetlb_saved = -1;
-}
-
 static inline void *map_anon(uint64_t len, int huge)
 {
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,

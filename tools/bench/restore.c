@@ -35,6 +35,7 @@
 #include "faultline.h"
 #include "fc_client.h"
 #include "kernel/uffd.h"
+#include "hugetlb.h"
 
 enum rs_wl { W_LINEAR, W_RANDOM, W_STRIDED, W_SPARSE, W_N };
 /*
@@ -287,39 +288,6 @@ static uint8_t *map_huge(uint64_t len)
 		       MAP_HUGETLB | (21 << MAP_HUGE_SHIFT), -1, 0);
 
 	return p == MAP_FAILED ? NULL : p;
-}
-
-/* Reserve 2 MiB pages for len bytes (0 or -errno); *old to restore. */
-static int huge_reserve(uint64_t len, long *old)
-{
-	FILE *f = fopen("/proc/sys/vm/nr_hugepages", "r+");
-	long want = (long)(len >> 21) + 2, free_now = 0;
-
-	*old = -1;
-	if (!f)
-		return -errno;
-	if (fscanf(f, "%ld", old) != 1)
-		*old = 0;
-	rewind(f);
-	fprintf(f, "%ld\n", *old + want);
-	fclose(f);
-	f = fopen("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages",
-		  "r");
-	if (!f || fscanf(f, "%ld", &free_now) != 1)
-		free_now = 0;
-	if (f)
-		fclose(f);
-	return free_now >= want ? 0 : -ENOMEM;
-}
-
-static void huge_restore(long old)
-{
-	FILE *f;
-
-	if (old < 0 || !(f = fopen("/proc/sys/vm/nr_hugepages", "w")))
-		return;
-	fprintf(f, "%ld\n", old);
-	fclose(f);
 }
 
 /* B_BESIDE's copier: the memory file COPYed into a scratch region. */
@@ -707,7 +675,6 @@ int bench_restore(const struct bench_opts *o, struct bench_table *t)
 {
 	struct rs_ctx c = { .small = { .fd = -1 }, .big = { .fd = -1 } };
 	int runs = o->runs, ret, first_sparse = NCASES;
-	long huge_old = -1;
 	double *samples, *copied, *waited, dcopied = -1, tcopied = -1;
 	bool ok[NCASES], sel[NCASES];
 
@@ -741,7 +708,7 @@ int bench_restore(const struct bench_opts *o, struct bench_table *t)
 	    (ret = start_daemon(&c, D_2M)) < 0)
 		goto out;
 	select_cases(o, sel, 0, NCASES);
-	ret = any_huge(sel) ? huge_reserve(c.small.len, &huge_old) : 0;
+	ret = any_huge(sel) ? huge_reserve((long)(c.small.len >> 21) + 2) : 0;
 	if (ret < 0) {
 		fprintf(stderr, "faultline bench kvm-restore: cannot reserve "
 			"2 MiB hugetlb pages (/proc/sys/vm/nr_hugepages): %s\n",
@@ -750,8 +717,7 @@ int bench_restore(const struct bench_opts *o, struct bench_table *t)
 	}
 	ret = run_group(&c, 0, first_sparse, runs, sel, samples, ok, copied,
 			waited);
-	huge_restore(huge_old);
-	huge_old = -1;
+	huge_restore();
 	bench_daemon_stop(&c.daemon[D_DEFAULT]);
 	bench_daemon_stop(&c.daemon[D_2M]);
 	close_mem(&c.small);
@@ -868,7 +834,7 @@ nofile:
 	fprintf(stderr, "faultline bench kvm-restore: cannot create the "
 		"memory file in /tmp: %s\n", strerror(-ret));
 out:
-	huge_restore(huge_old);
+	huge_restore();
 	for (int d = 0; d < D_N; d++) {
 		bench_daemon_stop(&c.daemon[d]);
 		if (c.stats[d][0])

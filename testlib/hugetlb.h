@@ -1,0 +1,25 @@
+/*
+ * hugetlb.h - 2 MiB hugetlb pages for a test or a benchmark, taken from
+ * /proc/sys/vm/nr_hugepages and always given back.
+ */
+#ifndef FAULTLINE_TESTLIB_HUGETLB_H
+#define FAULTLINE_TESTLIB_HUGETLB_H
+
+/*
+ * Make sure at least n free 2 MiB pages exist: raise nr_hugepages by what
+ * is missing, and put the old value back at exit (or huge_restore()).
+ * 0, -ENOENT (no hugetlb), -EACCES, or -ENOMEM (the kernel found fewer).
+ */
+int huge_reserve(long n);
+
+/* Put nr_hugepages back as it was before the first huge_reserve(). */
+void huge_restore(void);
+
+/* A number from (or to) a /proc or /sys file: the value or -1; 0 or -errno. */
+long sys_read_long(const char *path);
+int sys_write_long(const char *path, long v);
+
+/* In a forked child: the pool is the parent's to restore, not ours. */
+void huge_forget(void);
+
+#endif
