@@ -25,7 +25,7 @@
 #include "source/http_cache.h"
 #include "format/image.h"
 #include "source/impl.h"
-#include "source/http.h"
+#include "source/http_state.h"
 #include "util/clock.h"
 
 /* ---- per-thread curl handles -------------------------------------------- */

@@ -35,7 +35,7 @@
 #include "source/peer_proto.h"
 #include "util/io.h"
 #include "source/impl.h"
-#include "source/peer.h"
+#include "source/peer_state.h"
 #include "util/clock.h"
 
 /* ---- the source vtable -------------------------------------------------- */

@@ -28,7 +28,7 @@
 #include "source/peer_proto.h"
 #include "util/io.h"
 #include "source/impl.h"
-#include "source/peer.h"
+#include "source/peer_state.h"
 #include "util/clock.h"
 
 /* The CLOCK_MONOTONIC time ms from now, for pthread_cond_timedwait. */

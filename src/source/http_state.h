@@ -1,9 +1,9 @@
 /*
- * http.h - an http(s) source's state, shared by http.c (reads, open) and
+ * http_state.h - an http(s) source's state, shared by http.c (reads, open) and
  * http_xfer.c (the transfers).
  */
-#ifndef FAULTLINE_SOURCE_HTTP_H
-#define FAULTLINE_SOURCE_HTTP_H
+#ifndef FAULTLINE_SOURCE_HTTP_STATE_H
+#define FAULTLINE_SOURCE_HTTP_STATE_H
 
 #include <curl/curl.h>
 #include <pthread.h>

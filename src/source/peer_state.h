@@ -1,9 +1,9 @@
 /*
- * peer.h - a live post-copy source's state, shared by peer.c (the source
- * vtable, open) and peer_link.c (the connections that fill it).
+ * peer_state.h - a live post-copy source's state, shared by peer.c (the
+ * source vtable, open) and peer_link.c (the connections that fill it).
  */
-#ifndef FAULTLINE_SOURCE_PEER_H
-#define FAULTLINE_SOURCE_PEER_H
+#ifndef FAULTLINE_SOURCE_PEER_STATE_H
+#define FAULTLINE_SOURCE_PEER_STATE_H
 
 #include <pthread.h>
 #include <stdatomic.h>
