@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #define KIB (1ULL << 10)
@@ -143,6 +144,17 @@ void bench_busy_stop(struct bench_busy *b);
  * *t1 is bench_now() after the last touch.  0 or -errno. */
 int bench_guest_run(uint8_t *mem, const uint32_t *pages, uint64_t n,
 		    double *t1);
+
+/* table.c: the table on stdout, or as JSON objects. */
+void bench_print_table(const struct bench_table *t, FILE *f);
+struct json_object;
+struct json_object *bench_machine_json(void);
+struct json_object *bench_table_json(const struct bench_table *t,
+				     const struct bench_opts *o);
+/* Seconds to unit: 1e3 for "ms", 1e6 for "us", else 1. */
+double bench_unit_scale(const char *unit);
+/* plot.c: `bench plot FILE DIR`. */
+int bench_plot(const char *file, const char *dir);
 
 /* ---- a `faultline serve` daemon (restore.c, populate.c, fault_latency.c) */
 
