@@ -280,6 +280,112 @@ static int fill_pagewise(struct fl_engine *e, struct region *r, uint64_t pg,
 	return 0;
 }
 
+/* What a fill's error means for the pages not filled (fill_failed()). */
+enum fill_err {
+	FE_RETRY,	/* EAGAIN (events pending), ENOMEM, EFAULT: hand back */
+	FE_CLIENT_GONE,	/* ESRCH: the engine finishes */
+	FE_GONE,	/* ENOENT for one page: no mapping there any more */
+	FE_PAGEWISE,	/* ENOENT for a run: it crosses a VMA's end */
+	FE_SOURCE,	/* EFAULT copying from the source's mapping */
+	FE_REFUSED,	/* anything else: the kernel refuses it for good */
+};
+
+static enum fill_err classify(int err, unsigned int how, uint64_t npages)
+{
+	switch (err) {
+	case -EFAULT:
+		return how & FILL_FROM_MAP ? FE_SOURCE : FE_RETRY;
+	case -ENOENT:
+		return npages > 1 ? FE_PAGEWISE : FE_GONE;
+	case -ESRCH:
+		return FE_CLIENT_GONE;
+	case -EAGAIN:
+	case -ENOMEM:
+		return FE_RETRY;
+	default:
+		return FE_REFUSED;
+	}
+}
+
+/* Account n pages (done bytes) filled by op, from first on. */
+static void note_filled(struct fl_engine *e, struct region *r, uint64_t first,
+			uint64_t n, uint64_t done, enum uffd_fill_op op,
+			bool zero, _Atomic uint64_t *counter)
+{
+	region_set(r, first, n, PG_PRESENT);
+	atomic_store_explicit(&e->last_fill_ns, now_ns(), memory_order_relaxed);
+	stat_add(zero ? &e->st.pages_zeroed : &e->st.pages_copied, n);
+	if (!zero && op != UFFD_OP_CONTINUE)	/* CONTINUE copies nothing */
+		stat_add(&e->st.bytes_copied, done);
+	if (op == UFFD_OP_MOVE)
+		stat_add(&e->st.pages_moved, n);
+	if (counter)
+		stat_add(counter, n);
+}
+
+/*
+ * The pages [left, end) of a fill that failed with err (src: where their
+ * bytes would have come from).  Never a loop on them: each kind of error
+ * is handed back, done page by page, or failed for good.
+ */
+static int fill_failed(struct fl_engine *e, struct region *r, uint64_t left,
+		       uint64_t end, enum uffd_fill_op op, uint64_t src,
+		       enum page_state prior, unsigned int how,
+		       _Atomic uint64_t *counter, int err)
+{
+	uint64_t addr = region_page_addr(r, left);
+	uint64_t len = (end - left) << r->page_shift;
+
+	switch (classify(err, how, end - left)) {
+	case FE_SOURCE:		/* the source file truncated under the copy */
+		return source_failed(e, r, left, end - left, -EIO);
+	case FE_PAGEWISE:
+		/*
+		 * The whole range fails when it does not lie in one
+		 * registered VMA (the rest unmapped, or the region split by
+		 * mprotect or madvise): find out page by page which pages
+		 * have no mapping; the others are filled.
+		 */
+		return fill_pagewise(e, r, left, end, op, src, prior, how,
+				     counter);
+	case FE_REFUSED:
+		/*
+		 * EINVAL (the memory is not what the region says: hugetlb
+		 * pages described as 4 KiB), EPERM, ENOSPC...: refused again
+		 * on every fault and every background pass.  Fail the pages
+		 * as a source error does (SIGBUS or the client killed).
+		 */
+		fl_err(err, "0x%llx+%llu: the kernel refuses to fill it: %s",
+		       (unsigned long long)addr, (unsigned long long)len,
+		       strerror(-err));
+		return fail_pages(e, r, left, end - left);
+	case FE_GONE:
+		/*
+		 * Unmapped without an UNMAP event (Firecracker asks for
+		 * none): background restore must not retry it forever, and
+		 * no event said it reads zeros.
+		 */
+		region_set(r, left, end - left, PG_GONE);
+		break;
+	case FE_RETRY:
+		region_set(r, left, end - left, prior);
+		if (err == -EAGAIN)
+			stat_add(&e->st.eagain, 1);
+		break;
+	case FE_CLIENT_GONE:
+		region_set(r, left, end - left, prior);
+		engine_finish(e);
+		return err;
+	}
+	/*
+	 * Another worker may have skipped a fault on these pages because
+	 * they were ours (busy): wake them, the threads fault again and the
+	 * faults are read anew.  A spurious wake is harmless.
+	 */
+	engine_wake(e, addr, len);
+	return err;
+}
+
 /*
  * Resolve the claimed pages [pg, pg+npg) of r with op (src: where COPY or
  * MOVE take the bytes from).  Pages not filled are handed back in state
@@ -311,16 +417,7 @@ static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
 		uint64_t first = (off >> r->page_shift) + pg;
 		uint64_t n = done >> r->page_shift;
 
-		region_set(r, first, n, PG_PRESENT);
-		atomic_store_explicit(&e->last_fill_ns, now_ns(),
-				      memory_order_relaxed);
-		stat_add(zero ? &e->st.pages_zeroed : &e->st.pages_copied, n);
-		if (!zero && op != UFFD_OP_CONTINUE)	/* CONTINUE copies nothing */
-			stat_add(&e->st.bytes_copied, done);
-		if (op == UFFD_OP_MOVE)
-			stat_add(&e->st.pages_moved, n);
-		if (counter)
-			stat_add(counter, n);
+		note_filled(e, r, first, n, done, op, zero, counter);
 		off += done;
 		if (ret != -EEXIST)
 			break;
@@ -329,7 +426,9 @@ static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
 		 * answers EEXIST, not ENOMEM: believe it only if the page is
 		 * there, or the thread would fault on it forever.
 		 */
-		if (r->page_size >= HUGE_2M && proc_resident(e->pagemap_fd, e->client_pid, base + off) == 0) {
+		if (r->page_size >= HUGE_2M &&
+		    proc_resident(e->pagemap_fd, e->client_pid,
+				  base + off) == 0) {
 			ret = -ENOMEM;
 			break;
 		}
@@ -342,58 +441,8 @@ static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
 	}
 	if (ret == 0)
 		return 0;
-
-	uint64_t left = (off >> r->page_shift) + pg;
-
-	/* The source mapping failed under the kernel's copy (truncated). */
-	if (ret == -EFAULT && (how & FILL_FROM_MAP))
-		return source_failed(e, r, left, pg + npg - left, -EIO);
-	/*
-	 * ENOENT is the answer for the whole range when it does not lie in
-	 * one registered VMA: a run across a VMA's end (the rest unmapped, or
-	 * the region split by mprotect or madvise).  Find out page by page
-	 * which pages have no mapping; the others are filled.
-	 */
-	if (ret == -ENOENT && pg + npg - left > 1)
-		return fill_pagewise(e, r, left, pg + npg, op,
-				     src ? src + off : 0,
-				     prior, how, counter);
-	/*
-	 * Anything else the kernel refuses for good (EINVAL: the memory is
-	 * not what the region says, e.g. hugetlb pages described as 4 KiB;
-	 * EPERM, ENOSPC...) would be refused again on every fault and every
-	 * background pass: fail those pages as a source error does (SIGBUS
-	 * or the client killed, and a message), never loop on them.
-	 */
-	if (ret != -ENOENT && ret != -EAGAIN && ret != -ESRCH &&
-	    ret != -ENOMEM && ret != -EFAULT) {
-		fl_err(ret, "0x%llx+%llu: the kernel refuses to fill it: %s",
-		       (unsigned long long)(base + off),
-		       (unsigned long long)((pg + npg - left) << r->page_shift),
-		       strerror(-ret));
-		return fail_pages(e, r, left, pg + npg - left);
-	}
-	/*
-	 * ENOENT for one page: no registered mapping there any more
-	 * (unmapped without an UNMAP event: Firecracker does not ask for
-	 * them).  Gone: background restore must not retry it forever, and
-	 * no event said it reads zeros.
-	 */
-	region_set(r, left, pg + npg - left,
-		   ret == -ENOENT ? PG_GONE : prior);
-	/*
-	 * Another worker may have skipped a fault on these pages because
-	 * they were ours (busy): wake them, the threads fault again and the
-	 * faults are read anew.  A spurious wake is harmless.
-	 */
-	if (ret != -ESRCH)
-		engine_wake(e, region_page_addr(r, left),
-			    (pg + npg - left) << r->page_shift);
-	if (ret == -EAGAIN)
-		stat_add(&e->st.eagain, 1);
-	else if (ret == -ESRCH)
-		engine_finish(e);
-	return ret;
+	return fill_failed(e, r, (off >> r->page_shift) + pg, pg + npg, op,
+			   src ? src + off : 0, prior, how, counter, ret);
 }
 
 /* Is [off, off+len) of the shared memory file all in its page cache? */
