@@ -1,17 +1,11 @@
 /*
- * supervise.c - keeps VMs served across the server's crash or upgrade.
+ * supervise.c - keeps VMs served across the server's crash or upgrade:
+ * `faultline serve` starts as this supervisor, runs the server as its
+ * child, holds every session's descriptors (the store channel), restarts
+ * the server when it dies and re-executes it on SIGHUP.
  *
- * `faultline serve` starts as this supervisor and runs the server as its
- * child (the same binary, re-executed).  The supervisor parses nothing a
- * client sends: over a SOCK_SEQPACKET store channel the server hands it
- * the listener once and, for every session that starts serving, the
- * client's socket, its uffd and the memfd holding the session's page
- * states, with the parsed handshake; it says when a session ends.  When
- * the server dies, the supervisor starts a new one and hands it every
- * stored session, which it takes over (engine.c, FL_ENGINE_TAKEOVER).  On
- * SIGHUP it asks the server to hand over (SIGUSR2) and starts the binary
- * anew, which may have been upgraded on disk.  SIGTERM and SIGINT go to
- * the server, which drains; its exit is the supervisor's.
+ * Decision: the supervisor parses nothing a client sends; what it keeps
+ * is opaque to it (docs/architecture.md, Surviving the server's death).
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -1,33 +1,12 @@
 /*
- * prefetch.c - copy ahead of the client instead of in its way.
+ * prefetch.c - copy ahead of the client instead of in its way: readahead
+ * of sequential and strided fault streams, working-set replay, and
+ * background restore once faults go quiet (or the client is dense).
  *
- * One filler thread per engine does two jobs, both under the engine lock
- * held shared and in pieces small enough that a fault reader never waits
- * long for it:
- *
- * Readahead: each region tracks a stream.  A fault whose chunk starts where
- * the previous fault's chunk ended starts a window after it; the window is
- * filled by the filler while the client works on the chunk it just got.
- * One page in the middle of each window (the marker) is left unfilled, as
- * the kernel's page cache does with PG_readahead: when the client faults on
- * it, it is half-way through the window and the next, twice larger window
- * (up to ra_max) is queued.  Random faults start no window, so a sparse or
- * random client gets no more than it touches.
- *
- * Trace replay: a recorded working set (trace.c), sorted and coalesced, is
- * filled right after readahead and before background restore.
- *
- * Background restore: once no fault has arrived for quiet_ns (or at once,
- * when random faults have already hit 1/DENSE_DIV of a region's chunks: a
- * dense random client), the filler walks every region for missing pages
- * and fills them in 2 MiB pieces, so that a restore always completes (QEMU
- * postcopy and CRIU lazy-pages do the same).  Removed pages are never
- * filled ahead of a fault: the client gave that memory back.
- *
- * Faults come first: the filler copies in runs of YIELD_RUN_BYTES and
- * gives the engine lock up between two runs as soon as a fault reader
- * waits for it (FILL_YIELD), so a fault waits for one run at most, never
- * for a whole piece.
+ * Decision: faults come first.  The filler holds the engine lock shared in
+ * bounded pieces, copies in runs of YIELD_RUN_BYTES and gives the lock up
+ * as soon as a fault reader waits (FILL_YIELD); removed pages are never
+ * filled ahead (docs/architecture.md, Threading).
  */
 #include <errno.h>
 #include <string.h>
