@@ -634,39 +634,107 @@ static void accept_failed(bool *warned)
 	poll(NULL, 0, ACCEPT_BACKOFF_MS);
 }
 
+/* The memory file, checked and measured for the protocol's limits. */
+static int sender_open(struct sender *snd, const struct send_config *cfg)
+{
+	struct stat st;
+
+	snd->bsize = cfg->block_size ? cfg->block_size : PEER_DEF_BLOCK;
+	if (snd->bsize < PEER_MIN_BLOCK || snd->bsize > PEER_MAX_BLOCK ||
+	    (snd->bsize & (snd->bsize - 1)))
+		return fl_err(-EINVAL, "--block-size %u: must be a power of "
+			      "two from 4K to 2M", snd->bsize);
+	snd->fd = open_regular(cfg->mem_file, &st, false);
+	if (snd->fd < 0)
+		return snd->fd;
+	snd->size = (uint64_t)st.st_size;
+	snd->file_id = file_id(&st);
+	snd->nblocks = (snd->size + snd->bsize - 1) / snd->bsize;
+	if (!st.st_size)
+		return fl_err(-EINVAL, "%s: empty", cfg->mem_file);
+	if (snd->size > PEER_MAX_SIZE || snd->nblocks > PEER_MAX_BLOCKS)
+		return fl_err(-EFBIG, "%s: %llu blocks of %u: more than a "
+			      "receiver takes (%llu); use a larger --block-size",
+			      cfg->mem_file, (unsigned long long)snd->nblocks,
+			      snd->bsize, PEER_MAX_BLOCKS);
+	return 0;
+}
+
+/* One connection accepted: a thread of its own, or refused past the cap. */
+static void accept_conn(struct sender *snd, int lfd, bool *warned)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
+	struct conn *c;
+	pthread_attr_t at;
+	pthread_t t;
+
+	if (fd < 0) {
+		accept_failed(warned);
+		return;
+	}
+	*warned = false;
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		close(fd);
+		return;
+	}
+	c->snd = snd;
+	c->fd = fd;
+	peer_name(&ss, sl, c->peer, sizeof(c->peer));
+	if (atomic_load(&snd->nthreads) >= snd->max_conns) {
+		refuse(fd, c->peer, "too many connections", 0);
+		close(fd);
+		free(c);
+		return;
+	}
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	atomic_fetch_add(&snd->nthreads, 1);
+	if (pthread_create(&t, &at, conn_thread, c)) {
+		atomic_fetch_sub(&snd->nthreads, 1);
+		close(fd);
+		free(c);
+	}
+	pthread_attr_destroy(&at);
+}
+
+/* End every session, and let their threads log and finish a while. */
+static void end_sessions(struct sender *snd)
+{
+	for (;;) {
+		pthread_mutex_lock(&snd->lock);
+		struct send_session *s = snd->sessions;
+
+		if (s)
+			atomic_fetch_add(&s->refs, 1);
+		pthread_mutex_unlock(&snd->lock);
+		if (!s)
+			break;
+		session_end(s);
+		session_put(s);
+	}
+	/* A thread stuck in a send is abandoned after 2 s. */
+	for (int i = 0; i < 200 && atomic_load(&snd->nthreads); i++)
+		usleep(10000);
+}
+
 int send_run(const struct send_config *cfg)
 {
 	struct sender snd = { .cfg = cfg, .fd = -1, .done_fd = -1 };
-	struct stat st;
 	sigset_t mask;
-	int lfd = -1, sfd = -1, ret = 0;
+	int lfd = -1, sfd = -1, ret;
 	bool warned = false;	/* accept4() failures logged */
 
-	snd.bsize = cfg->block_size ? cfg->block_size : PEER_DEF_BLOCK;
-	if (snd.bsize < PEER_MIN_BLOCK || snd.bsize > PEER_MAX_BLOCK ||
-	    (snd.bsize & (snd.bsize - 1)))
-		return fl_err(-EINVAL, "--block-size %u: must be a power of "
-			      "two from 4K to 2M", snd.bsize);
-	snd.fd = open_regular(cfg->mem_file, &st, false);
-	if (snd.fd < 0)
-		return snd.fd;
-	if (!st.st_size) {
-		close(snd.fd);
-		return fl_err(-EINVAL, "%s: empty", cfg->mem_file);
-	}
-	snd.size = (uint64_t)st.st_size;
-	snd.file_id = file_id(&st);
-	snd.nblocks = (snd.size + snd.bsize - 1) / snd.bsize;
-	if (snd.size > PEER_MAX_SIZE || snd.nblocks > PEER_MAX_BLOCKS) {
-		close(snd.fd);
-		return fl_err(-EFBIG, "%s: %llu blocks of %u: more than a "
-			      "receiver takes (%llu); use a larger --block-size",
-			      cfg->mem_file, (unsigned long long)snd.nblocks,
-			      snd.bsize, PEER_MAX_BLOCKS);
+	ret = sender_open(&snd, cfg);
+	if (ret < 0) {
+		if (snd.fd >= 0)
+			close(snd.fd);
+		return ret;
 	}
 	snd.max_conns = max_conns();
 	pthread_mutex_init(&snd.lock, NULL);
-
 	lfd = listen_on(cfg->listen);
 	if (lfd < 0) {
 		ret = lfd;
@@ -685,13 +753,14 @@ int send_run(const struct send_config *cfg)
 		goto out;
 	}
 	send_log("serving %s (%llu bytes, %llu blocks of %u, id %016llx) on %s",
-	     cfg->mem_file, (unsigned long long)snd.size,
-	     (unsigned long long)snd.nblocks, snd.bsize,
-	     (unsigned long long)snd.file_id, cfg->listen);
-
+		 cfg->mem_file, (unsigned long long)snd.size,
+		 (unsigned long long)snd.nblocks, snd.bsize,
+		 (unsigned long long)snd.file_id, cfg->listen);
 	for (;;) {
 		struct pollfd pfd[3] = { { lfd, POLLIN, 0 }, { sfd, POLLIN, 0 },
 					 { snd.done_fd, POLLIN, 0 } };
+		struct signalfd_siginfo si;
+		uint64_t n;
 
 		if (poll(pfd, 3, -1) < 0) {
 			if (errno == EINTR)
@@ -700,72 +769,17 @@ int send_run(const struct send_config *cfg)
 			break;
 		}
 		if (pfd[1].revents) {
-			struct signalfd_siginfo si;
-
 			if (read(sfd, &si, sizeof(si)) > 0)
 				send_log("signal %u: stopping", si.ssi_signo);
 			break;
 		}
-		if (pfd[2].revents) {
-			uint64_t n;
-
-			if (read(snd.done_fd, &n, sizeof(n)) > 0 && cfg->once)
-				break;
-		}
-		if (!(pfd[0].revents & POLLIN))
-			continue;
-		struct sockaddr_storage ss;
-		socklen_t sl = sizeof(ss);
-		int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
-
-		if (fd < 0) {
-			accept_failed(&warned);
-			continue;
-		}
-		warned = false;
-		struct conn *c = calloc(1, sizeof(*c));
-		pthread_t t;
-		pthread_attr_t at;
-
-		if (!c) {
-			close(fd);
-			continue;
-		}
-		c->snd = &snd;
-		c->fd = fd;
-		peer_name(&ss, sl, c->peer, sizeof(c->peer));
-		if (atomic_load(&snd.nthreads) >= snd.max_conns) {
-			refuse(fd, c->peer, "too many connections", 0);
-			close(fd);
-			free(c);
-			continue;
-		}
-		pthread_attr_init(&at);
-		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-		atomic_fetch_add(&snd.nthreads, 1);
-		if (pthread_create(&t, &at, conn_thread, c)) {
-			atomic_fetch_sub(&snd.nthreads, 1);
-			close(fd);
-			free(c);
-		}
-		pthread_attr_destroy(&at);
-	}
-	/* End every session; their threads finish on their own. */
-	for (;;) {
-		pthread_mutex_lock(&snd.lock);
-		struct send_session *s = snd.sessions;
-
-		if (s)
-			atomic_fetch_add(&s->refs, 1);
-		pthread_mutex_unlock(&snd.lock);
-		if (!s)
+		if (pfd[2].revents && read(snd.done_fd, &n, sizeof(n)) > 0 &&
+		    cfg->once)
 			break;
-		session_end(s);
-		session_put(s);
+		if (pfd[0].revents & POLLIN)
+			accept_conn(&snd, lfd, &warned);
 	}
-	/* Let their threads log and finish (a stuck one is abandoned). */
-	for (int i = 0; i < 200 && atomic_load(&snd.nthreads); i++)
-		usleep(10000);
+	end_sessions(&snd);
 out:
 	if (lfd >= 0)
 		close(lfd);
