@@ -134,126 +134,153 @@ static const struct bench_def *find(const char *name)
 	return NULL;
 }
 
-int cmd_bench(int argc, char **argv)
-{
-	struct bench_opts o = { .runs = 0 };
-	const char *name = NULL, *arg = NULL, *out = NULL;
-	json_object *j = NULL;
-	int ret = 0;
+/* The command line of `faultline bench`. */
+struct bench_args {
+	struct bench_opts o;
+	const char *name, *arg, *out;
+};
 
+/* The value v of option a (--runs, --size, -o/--out): 0 or 2. */
+static int option_value(struct bench_args *b, const char *a, const char *v)
+{
+	if (!strcmp(a, "--runs")) {
+		char *end;
+		long n = strtol(v, &end, 10);
+
+		if (*end || n < 1 || n > 1000) {
+			fprintf(stderr, "faultline bench: --runs '%s': want "
+				"1..1000\n", v);
+			return 2;
+		}
+		b->o.runs = (int)n;
+	} else if (!strcmp(a, "--size")) {
+		if (parse_size(v, &b->o.size) < 0 || b->o.size < 2 * MIB ||
+		    b->o.size % (2 * MIB)) {
+			fprintf(stderr, "faultline bench: --size '%s': want a "
+				"multiple of 2M\n", v);
+			return 2;
+		}
+	} else {
+		b->out = v;
+	}
+	return 0;
+}
+
+/* 0, 1 (--help printed) or 2 (a bad argument, said on stderr). */
+static int parse_args(struct bench_args *b, int argc, char **argv)
+{
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
+		int ret;
 
 		if (!strcmp(a, "--json")) {
-			o.json = true;
+			b->o.json = true;
 		} else if (!strcmp(a, "--quick")) {
-			o.quick = true;
+			b->o.quick = true;
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
-			return 0;
+			return 1;
 		} else if (!strcmp(a, "--only") && i + 1 < argc) {
-			o.only = argv[++i];
+			b->o.only = argv[++i];
 		} else if ((!strcmp(a, "--runs") || !strcmp(a, "--size") ||
 			    !strcmp(a, "-o") || !strcmp(a, "--out")) &&
 			   i + 1 < argc) {
-			const char *v = argv[++i];
-
-			if (!strcmp(a, "--runs")) {
-				char *end;
-				long n = strtol(v, &end, 10);
-
-				if (*end || n < 1 || n > 1000) {
-					fprintf(stderr, "faultline bench: "
-						"--runs '%s': want 1..1000\n", v);
-					return 2;
-				}
-				o.runs = (int)n;
-			} else if (!strcmp(a, "--size")) {
-				if (parse_size(v, &o.size) < 0 ||
-				    o.size < 2 * MIB || o.size % (2 * MIB)) {
-					fprintf(stderr, "faultline bench: "
-						"--size '%s': want a multiple "
-						"of 2M\n", v);
-					return 2;
-				}
-			} else {
-				out = v;
-			}
+			ret = option_value(b, a, argv[++i]);
+			if (ret)
+				return ret;
 		} else if (a[0] == '-') {
 			fprintf(stderr, "faultline bench: unknown option "
 				"'%s'\n", a);
 			usage(stderr);
 			return 2;
-		} else if (!name) {
-			name = a;
-		} else if (!arg) {
-			arg = a;
+		} else if (!b->name) {
+			b->name = a;
+		} else if (!b->arg) {
+			b->arg = a;
 		} else {
 			fprintf(stderr, "faultline bench: unexpected '%s'\n", a);
 			return 2;
 		}
 	}
-	if (!name) {
+	if (!b->name) {
 		usage(stderr);
 		return 2;
 	}
-	if (!o.runs)
-		o.runs = o.quick ? 1 : 5;
+	if (!b->o.runs)
+		b->o.runs = b->o.quick ? 1 : 5;
+	return 0;
+}
 
-	if (!strcmp(name, "list")) {
+/* `bench all`: every benchmark, one JSON file (*j: the whole object). */
+static int run_all(const struct bench_opts *o, const char *out,
+		   json_object **j)
+{
+	json_object *bs = json_object_new_object();
+	int ret = 0;
+
+	*j = json_object_new_object();
+	for (size_t i = 0; i < NBENCH; i++) {
+		json_object *b = NULL;
+
+		if (run_one(&benches[i], o, &b))
+			ret = 1;
+		if (b)
+			json_object_object_add(bs, benches[i].name, b);
+	}
+	json_object_object_add(*j, "benchmarks", bs);
+	json_object_object_add(*j, "quick", json_object_new_boolean(o->quick));
+	json_object_object_add(*j, "runs", json_object_new_int(o->runs));
+	json_object_object_add(*j, "machine", bench_machine_json());
+	out = out ? out : "bench-results.json";
+	if (json_object_to_file_ext(out, *j, JSON_C_TO_STRING_PRETTY) < 0) {
+		fprintf(stderr, "faultline bench all: cannot write %s: %s\n",
+			out, strerror(errno));
+		return 1;
+	}
+	if (!o->json)
+		printf("results written to %s\n", out);
+	return ret;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+	struct bench_args b = { .o = { .runs = 0 } };
+	json_object *j = NULL;
+	int ret = parse_args(&b, argc, argv);
+
+	if (ret)
+		return ret == 1 ? 0 : ret;
+	if (!strcmp(b.name, "list")) {
 		list();
 		return 0;
 	}
-	if (!strcmp(name, "plot")) {
-		if (!arg) {
+	if (!strcmp(b.name, "plot")) {
+		if (!b.arg) {
 			fprintf(stderr, "faultline bench plot: which JSON "
 				"file? (from `faultline bench all`)\n");
 			return 2;
 		}
-		return bench_plot(arg, out);
+		return bench_plot(b.arg, b.out);
 	}
-	if (arg) {
-		fprintf(stderr, "faultline bench: unexpected '%s'\n", arg);
+	if (b.arg) {
+		fprintf(stderr, "faultline bench: unexpected '%s'\n", b.arg);
 		return 2;
 	}
-	if (!strcmp(name, "all")) {
-		json_object *bs = json_object_new_object();
-
-		j = json_object_new_object();
-		for (size_t i = 0; i < NBENCH; i++) {
-			json_object *b = NULL;
-			int r = run_one(&benches[i], &o, &b);
-
-			if (r)
-				ret = 1;
-			if (b)
-				json_object_object_add(bs, benches[i].name, b);
-		}
-		json_object_object_add(j, "benchmarks", bs);
-		json_object_object_add(j, "quick", json_object_new_boolean(o.quick));
-		json_object_object_add(j, "runs", json_object_new_int(o.runs));
-		json_object_object_add(j, "machine", bench_machine_json());
-		out = out ? out : "bench-results.json";
-		if (json_object_to_file_ext(out, j, JSON_C_TO_STRING_PRETTY) < 0) {
-			fprintf(stderr, "faultline bench all: cannot write "
-				"%s: %s\n", out, strerror(errno));
-			ret = 1;
-		} else if (!o.json) {
-			printf("results written to %s\n", out);
-		}
+	if (!strcmp(b.name, "all")) {
+		ret = run_all(&b.o, b.out, &j);
 	} else {
-		const struct bench_def *d = find(name);
+		const struct bench_def *d = find(b.name);
 
 		if (!d) {
 			fprintf(stderr, "faultline bench: unknown benchmark "
-				"'%s' (see `faultline bench list`)\n", name);
+				"'%s' (see `faultline bench list`)\n", b.name);
 			return 2;
 		}
-		ret = run_one(d, &o, &j);
+		ret = run_one(d, &b.o, &j);
 		if (ret < 0)
 			return 1;
 	}
-	if (o.json && j)
+	if (b.o.json && j)
 		printf("%s\n", json_object_to_json_string_ext(j,
 			JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 	if (j)
