@@ -671,108 +671,113 @@ static int record_sparse(struct rs_ctx *c)
 	return ret;
 }
 
-int bench_restore(const struct bench_opts *o, struct bench_table *t)
-{
-	struct rs_ctx c = { .small = { .fd = -1 }, .big = { .fd = -1 } };
-	int runs = o->runs, ret, first_sparse = NCASES;
-	double *samples, *copied, *waited, dcopied = -1, tcopied = -1;
+/* What a kvm-restore run measured, per run and case (run * NCASES + i). */
+struct rs_results {
+	int runs, first_sparse;
+	double *samples, *copied, *waited;
 	bool ok[NCASES], sel[NCASES];
+	double dcopied, tcopied;	/* sparse: bytes the daemons copied */
+};
 
-	for (int i = 0; i < NCASES; i++) {
-		ok[i] = true;
-		if (cases[i].wl == W_SPARSE && first_sparse == NCASES)
-			first_sparse = i;
-	}
-	samples = calloc((size_t)runs * NCASES, sizeof(double));
-	copied = calloc((size_t)runs * NCASES, sizeof(double));
-	waited = calloc((size_t)runs * NCASES, sizeof(double));
-	if (!samples || !copied || !waited) {
-		ret = -ENOMEM;
-		goto out;
-	}
+/* open_mem(), saying why it failed. */
+static int open_mem_said(struct rs_mem *m, uint64_t len)
+{
+	int ret = open_mem(m, len);
 
-	/* Linear, random, strided: one 128 MiB memory file, two daemons. */
-	ret = open_mem(&c.small, o->size ? o->size : o->quick ? 8 * MIB :
-		       128 * MIB);
 	if (ret < 0)
-		goto nofile;
-	if ((ret = make_order(&c, W_LINEAR)) < 0 ||
-	    (ret = make_order(&c, W_RANDOM)) < 0 ||
-	    (ret = make_order(&c, W_STRIDED)) < 0)
-		goto out;
-	c.want[W_LINEAR] = touched_sum(&c, W_LINEAR, c.small.src, c.small.len);
-	c.want[W_RANDOM] = c.want[W_LINEAR];
-	c.want[W_STRIDED] = touched_sum(&c, W_STRIDED, c.small.src,
-					c.small.len);
-	if ((ret = start_daemon(&c, D_DEFAULT)) < 0 ||
-	    (ret = start_daemon(&c, D_2M)) < 0)
-		goto out;
-	select_cases(o, sel, 0, NCASES);
-	ret = any_huge(sel) ? huge_reserve((long)(c.small.len >> 21) + 2) : 0;
+		fprintf(stderr, "faultline bench kvm-restore: cannot create "
+			"the memory file in /tmp: %s\n", strerror(-ret));
+	return ret;
+}
+
+/* Linear, random, strided: one 128 MiB memory file, two daemons. */
+static int run_small(struct rs_ctx *c, const struct bench_opts *o,
+		     struct rs_results *res)
+{
+	int ret = open_mem_said(&c->small, o->size ? o->size : o->quick ?
+				8 * MIB : 128 * MIB);
+
+	if (ret < 0)
+		return ret;
+	if ((ret = make_order(c, W_LINEAR)) < 0 ||
+	    (ret = make_order(c, W_RANDOM)) < 0 ||
+	    (ret = make_order(c, W_STRIDED)) < 0)
+		return ret;
+	c->want[W_LINEAR] = touched_sum(c, W_LINEAR, c->small.src,
+					c->small.len);
+	c->want[W_RANDOM] = c->want[W_LINEAR];
+	c->want[W_STRIDED] = touched_sum(c, W_STRIDED, c->small.src,
+					 c->small.len);
+	if ((ret = start_daemon(c, D_DEFAULT)) < 0 ||
+	    (ret = start_daemon(c, D_2M)) < 0)
+		return ret;
+	select_cases(o, res->sel, 0, NCASES);
+	ret = any_huge(res->sel) ?
+	      huge_reserve((long)(c->small.len >> 21) + 2) : 0;
 	if (ret < 0) {
 		fprintf(stderr, "faultline bench kvm-restore: cannot reserve "
 			"2 MiB hugetlb pages (/proc/sys/vm/nr_hugepages): %s\n",
 			strerror(-ret));
-		goto out;
+		return ret;
 	}
-	ret = run_group(&c, 0, first_sparse, runs, sel, samples, ok, copied,
-			waited);
+	ret = run_group(c, 0, res->first_sparse, res->runs, res->sel,
+			res->samples, res->ok, res->copied, res->waited);
 	huge_restore();
-	bench_daemon_stop(&c.daemon[D_DEFAULT]);
-	bench_daemon_stop(&c.daemon[D_2M]);
-	close_mem(&c.small);
-	if (ret < 0)
-		goto out;
+	bench_daemon_stop(&c->daemon[D_DEFAULT]);
+	bench_daemon_stop(&c->daemon[D_2M]);
+	close_mem(&c->small);
+	return ret;
+}
 
-	/* Sparse: a 1 GiB memory file, one daemon. */
-	if (!select_cases(o, sel, first_sparse, NCASES))
-		goto table;
-	ret = open_mem(&c.big, o->quick ? 64 * MIB : GIB);
-	if (ret < 0)
-		goto nofile;
-	if ((ret = make_order(&c, W_SPARSE)) < 0)
-		goto out;
-	c.want[W_SPARSE] = touched_sum(&c, W_SPARSE, c.big.src, c.big.len);
-	if ((ret = record_sparse(&c)) < 0 ||
-	    (ret = start_daemon(&c, D_SPARSE)) < 0 ||
-	    (ret = start_daemon(&c, D_SPARSE_TRACE)) < 0)
-		goto out;
-	ret = run_group(&c, first_sparse, NCASES, runs, sel, samples, ok,
-			copied, waited);
-	bench_daemon_stop(&c.daemon[D_SPARSE]);
-	bench_daemon_stop(&c.daemon[D_SPARSE_TRACE]);
-	if (ret < 0)
-		goto out;
-	dcopied = daemon_copied(&c, D_SPARSE, c.big.len);
-	tcopied = daemon_copied(&c, D_SPARSE_TRACE, c.big.len);
-table:
-	t->title = "guest touches all its memory after a restore (kvm-restore,"
-		   " process-thread guest)";
-	t->seed = "003 (Firecracker UFFD handler, nested KVM guest, 128 MiB "
-		  "linear, medians of 60 restores)";
-	t->seed_unit = "ms";
-	t->unit = "ms";
-	t->per_gib = false;
-	t->bytes = c.small.len;
-	t->runs = runs;
-	t->ref = 0;
+/* Sparse: a 1 GiB memory file, a daemon with and one without a trace. */
+static int run_sparse(struct rs_ctx *c, const struct bench_opts *o,
+		      struct rs_results *res)
+{
+	int ret;
 
-	int refrow = 0, refcase = 0;
-	uint64_t touched = c.npages[W_SPARSE] * 4096;
+	if (!select_cases(o, res->sel, res->first_sparse, NCASES))
+		return 0;
+	ret = open_mem_said(&c->big, o->quick ? 64 * MIB : GIB);
+	if (ret < 0)
+		return ret;
+	if ((ret = make_order(c, W_SPARSE)) < 0)
+		return ret;
+	c->want[W_SPARSE] = touched_sum(c, W_SPARSE, c->big.src, c->big.len);
+	if ((ret = record_sparse(c)) < 0 ||
+	    (ret = start_daemon(c, D_SPARSE)) < 0 ||
+	    (ret = start_daemon(c, D_SPARSE_TRACE)) < 0)
+		return ret;
+	ret = run_group(c, res->first_sparse, NCASES, res->runs, res->sel,
+			res->samples, res->ok, res->copied, res->waited);
+	bench_daemon_stop(&c->daemon[D_SPARSE]);
+	bench_daemon_stop(&c->daemon[D_SPARSE_TRACE]);
+	if (ret < 0)
+		return ret;
+	res->dcopied = daemon_copied(c, D_SPARSE, c->big.len);
+	res->tcopied = daemon_copied(c, D_SPARSE_TRACE, c->big.len);
+	return 0;
+}
+
+/* One row (or, past the table's room, facts) per selected case. */
+static void table_rows(struct bench_table *t, const struct rs_ctx *c,
+		       const struct rs_results *res)
+{
+	int runs = res->runs, refrow = 0, refcase = 0;
+	uint64_t touched = c->npages[W_SPARSE] * 4096;
 
 	for (int i = 0; i < NCASES; i++) {
 		const struct rs_case *k = &cases[i];
 		double v[runs], cp[runs], rv[runs], wt[runs], ratio;
 
-		if (!sel[i])
+		if (!res->sel[i])
 			continue;
 		if (k->b == B_PREPOP)
 			refcase = i;
 		for (int r = 0; r < runs; r++) {
-			v[r] = samples[r * NCASES + i];
-			cp[r] = copied[r * NCASES + i];
-			rv[r] = samples[r * NCASES + refcase];
-			wt[r] = waited[r * NCASES + i];
+			v[r] = res->samples[r * NCASES + i];
+			cp[r] = res->copied[r * NCASES + i];
+			rv[r] = res->samples[r * NCASES + refcase];
+			wt[r] = res->waited[r * NCASES + i];
 		}
 		ratio = bench_paired_ratio(v, rv, runs);
 		if (k->wl == W_SPARSE && k->b == B_LIB)
@@ -791,12 +796,12 @@ table:
 			bench_add_kv(t, k->key, m * 1e3);
 			bench_add_kv(t, k->b == B_FILE && k->wl == W_SPARSE ?
 				     "sparse_file_vs_ref" : "ratio", ratio);
-			if (!ok[i])
+			if (!res->ok[i])
 				t->rows[refrow].checksum_ok = false;
 			continue;
 		}
-		int row = bench_add_row(t, k->key, k->label, v, runs, ok[i],
-					k->seed);
+		int row = bench_add_row(t, k->key, k->label, v, runs,
+					res->ok[i], k->seed);
 
 		t->rows[row].seed_note = k->seed_note;
 		if (k->b == B_PREPOP)
@@ -804,19 +809,37 @@ table:
 		t->rows[row].cmp = row == 0 ? -1 : refrow;
 		t->rows[row].ratio = ratio;
 	}
-	if (c.big.len) {
-		bench_add_kv(t, "sparse_memory_bytes", (double)c.big.len);
+	if (c->big.len) {
+		bench_add_kv(t, "sparse_memory_bytes", (double)c->big.len);
 		bench_add_kv(t, "sparse_touched_bytes", (double)touched);
 		bench_add_kv(t, "sparse_daemon_copied_per_touched",
-			     dcopied >= 0 ? dcopied / (double)touched : -1);
+			     res->dcopied >= 0 ?
+			     res->dcopied / (double)touched : -1);
 		bench_add_kv(t, "sparse_trace_copied_per_touched",
-			     tcopied >= 0 ? tcopied / (double)touched : -1);
+			     res->tcopied >= 0 ?
+			     res->tcopied / (double)touched : -1);
 	}
+}
+
+/* The table's title, seed and notes. */
+static void table_head(struct bench_table *t, const struct rs_ctx *c,
+		       int runs)
+{
 	char sparse[64] = "";
 
-	if (c.big.len)
+	t->title = "guest touches all its memory after a restore (kvm-restore,"
+		   " process-thread guest)";
+	t->seed = "003 (Firecracker UFFD handler, nested KVM guest, 128 MiB "
+		  "linear, medians of 60 restores)";
+	t->seed_unit = "ms";
+	t->unit = "ms";
+	t->per_gib = false;
+	t->bytes = c->small.len;
+	t->runs = runs;
+	t->ref = 0;
+	if (c->big.len)
 		snprintf(sparse, sizeof(sparse), "  Sparse: 1 MiB every 16 MiB "
-			 "of %llu MiB.", (unsigned long long)(c.big.len >> 20));
+			 "of %llu MiB.", (unsigned long long)(c->big.len >> 20));
 	snprintf(t->notes, sizeof(t->notes),
 		 "No /dev/kvm here (a PVM guest): the guest is a thread of a "
 		 "child process.  Even so, its first user-mode touch of a page "
@@ -828,26 +851,52 @@ table:
 		 "touch.  Default engine: %u KiB chunks + prefetch + "
 		 "background.", sparse,
 		 (unsigned int)(FL_DEFAULT_CHUNK >> 10));
-	ret = 0;
-	goto out;
-nofile:
-	fprintf(stderr, "faultline bench kvm-restore: cannot create the "
-		"memory file in /tmp: %s\n", strerror(-ret));
-out:
+}
+
+static void rs_free(struct rs_ctx *c, struct rs_results *res)
+{
 	huge_restore();
 	for (int d = 0; d < D_N; d++) {
-		bench_daemon_stop(&c.daemon[d]);
-		if (c.stats[d][0])
-			unlink(c.stats[d]);
+		bench_daemon_stop(&c->daemon[d]);
+		if (c->stats[d][0])
+			unlink(c->stats[d]);
 	}
-	close_mem(&c.small);
-	close_mem(&c.big);
-	if (c.trace[0])
-		unlink(c.trace);
+	close_mem(&c->small);
+	close_mem(&c->big);
+	if (c->trace[0])
+		unlink(c->trace);
 	for (int w = 0; w < W_N; w++)
-		free(c.pages[w]);
-	free(samples);
-	free(copied);
-	free(waited);
+		free(c->pages[w]);
+	free(res->samples);
+	free(res->copied);
+	free(res->waited);
+}
+
+int bench_restore(const struct bench_opts *o, struct bench_table *t)
+{
+	struct rs_ctx c = { .small = { .fd = -1 }, .big = { .fd = -1 } };
+	struct rs_results res = { .runs = o->runs, .first_sparse = NCASES,
+				  .dcopied = -1, .tcopied = -1 };
+	size_t n = (size_t)o->runs * NCASES;
+	int ret;
+
+	for (int i = 0; i < NCASES; i++) {
+		res.ok[i] = true;
+		if (cases[i].wl == W_SPARSE && res.first_sparse == NCASES)
+			res.first_sparse = i;
+	}
+	res.samples = calloc(n, sizeof(double));
+	res.copied = calloc(n, sizeof(double));
+	res.waited = calloc(n, sizeof(double));
+	ret = res.samples && res.copied && res.waited ? 0 : -ENOMEM;
+	if (!ret)
+		ret = run_small(&c, o, &res);
+	if (!ret)
+		ret = run_sparse(&c, o, &res);
+	if (!ret) {
+		table_head(t, &c, o->runs);
+		table_rows(t, &c, &res);
+	}
+	rs_free(&c, &res);
 	return ret;
 }
