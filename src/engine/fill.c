@@ -134,11 +134,6 @@ void worker_free(struct worker *w)
  * it may already be gone (seen: fl_engine_destroy() hung joining such a
  * thread).  Called from API calls only, never concurrently.
  */
-struct fl_engine *worker_engine(const struct worker *w)
-{
-	return w->e;
-}
-
 struct worker *engine_worker(struct fl_engine *e)
 {
 	struct worker *w = worker_new(atomic_load(&e->use_move));

@@ -14,7 +14,6 @@ struct worker *worker_new(bool huge);
 void worker_free(struct worker *w);
 /* A worker owned by e, freed by fl_engine_destroy(). */
 struct worker *engine_worker(struct fl_engine *e);
-struct fl_engine *worker_engine(const struct worker *w);
 
 /* Every fill, poison and wake passes this gate (fl_engine_detach). */
 int engine_fill(struct fl_engine *e, enum uffd_fill_op op, uint64_t dst,

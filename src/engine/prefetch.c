@@ -413,8 +413,8 @@ static bool filler_stopped(struct fl_engine *e)
 
 static void *filler(void *arg)
 {
-	struct fl_engine *e = worker_engine(arg);
 	struct worker *w = arg;
+	struct fl_engine *e = w->e;
 	pthread_mutex_lock(&e->ra_lock);
 	while (!filler_stopped(e)) {
 		if (e->njobs || e->replay_next < e->replay.n) {
