@@ -23,7 +23,7 @@ PC_LIBS  := json-c libzstd libxxhash libcurl
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 -Wall -Wextra -Werror=implicit-function-declaration \
 	   -fPIC -pthread -Iinclude -Isrc -MMD -MP
-SUPPORT_CFLAGS := -Itestlib -Itools
+SUPPORT_CFLAGS := -Itestlib -Itools -Ivmm
 # Expanded when a link runs, i.e. after `deps` has installed pkg-config and
 # the libraries on a new machine.
 PKG_LIBS = $(shell pkg-config --libs $(PC_LIBS) 2>/dev/null)
@@ -31,10 +31,12 @@ LDLIBS   = $(PKG_LIBS) -lpthread -lm
 
 LIB_SRC   := $(sort $(wildcard src/*/*.c))
 TESTLIB_SRC := $(sort $(wildcard testlib/*.c))
+VMM_SRC   := $(sort $(wildcard vmm/*.c))
 CLI_SRC   := $(sort $(wildcard tools/*.c tools/bench/*.c))
 TEST_SRC  := $(sort $(wildcard tests/*.c))
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(BUILD)/%.o)
+VMM_OBJ   := $(VMM_SRC:%.c=$(BUILD)/%.o) $(BUILD)/vmm/blob.o
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 # Concurrency tests run a second time with every CPU busy (tests/load.h).
@@ -79,15 +81,31 @@ $(BUILD)/libfaultline.so: $(LIB_OBJ) src/libfaultline.map
 $(BUILD)/libfltest.a: $(TESTLIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/faultline: $(CLI_OBJ) $(BUILD)/libfltest.a $(BUILD)/libfaultline.a
+# The test VMM (vmm/): its guest is 32-bit code assembled by binutils and
+# linked to run at GUEST_CODE, then carried as bytes by blob.S.
+$(BUILD)/vmm/guest.bin: vmm/guest.S vmm/guest_abi.h | deps
+	@mkdir -p $(dir $@)
+	$(CC) -m32 -c -Ivmm -o $(BUILD)/vmm/guest32.o $<
+	ld -m elf_i386 -Ttext=0x1000 -e _start --oformat binary \
+		-o $@ $(BUILD)/vmm/guest32.o
+
+$(BUILD)/vmm/blob.o: vmm/blob.S $(BUILD)/vmm/guest.bin
+	$(CC) -c -DGUEST_BIN='"$(BUILD)/vmm/guest.bin"' -o $@ $<
+
+$(BUILD)/libflvmm.a: $(VMM_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/faultline: $(CLI_OBJ) $(BUILD)/libflvmm.a $(BUILD)/libfltest.a \
+		    $(BUILD)/libfaultline.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # Each tests/NAME.c is one TAP program; tests/tap.h and tests/*.h are shared.
-$(BUILD)/tests/%: tests/%.c $(BUILD)/libfltest.a $(BUILD)/libfaultline.a \
-		  $(wildcard tests/*.h testlib/*.h) | deps
+$(BUILD)/tests/%: tests/%.c $(BUILD)/libflvmm.a $(BUILD)/libfltest.a \
+		  $(BUILD)/libfaultline.a $(wildcard tests/*.h testlib/*.h vmm/*.h) \
+		  | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(SUPPORT_CFLAGS) -Itests -o $@ $< $(BUILD)/libfltest.a \
-		$(BUILD)/libfaultline.a $(LDLIBS)
+	$(CC) $(CFLAGS) $(SUPPORT_CFLAGS) -Itests -o $@ $< $(BUILD)/libflvmm.a \
+		$(BUILD)/libfltest.a $(BUILD)/libfaultline.a $(LDLIBS)
 
 check: deps
 	$(MAKE) all $(TEST_BIN)

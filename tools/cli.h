@@ -11,6 +11,7 @@ int cmd_serve(int argc, char **argv);	/* tools/cmd_serve.c */
 int cmd_bench(int argc, char **argv);	/* bench/bench.c */
 int cmd_image(int argc, char **argv);	/* tools/cmd_image.c */
 int cmd_send(int argc, char **argv);	/* tools/cmd_send.c */
+int cmd_vmm(int argc, char **argv);	/* tools/cmd_vmm.c */
 
 /* Exit status for a command's result: 0, or 1 after one line on stderr. */
 int cli_exit(const char *cmd, int ret);

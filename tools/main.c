@@ -20,6 +20,7 @@ static const struct command commands[] = {
 	{ "bench", cmd_bench, "run a benchmark (bench list)" },
 	{ "image", cmd_image, "create, inspect, verify snapshot images" },
 	{ "send", cmd_send, "send a memory file to a post-copy destination" },
+	{ "vmm", cmd_vmm, "run a test KVM guest over restored memory" },
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,453 @@
+/*
+ * vmm.c - one run of the test VMM: check the configuration, set up the
+ * memory and the VM, run every vCPU at once, and check the guest's sums.
+ *
+ * Decisions: each vCPU is a thread that creates its own vCPU and waits at
+ * a barrier, so the clock starts at one instant for all of them and stops
+ * at the last halt.  Between two passes every vCPU stops at its port exit
+ * while vCPU 0's thread discards the balloon range, as a balloon device
+ * would while the guest waits.  The expected sums come from the memory
+ * file itself (read-only, never the guest's memory), so a page served
+ * wrong cannot be checked against itself.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kvm.h"
+#include "mem.h"
+#include "vmm.h"
+
+struct run;
+
+struct vcpu {
+	struct run *run;
+	int id;
+	struct vmm_slice s;
+	struct kvm_vcpu kv;
+	uint32_t sum[P_MAX_PASSES];
+	double t_end;
+	uint64_t faults;
+	int err;
+	pthread_t th;
+};
+
+struct run {
+	const struct vmm_config *c;
+	unsigned int nvcpus, passes;
+	bool kvm;
+	struct kvm_vm vm;
+	struct vmm_mem mem;
+	pthread_barrier_t start, pass;
+	atomic_int err;
+	struct vcpu v[VMM_MAX_VCPUS];
+};
+
+/* The last failure, from any thread (a vCPU's is the one that counts). */
+static char vmm_msg[256];
+
+const char *vmm_error(void)
+{
+	return vmm_msg;
+}
+
+int vmm_fail(int ret, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(vmm_msg, sizeof(vmm_msg), fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+static const char *const backend_names[] = {
+	[VMM_PREPOPULATED] = "prepopulated", [VMM_FILE] = "file",
+	[VMM_UFFD] = "uffd", [VMM_INPROC] = "inproc",
+};
+
+int vmm_backend_parse(const char *s, enum vmm_backend *out)
+{
+	for (int i = 0; i <= VMM_INPROC; i++)
+		if (!strcmp(s, backend_names[i])) {
+			*out = i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+const char *vmm_backend_name(enum vmm_backend b)
+{
+	return b <= VMM_INPROC ? backend_names[b] : "?";
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static uint64_t thread_faults(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru) < 0)
+		return 0;
+	return ru.ru_minflt + ru.ru_majflt;
+}
+
+/* ---- the configuration ------------------------------------------------- */
+
+static int check_config(const struct vmm_config *c, uint64_t file_size,
+			uint64_t *size)
+{
+	uint64_t psz = c->huge ? 2ULL << 20 : 4096;
+
+	*size = c->mem_size ? c->mem_size : file_size;
+	if (*size == 0 || *size % psz)
+		return vmm_fail(-EINVAL, "guest memory of %llu bytes: not a "
+				"positive multiple of %s", (unsigned long long)
+				*size, c->huge ? "2 MiB" : "4 KiB");
+	if (*size > VMM_MAX_MEM)
+		return vmm_fail(-EINVAL, "guest memory of %llu MiB: at most "
+				"3072 MiB", (unsigned long long)(*size >> 20));
+	if (*size > file_size)
+		return vmm_fail(-EINVAL, "guest memory of %llu MiB, but the "
+				"memory file has %llu MiB",
+				(unsigned long long)(*size >> 20),
+				(unsigned long long)(file_size >> 20));
+	if (c->vcpus > VMM_MAX_VCPUS)
+		return vmm_fail(-EINVAL, "%u vCPUs: at most %d", c->vcpus,
+				VMM_MAX_VCPUS);
+	if (c->huge && c->backend == VMM_FILE)
+		return vmm_fail(-EINVAL, "--huge: the file backend maps the "
+				"memory file itself (no hugetlb)");
+	if (c->backend == VMM_UFFD && !c->socket)
+		return vmm_fail(-EINVAL, "the uffd backend needs --socket");
+	if (c->discard_len && (c->discard_off % psz || c->discard_len % psz ||
+			       c->discard_off + c->discard_len > *size))
+		return vmm_fail(-EINVAL, "--discard %llu:%llu: not whole pages "
+				"of guest memory",
+				(unsigned long long)c->discard_off,
+				(unsigned long long)c->discard_len);
+	return 0;
+}
+
+static int choose_guest(const struct vmm_config *c, struct vmm_result *r)
+{
+	int ret = kvm_probe();
+
+	kvm_describe(r->kvm, sizeof(r->kvm));
+	if (c->guest == VMM_GUEST_PROCESS ||
+	    (c->guest == VMM_GUEST_AUTO && ret < 0))
+		return 0;
+	if (ret < 0)
+		return vmm_fail(ret, "no usable KVM: %s", r->kvm);
+	r->kvm_guest = true;
+	return 0;
+}
+
+/* ---- the vCPUs ----------------------------------------------------------- */
+
+static void write_params(struct run *run, const struct vcpu *v)
+{
+	uint32_t *p = (uint32_t *)(run->vm.low + GUEST_PARAMS +
+				   v->id * P_SIZE);
+
+	memset(p, 0, P_SIZE);
+	p[P_FIRST / 4] = v->s.first;
+	p[P_NPAGES / 4] = v->s.npages;
+	p[P_KIND / 4] = v->s.kind;
+	p[P_ARG / 4] = v->s.arg;
+	p[P_WRITE / 4] = v->s.write;
+	p[P_COMPUTE / 4] = v->s.compute;
+	p[P_PASSES / 4] = run->passes;
+	p[P_SEED / 4] = v->s.seed;
+}
+
+static void read_sums(struct run *run, struct vcpu *v)
+{
+	const uint32_t *p = (const uint32_t *)(run->vm.low + GUEST_PARAMS +
+					       v->id * P_SIZE);
+
+	for (unsigned int i = 0; i < run->passes; i++)
+		v->sum[i] = p[P_SUM / 4 + i];
+}
+
+struct touch_ctx {
+	const struct vmm_slice *s;
+	uint8_t *mem;
+	uint32_t sum;
+};
+
+/* The process guest's touch: what guest.S's touch does, in C. */
+static void process_touch(void *arg, uint32_t j)
+{
+	struct touch_ctx *t = arg;
+	uint32_t *w = (uint32_t *)(t->mem + vmm_touch_offset(t->s, j));
+	uint32_t v, x;
+
+	if (t->s->write)
+		v = __atomic_fetch_add(w, 1, __ATOMIC_RELAXED);
+	else
+		v = *(volatile uint32_t *)w;
+	t->sum = vmm_sum_step(t->sum, v);
+	x = t->sum;
+	for (uint32_t i = t->s->compute; i; i--) {
+		x = x * (uint32_t)WL_LCG_A + WL_LCG_C;
+		__asm__ volatile("" : "+r"(x));
+	}
+}
+
+/* One pass: 1 at its end, 0 when the guest halted, or -errno. */
+static int vcpu_pass(struct vcpu *v, unsigned int pass)
+{
+	struct touch_ctx t = { .s = &v->s, .mem = v->run->mem.addr };
+
+	if (v->run->kvm)
+		return kvm_vcpu_run(&v->kv);
+	if (pass == v->run->passes)
+		return 0;		/* the process guest's halt */
+	vmm_walk(&v->s, process_touch, &t);
+	v->sum[pass] = t.sum;
+	return 1;
+}
+
+/* Between passes: every vCPU waits while vCPU 0 discards. */
+static void between_passes(struct vcpu *v)
+{
+	struct run *run = v->run;
+	const struct vmm_config *c = run->c;
+	int ret;
+
+	pthread_barrier_wait(&run->pass);
+	if (v->id == 0 && c->discard_len) {
+		ret = vmm_mem_discard(&run->mem, c->discard_off,
+				      c->discard_len);
+		if (ret < 0 && !v->err)
+			v->err = ret;
+	}
+	pthread_barrier_wait(&run->pass);
+}
+
+static void *vcpu_main(void *arg)
+{
+	struct vcpu *v = arg;
+	struct run *run = v->run;
+	uint64_t f0;
+	int ret = 0;
+
+	v->kv.fd = -1;
+	if (run->kvm)
+		v->err = kvm_vcpu_open(&run->vm, v->id, &v->kv);
+	pthread_barrier_wait(&run->start);
+	f0 = thread_faults();
+	for (unsigned int pass = 0; pass <= run->passes; pass++) {
+		if (!v->err && !atomic_load(&run->err)) {
+			ret = vcpu_pass(v, pass);
+			if (ret < 0)
+				v->err = ret;
+			else if (ret != (pass < run->passes))
+				v->err = vmm_fail(-EPROTO, "vCPU %d: the guest "
+						  "%s after pass %u", v->id,
+						  ret ? "went on" : "halted",
+						  pass);
+		}
+		if (pass + 1 < run->passes)
+			between_passes(v);
+	}
+	v->t_end = now();
+	v->faults = thread_faults() - f0;
+	if (v->err)
+		atomic_store(&run->err, v->err);
+	if (run->kvm) {
+		read_sums(run, v);
+		kvm_vcpu_close(&run->vm, &v->kv);
+	}
+	return NULL;
+}
+
+static int run_vcpus(struct run *run, struct vmm_result *r)
+{
+	unsigned int started = 0;
+	double t0, t1 = 0;
+	int ret = 0;
+
+	pthread_barrier_init(&run->start, NULL, run->nvcpus + 1);
+	pthread_barrier_init(&run->pass, NULL, run->nvcpus);
+	for (; started < run->nvcpus; started++) {
+		ret = -pthread_create(&run->v[started].th, NULL, vcpu_main,
+				      &run->v[started]);
+		if (ret < 0)
+			break;
+	}
+	if (ret < 0) {		/* never reached with 8 threads; say so */
+		fprintf(stderr, "faultline vmm: cannot start vCPU threads\n");
+		_exit(1);
+	}
+	ret = vmm_mem_start(&run->mem, run->c);
+	if (ret < 0)
+		atomic_store(&run->err, ret);
+	t0 = now();
+	pthread_barrier_wait(&run->start);
+	for (unsigned int i = 0; i < run->nvcpus; i++) {
+		pthread_join(run->v[i].th, NULL);
+		if (run->v[i].t_end > t1)
+			t1 = run->v[i].t_end;
+		r->faults += run->v[i].faults;
+	}
+	pthread_barrier_destroy(&run->start);
+	pthread_barrier_destroy(&run->pass);
+	r->elapsed_ms = (t1 - t0) * 1e3;
+	return ret < 0 ? ret : atomic_load(&run->err);
+}
+
+/* ---- the sums the guest must report ------------------------------------ */
+
+struct expect_ctx {
+	const struct vmm_config *c;
+	const struct vmm_slice *s;
+	const uint8_t *file;
+	unsigned int pass;
+	uint32_t sum;
+	uint64_t touches;
+};
+
+static bool discarded(const struct vmm_config *c, uint64_t off)
+{
+	return c->discard_len && off >= c->discard_off &&
+	       off < c->discard_off + c->discard_len;
+}
+
+/*
+ * The word a touch must see: the file's, plus one per earlier write pass;
+ * after a discard, anonymous memory reads zeros (the file backend maps
+ * the file's bytes again).
+ */
+static void expect_touch(void *arg, uint32_t j)
+{
+	struct expect_ctx *x = arg;
+	uint64_t off = vmm_touch_offset(x->s, j);
+	uint32_t v, file;
+
+	memcpy(&file, x->file + off, 4);
+	v = file + x->pass * x->s->write;
+	if (x->pass > 0 && discarded(x->c, off))
+		v = x->c->backend == VMM_FILE ? file : 0;
+	x->sum = vmm_sum_step(x->sum, v);
+	x->touches++;
+}
+
+static int check_sums(struct run *run, int fd, struct vmm_result *r)
+{
+	const uint8_t *file = mmap(NULL, run->mem.size, PROT_READ, MAP_SHARED,
+				   fd, 0);
+	bool ok = true;
+
+	if (file == MAP_FAILED)
+		return vmm_fail(-errno, "cannot map the memory file to check "
+				"the guest: %s", strerror(errno));
+	for (unsigned int i = 0; i < run->nvcpus; i++)
+		for (unsigned int pass = 0; pass < run->passes; pass++) {
+			struct expect_ctx x = {
+				.c = run->c, .s = &run->v[i].s, .file = file,
+				.pass = pass,
+			};
+
+			vmm_walk(&run->v[i].s, expect_touch, &x);
+			r->touches += x.touches;
+			if (x.sum == run->v[i].sum[pass])
+				continue;
+			fprintf(stderr, "faultline vmm: vCPU %u pass %u: guest "
+				"checksum 0x%08x, the memory file says 0x%08x\n",
+				i, pass, run->v[i].sum[pass], x.sum);
+			ok = false;
+		}
+	munmap((void *)file, run->mem.size);
+	r->checksum_ok = ok;
+	return 0;
+}
+
+/* ---- one run ------------------------------------------------------------ */
+
+static int setup(struct run *run, const struct vmm_config *c, int fd,
+		 struct vmm_result *r)
+{
+	struct vmm_config mc = *c;
+	struct vmm_slice slices[VMM_MAX_VCPUS];
+	struct stat st;
+	int ret;
+
+	if (fstat(fd, &st) < 0)
+		return vmm_fail(-errno, "%s: %s", c->mem_file, strerror(errno));
+	ret = check_config(c, st.st_size, &mc.mem_size);
+	if (ret < 0 || (ret = choose_guest(c, r)) < 0)
+		return ret;
+	run->kvm = r->kvm_guest;
+	r->mem_bytes = mc.mem_size;
+	vmm_slices(&c->wl, mc.mem_size / 4096, run->nvcpus, slices);
+	for (unsigned int i = 0; i < run->nvcpus; i++) {
+		run->v[i] = (struct vcpu){ .run = run, .id = i, .s = slices[i] };
+		run->v[i].kv.fd = -1;
+	}
+	if (run->kvm && (ret = kvm_vm_open(&run->vm)) < 0)
+		return ret;
+	ret = vmm_mem_open(&run->mem, &mc, fd);
+	if (ret < 0)
+		return ret;
+	if (!run->kvm)
+		return 0;
+	for (unsigned int i = 0; i < run->nvcpus; i++)
+		write_params(run, &run->v[i]);
+	return kvm_vm_add_memory(&run->vm, 1, GUEST_MEM_BASE, run->mem.addr,
+				 run->mem.size);
+}
+
+int vmm_run(const struct vmm_config *c, struct vmm_result *r)
+{
+	struct run *run;
+	int fd, ret;
+
+	memset(r, 0, sizeof(*r));
+	run = calloc(1, sizeof(*run));
+	if (!run)
+		return vmm_fail(-ENOMEM, "out of memory");
+	run->c = c;
+	run->nvcpus = c->vcpus ? c->vcpus : 1;
+	run->passes = c->discard_len ? 2 : 1;
+	run->vm.fd = run->vm.kvm = -1;
+	r->vcpus = run->nvcpus;
+	fd = open(c->mem_file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		free(run);
+		return vmm_fail(-errno, "%s: %s", c->mem_file, strerror(errno));
+	}
+	ret = setup(run, c, fd, r);
+	if (ret == 0)
+		ret = run_vcpus(run, r);
+	if (ret == 0) {
+		r->bytes_copied = vmm_mem_resident(&run->mem);
+		if (run->mem.e && fl_engine_stats(run->mem.e, &r->engine) == 0)
+			r->have_engine = true;
+		ret = check_sums(run, fd, r);
+	}
+	vmm_mem_close(&run->mem);
+	if (run->kvm)
+		kvm_vm_close(&run->vm);
+	close(fd);
+	free(run);
+	return ret;
+}
