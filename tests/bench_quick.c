@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kvm.h"
 #include "tap.h"
 
 static const char *bin;
@@ -74,9 +75,10 @@ static const char *const latency_keys[] = {
 
 static const char *const restore_keys[] = {
 	"linear_prepopulated", "linear_file", "linear_uffd_naive_4k",
-	"linear_inproc_default", "linear_daemon", "random_daemon",
-	"strided_inproc_default", "strided_daemon",
-	"sparse_daemon", "sparse_daemon_trace", NULL,
+	"linear_copy_floor", "linear_inproc_2m", "linear_inproc_default",
+	"linear_daemon", "random_daemon", "huge_daemon", "vcpus4_daemon",
+	"compute_daemon", "sparse_copy_floor", "sparse_daemon",
+	"sparse_daemon_trace", NULL,
 };
 
 static const char *const remote_keys[] = {
@@ -102,6 +104,20 @@ static json_object *get(json_object *o, const char *k)
 	json_object *v = NULL;
 
 	return o && json_object_object_get_ex(o, k, &v) ? v : NULL;
+}
+
+/* kvm-restore runs a KVM guest wherever /dev/kvm works, and says so. */
+static void check_guest(json_object *j)
+{
+	const char *want = kvm_probe() == 0 ? "kvm" : "process";
+	const char *g = json_object_get_string(get(j, "guest"));
+	json_object *r = get(get(j, "results"), "linear_daemon");
+
+	ok(g && !strcmp(g, want), "kvm-restore: \"guest\": \"%s\" (want %s)",
+	   g ? g : "?", want);
+	ok(json_object_get_double(get(r, "faults")) >= 1 &&
+	   json_object_get_double(get(r, "bytes_copied")) > 0,
+	   "kvm-restore: rows count faults and bytes copied");
 }
 
 /* Check one benchmark's JSON object. */
@@ -139,6 +155,8 @@ static void check_bench(json_object *j, int b)
 		   "%s: facts.%s", name, benches[b].fact);
 	ok(json_object_get_boolean(get(j, "all_ok")), "%s: all_ok", name);
 	ok(get(j, "machine") != NULL, "%s: machine described", name);
+	if (!strcmp(name, "kvm-restore"))
+		check_guest(j);
 }
 
 static bool is_png(const char *path)

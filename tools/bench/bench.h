@@ -24,7 +24,7 @@
 #define GIB (1ULL << 30)
 #define PMD_SIZE_BYTES (2ULL << 20)
 
-#define BENCH_MAX_ROWS 32
+#define BENCH_MAX_ROWS 40
 #define BENCH_MAX_KV 16
 
 struct bench_opts {
@@ -51,6 +51,8 @@ struct bench_row {
 	int cmp;		/* row its ratio is to; -1: the reference */
 	double ratio;		/* median of per-run ratios to cmp's runs
 				 * (paired); 0: the ratio of the medians */
+	double faults;		/* median faults per run, < 0: not counted */
+	double copied;		/* median bytes copied per run, < 0: not */
 };
 
 /* Extra scalar facts a benchmark reports (JSON and a line under the table). */
@@ -62,6 +64,8 @@ struct bench_kv {
 struct bench_table {
 	const char *name;	/* benchmark name */
 	const char *title;	/* one line heading */
+	char title_buf[224];	/* where a title made at run time lives */
+	const char *guest;	/* kvm-restore: "kvm" or "process" */
 	const char *seed;	/* which seed it mirrors */
 	const char *seed_unit;	/* unit of the seed column, e.g. "s/GiB" */
 	const char *unit;	/* "s", "ms" or "us": how times are printed */
@@ -136,14 +140,6 @@ struct bench_busy {
  * memory in a loop.  Returns 0 or -errno. */
 int bench_busy_start(struct bench_busy *b);
 void bench_busy_stop(struct bench_busy *b);
-
-/* ---- the kvm-restore guest (restore.c) --------------------------------- */
-
-/* On a new thread, touch pages[0..n) (page indices) of mem, one atomic
- * write that keeps the data per 4 KiB page, so exactly one fault each;
- * *t1 is bench_now() after the last touch.  0 or -errno. */
-int bench_guest_run(uint8_t *mem, const uint32_t *pages, uint64_t n,
-		    double *t1);
 
 /* table.c: the table on stdout, or as JSON objects. */
 void bench_print_table(const struct bench_table *t, FILE *f);

@@ -1,122 +1,126 @@
 /*
- * restore.c - `faultline bench kvm-restore` (seed 003, issue 4): the time for
- * a "guest" to touch all of its memory one byte per 4 KiB page right after a
- * snapshot restore, for each way of restoring it: prepopulated anonymous
- * memory (the reference), a private mapping of the memory file (the kernel's
- * demand paging, Firecracker's File backend), the library engine in-process
- * (a naive 4 KiB handler, a chunk sweep without prefetch, the default
- * engine) and the real daemon (`faultline serve`) with a Firecracker-style
- * client.  Workloads: linear, random (a fixed permutation), strided (a
- * 64 KiB record every 256 KiB) and sparse (1 MiB runs every 16 MiB of a
- * larger memory).
+ * restore.c - `faultline bench kvm-restore` (seed 003): how long a guest
+ * takes to touch its memory right after a snapshot restore, for each way
+ * of restoring it, as a ratio to the same guest on prepopulated memory
+ * measured in the same round.
  *
- * Decisions: this machine has no /dev/kvm (it is itself a PVM guest), so the
- * issue's fallback applies: the guest is a thread of a forked child process
- * (a fresh mm per run, like a restored VMM) and each touch is one atomic
- * write that keeps the data, so it takes exactly one fault.  The timer covers
- * only the guest's touches (for the daemon, from connect to the last touch);
- * the touched pages are then checksummed against the file so no number comes
- * from a broken path.  Cases run round-robin within each run, and each daemon
- * configuration is one `faultline serve` process for all runs.
+ * Every row is one run of `faultline vmm`'s code (vmm/) in a forked child,
+ * a fresh address space as a restored VMM has: a real KVM guest where
+ * /dev/kvm works, else the VMM's process guest (threads doing the same
+ * touches), and the table's first line says which.  Backends: prepopulated
+ * (the reference), the File backend, the library engine in-process (the
+ * seed's chunk sweep without prefetch, and the default engine), and
+ * `faultline serve` through Firecracker's handshake.  A "copy floor" row
+ * times one thread UFFDIO_COPYing just the pages the guest touches, with
+ * no guest at all: no restoring handler moves those bytes faster.  Cases
+ * run round-robin within a round; each daemon configuration is one
+ * `faultline serve` for all rounds.
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <json-c/json.h>
-#include <pthread.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench.h"
 #include "faultline.h"
-#include "fc_client.h"
-#include "kernel/uffd.h"
 #include "hugetlb.h"
+#include "kernel/uffd.h"
+#include "kvm.h"
+#include "vmm.h"
 
-enum rs_wl { W_LINEAR, W_RANDOM, W_STRIDED, W_SPARSE, W_N };
-/*
- * B_BESIDE: prepopulated, and while the guest runs another thread of its
- * process COPYs the whole memory file into a scratch region, once: the
- * work any copying restore does, without the guest ever waiting for it.
- * What that row costs over the reference is this machine's price for the
- * copy beside the guest (caches, memory bandwidth, a nested host); a
- * restore cannot do better than it.
- */
-enum rs_backend { B_PREPOP, B_FILE, B_LIB, B_DAEMON, B_BESIDE };
-/* D_RECORD records the sparse working set that D_SPARSE_TRACE replays. */
-enum rs_daemon { D_DEFAULT, D_2M, D_SPARSE, D_SPARSE_TRACE, D_RECORD, D_N };
+/* Workload groups: each has its prepopulated reference first. */
+enum rs_group { G_LINEAR, G_RANDOM, G_HUGE, G_VCPUS, G_COMPUTE, G_SPARSE,
+		G_N };
+
+static const struct rs_group_def {
+	const char *workload;
+	bool huge;
+	unsigned int vcpus;
+	bool big;		/* the sparse memory file */
+} groups[G_N] = {
+	[G_LINEAR] = { "linear", false, 1, false },
+	[G_RANDOM] = { "random", false, 1, false },
+	[G_HUGE] = { "linear", true, 1, false },
+	[G_VCPUS] = { "random", false, 4, false },
+	[G_COMPUTE] = { "compute:8", false, 1, false },
+	[G_SPARSE] = { "sparse", false, 1, true },
+};
+
+/* The daemons: D_RECORD records the sparse working set D_TRACE replays. */
+enum rs_daemon { D_NONE, D_DEFAULT, D_2M, D_SPARSE, D_TRACE, D_RECORD, D_N };
+
+enum rs_kind { R_PREPOP, R_FLOOR, R_FILE, R_INPROC, R_DAEMON };
 
 #define NO_PF (FL_ENGINE_NO_PREFETCH | FL_ENGINE_NO_BACKGROUND)
 #define PATCHED "(2M handler + KVM prefault patch)"
 
 static const struct rs_case {
 	const char *key, *label;
-	enum rs_wl wl;
-	enum rs_backend b;
-	uint64_t chunk;		/* engine chunk; 0: default */
-	unsigned int flags;	/* FL_ENGINE_* */
-	int daemon;		/* enum rs_daemon for B_DAEMON */
+	enum rs_group g;
+	enum rs_kind kind;
+	uint64_t chunk;		/* R_INPROC: engine chunk, 0: default */
+	unsigned int flags;	/* R_INPROC: FL_ENGINE_* */
+	enum rs_daemon daemon;	/* R_DAEMON */
 	double seed;		/* ms, seed 003; < 0: none */
 	const char *seed_note;
-	uint64_t page_size;	/* 0: 4 KiB; 2 MiB: hugetlb memory */
 } cases[] = {
-	{ "linear_prepopulated", "linear: prepopulated (pread before)",
-	  W_LINEAR, B_PREPOP, 0, 0, 0, -1, NULL, 0 },
-	{ "linear_copy_beside", "linear: prepopulated + COPY beside",
-	  W_LINEAR, B_BESIDE, 0, 0, 0, -1, NULL, 0 },
-	{ "linear_file", "linear: mmap of file (File backend)",
-	  W_LINEAR, B_FILE, 0, 0, 0, -1, NULL, 0 },
-	{ "linear_uffd_naive_4k", "linear: uffd naive 4K (in-proc)",
-	  W_LINEAR, B_LIB, 4 * KIB, NO_PF, 0, 2228, NULL, 0 },
-	{ "linear_inproc_64k", "linear: in-proc 64K, no prefetch",
-	  W_LINEAR, B_LIB, 64 * KIB, NO_PF, 0, 645, "(chunk list)", 0 },
-	{ "linear_inproc_512k", "linear: in-proc 512K, no prefetch",
-	  W_LINEAR, B_LIB, 512 * KIB, NO_PF, 0, 543, NULL, 0 },
-	{ "linear_inproc_2m", "linear: in-proc 2M, no prefetch",
-	  W_LINEAR, B_LIB, 2 * MIB, NO_PF, 0, 513, NULL, 0 },
+#define SWEEP(k, c, s) { "linear_inproc_" k, "linear: in-proc " k ", no prefetch", \
+			 G_LINEAR, R_INPROC, c, NO_PF, D_NONE, s, NULL }
+	{ "linear_prepopulated", "linear: prepopulated (read before)",
+	  G_LINEAR, R_PREPOP, 0, 0, D_NONE, -1, NULL },
+	{ "linear_copy_floor", "linear: copy floor (COPY, no guest)",
+	  G_LINEAR, R_FLOOR, 0, 0, D_NONE, -1, NULL },
+	{ "linear_file", "linear: File backend (mmap of file)",
+	  G_LINEAR, R_FILE, 0, 0, D_NONE, -1, NULL },
+	{ "linear_uffd_naive_4k", "linear: naive 4K handler (in-proc)",
+	  G_LINEAR, R_INPROC, 4 * KIB, NO_PF, D_NONE, 2228, NULL },
+	SWEEP("8k", 8 * KIB, 1435), SWEEP("16k", 16 * KIB, 1036),
+	SWEEP("32k", 32 * KIB, 743), SWEEP("64k", 64 * KIB, 645),
+	SWEEP("128k", 128 * KIB, 587), SWEEP("256k", 256 * KIB, 561),
+	SWEEP("512k", 512 * KIB, 543), SWEEP("1m", 1 * MIB, 534),
+	SWEEP("2m", 2 * MIB, 523),
 	{ "linear_inproc_default", "linear: in-proc default engine",
-	  W_LINEAR, B_LIB, 0, 0, 0, 151, PATCHED, 0 },
-	{ "linear_daemon", "linear: daemon (serve, default)",
-	  W_LINEAR, B_DAEMON, 0, 0, D_DEFAULT, 151, PATCHED, 0 },
-	{ "linear_daemon_2m", "linear: daemon --chunk 2M",
-	  W_LINEAR, B_DAEMON, 0, 0, D_2M, 513, NULL, 0 },
-	{ "huge_prepopulated", "linear, 2M hugetlb: prepopulated",
-	  W_LINEAR, B_PREPOP, 0, 0, 0, -1, NULL, 2 * MIB },
-	{ "huge_daemon", "linear, 2M hugetlb: daemon (default)",
-	  W_LINEAR, B_DAEMON, 0, 0, D_DEFAULT, -1, NULL, 2 * MIB },
-	{ "random_prepopulated", "random: prepopulated (pread before)",
-	  W_RANDOM, B_PREPOP, 0, 0, 0, -1, NULL, 0 },
-	{ "random_copy_beside", "random: prepopulated + COPY beside",
-	  W_RANDOM, B_BESIDE, 0, 0, 0, -1, NULL, 0 },
-	{ "random_file", "random: mmap of file (File backend)",
-	  W_RANDOM, B_FILE, 0, 0, 0, -1, NULL, 0 },
+	  G_LINEAR, R_INPROC, 0, 0, D_NONE, 151, PATCHED },
+	{ "linear_daemon", "linear: faultline serve (default)",
+	  G_LINEAR, R_DAEMON, 0, 0, D_DEFAULT, 151, PATCHED },
+	{ "linear_daemon_2m", "linear: faultline serve --chunk 2M",
+	  G_LINEAR, R_DAEMON, 0, 0, D_2M, 513, NULL },
+	{ "random_prepopulated", "random: prepopulated",
+	  G_RANDOM, R_PREPOP, 0, 0, D_NONE, -1, NULL },
+	{ "random_file", "random: File backend",
+	  G_RANDOM, R_FILE, 0, 0, D_NONE, -1, NULL },
 	{ "random_inproc_default", "random: in-proc default engine",
-	  W_RANDOM, B_LIB, 0, 0, 0, -1, NULL, 0 },
-	{ "random_daemon", "random: daemon (serve, default)",
-	  W_RANDOM, B_DAEMON, 0, 0, D_DEFAULT, -1, NULL, 0 },
-	{ "strided_prepopulated", "strided: prepopulated (pread before)",
-	  W_STRIDED, B_PREPOP, 0, 0, 0, -1, NULL, 0 },
-	{ "strided_inproc_64k", "strided: in-proc 64K, no prefetch",
-	  W_STRIDED, B_LIB, 64 * KIB, NO_PF, 0, -1, NULL, 0 },
-	{ "strided_inproc_default", "strided: in-proc default engine",
-	  W_STRIDED, B_LIB, 0, 0, 0, -1, NULL, 0 },
-	{ "strided_daemon", "strided: daemon (serve, default)",
-	  W_STRIDED, B_DAEMON, 0, 0, D_DEFAULT, -1, NULL, 0 },
-	{ "sparse_prepopulated", "sparse: prepopulated (pread before)",
-	  W_SPARSE, B_PREPOP, 0, 0, 0, -1, NULL, 0 },
-	{ "sparse_inproc_default", "sparse: in-proc default engine",
-	  W_SPARSE, B_LIB, 0, 0, 0, -1, NULL, 0 },
-	{ "sparse_daemon", "sparse: daemon (serve, default)",
-	  W_SPARSE, B_DAEMON, 0, 0, D_SPARSE, -1, NULL, 0 },
-	{ "sparse_daemon_trace", "sparse: daemon --prefetch TRACE",
-	  W_SPARSE, B_DAEMON, 0, 0, D_SPARSE_TRACE, -1, NULL, 0 },
-	/* Last: reported as a fact if the table has no row left for it. */
-	{ "sparse_file", "sparse: mmap of file (File backend)",
-	  W_SPARSE, B_FILE, 0, 0, 0, -1, NULL, 0 },
+	  G_RANDOM, R_INPROC, 0, 0, D_NONE, -1, NULL },
+	{ "random_daemon", "random: faultline serve (default)",
+	  G_RANDOM, R_DAEMON, 0, 0, D_DEFAULT, -1, NULL },
+	{ "huge_prepopulated", "linear, 2M hugetlb: prepopulated",
+	  G_HUGE, R_PREPOP, 0, 0, D_NONE, -1, NULL },
+	{ "huge_daemon", "linear, 2M hugetlb: faultline serve",
+	  G_HUGE, R_DAEMON, 0, 0, D_DEFAULT, -1, NULL },
+	{ "vcpus4_prepopulated", "random, 4 vCPUs: prepopulated",
+	  G_VCPUS, R_PREPOP, 0, 0, D_NONE, -1, NULL },
+	{ "vcpus4_daemon", "random, 4 vCPUs: faultline serve",
+	  G_VCPUS, R_DAEMON, 0, 0, D_DEFAULT, -1, NULL },
+	{ "compute_prepopulated", "compute:8: prepopulated",
+	  G_COMPUTE, R_PREPOP, 0, 0, D_NONE, -1, NULL },
+	{ "compute_daemon", "compute:8: faultline serve",
+	  G_COMPUTE, R_DAEMON, 0, 0, D_DEFAULT, -1, NULL },
+	{ "sparse_prepopulated", "sparse: prepopulated",
+	  G_SPARSE, R_PREPOP, 0, 0, D_NONE, -1, NULL },
+	{ "sparse_copy_floor", "sparse: copy floor (touched bytes)",
+	  G_SPARSE, R_FLOOR, 0, 0, D_NONE, -1, NULL },
+	{ "sparse_file", "sparse: File backend",
+	  G_SPARSE, R_FILE, 0, 0, D_NONE, -1, NULL },
+	{ "sparse_daemon", "sparse: faultline serve (default)",
+	  G_SPARSE, R_DAEMON, 0, 0, D_SPARSE, -1, NULL },
+	{ "sparse_daemon_trace", "sparse: faultline serve --prefetch TRACE",
+	  G_SPARSE, R_DAEMON, 0, 0, D_TRACE, -1, NULL },
+#undef SWEEP
 };
 
 #define NCASES ((int)(sizeof(cases) / sizeof(*cases)))
@@ -125,342 +129,156 @@ struct rs_mem {			/* one memory file */
 	char path[64];
 	int fd;
 	uint64_t len;
-	const uint8_t *src;	/* read-only mapping, for the checksums */
 };
 
 struct rs_ctx {
-	struct rs_mem small;	/* linear, random, strided */
-	struct rs_mem big;	/* sparse */
-	uint32_t *pages[W_N];	/* touch order, page indices */
-	uint64_t npages[W_N];
-	uint64_t want[W_N];	/* checksum of the touched pages */
+	struct rs_mem small, big;
+	enum vmm_guest guest;	/* the same for every row */
 	struct bench_daemon daemon[D_N];
 	char stats[D_N][64];
-	char trace[64];		/* the recorded sparse working set */
+	char trace[64];
 };
 
 /* What a child reports through its pipe. */
 struct rs_result {
-	int err;		/* 0 or -errno */
-	int ok;			/* checksum matched */
-	double sec;
-	double aux;		/* library: bytes copied at the last touch;
-				 * prepopulated: seconds of a second pass */
-	double wait;		/* library: seconds the guest's faults waited */
+	int err;
+	bool ok;
+	double ms;
+	double faults, copied;
 };
 
-static struct rs_mem *mem_of(struct rs_ctx *c, enum rs_wl w)
-{
-	return w == W_SPARSE ? &c->big : &c->small;
-}
-
-/* ---- workloads and checksums --------------------------------------------- */
-
-#define SPARSE_RUN	(1 * MIB)
-#define SPARSE_STRIDE	(16 * MIB)
-#define STRIDED_RUN	(64 * KIB)
-#define STRIDED_STRIDE	(256 * KIB)
-
-/* Sparse and strided touch runs of run bytes every stride bytes. */
-static bool in_runs(enum rs_wl w, uint64_t *run, uint64_t *stride)
-{
-	*run = w == W_SPARSE ? SPARSE_RUN : STRIDED_RUN;
-	*stride = w == W_SPARSE ? SPARSE_STRIDE : STRIDED_STRIDE;
-	return w == W_SPARSE || w == W_STRIDED;
-}
-
-static int make_order(struct rs_ctx *c, enum rs_wl w)
-{
-	uint64_t len = mem_of(c, w)->len, n = len / 4096, k = 0, run, stride;
-	bool runs = in_runs(w, &run, &stride);
-	uint32_t *p;
-
-	if (runs)
-		n = (len + stride - 1) / stride * (run / 4096);
-	p = malloc(n * sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	if (runs) {
-		for (uint64_t s = 0; s < len; s += stride)
-			for (uint64_t o = 0; o < run && s + o < len; o += 4096)
-				p[k++] = (uint32_t)((s + o) / 4096);
-		n = k;
-	} else {
-		for (k = 0; k < n; k++)
-			p[k] = (uint32_t)k;
-	}
-	if (w == W_RANDOM) {
-		uint64_t x = 0x2545f4914f6cdd1dULL;	/* fixed seed */
-
-		for (uint64_t i = n - 1; i > 0; i--) {
-			x ^= x << 13;
-			x ^= x >> 7;
-			x ^= x << 17;
-			uint64_t j = x % (i + 1);
-			uint32_t t = p[i];
-
-			p[i] = p[j];
-			p[j] = t;
-		}
-	}
-	c->pages[w] = p;
-	c->npages[w] = n;
-	return 0;
-}
-
-/* Checksum of the pages a workload touches (whole pages, ascending). */
-static uint64_t touched_sum(const struct rs_ctx *c, enum rs_wl w,
-			    const uint8_t *m, uint64_t len)
-{
-	uint64_t h = 0, run, stride;
-
-	if (!in_runs(w, &run, &stride))
-		return bench_sum(m, len);
-	for (uint64_t s = 0; s < len; s += stride) {
-		uint64_t n = len - s < run ? len - s : run;
-
-		h = h * 0x9e3779b97f4a7c15ULL + bench_sum(m + s, n);
-	}
-	(void)c;
-	return h;
-}
-
-/* ---- the guest ---------------------------------------------------------- */
-
-struct guest {
-	uint8_t *mem;
-	const uint32_t *pages;
-	uint64_t n;
-	double t1;
-	uint8_t acc;
+/* What the benchmark measured: [run * NCASES + case]. */
+struct rs_results {
+	int runs;
+	double *ms, *faults, *copied;
+	bool ok[NCASES], sel[NCASES];
+	uint64_t touched[G_N];	/* bytes a pass touches */
 };
 
-static void *guest_main(void *arg)
+static struct rs_mem *mem_of(struct rs_ctx *c, enum rs_group g)
 {
-	struct guest *g = arg;
-	uint8_t acc = 0;
-
-	/* One write per page that keeps the data: exactly one fault. */
-	for (uint64_t i = 0; i < g->n; i++)
-		acc += __atomic_fetch_add(g->mem + (uint64_t)g->pages[i] * 4096,
-					  (uint8_t)0, __ATOMIC_RELAXED);
-	g->t1 = bench_now();
-	g->acc = acc;
-	return NULL;
+	return groups[g].big ? &c->big : &c->small;
 }
 
-int bench_guest_run(uint8_t *mem, const uint32_t *pages, uint64_t n,
-		    double *t1)
+static void make_config(struct rs_ctx *c, const struct rs_case *k,
+			struct vmm_config *vc)
 {
-	struct guest g = { .mem = mem, .pages = pages, .n = n };
-	pthread_t th;
-	int ret = -pthread_create(&th, NULL, guest_main, &g);
+	const struct rs_group_def *g = &groups[k->g];
+	static const enum vmm_backend backend[] = {
+		[R_PREPOP] = VMM_PREPOPULATED, [R_FLOOR] = VMM_PREPOPULATED,
+		[R_FILE] = VMM_FILE, [R_INPROC] = VMM_INPROC,
+		[R_DAEMON] = VMM_UFFD,
+	};
 
-	if (ret < 0)
-		return ret;
-	pthread_join(th, NULL);
-	*t1 = g.t1;
-	return 0;
+	memset(vc, 0, sizeof(*vc));
+	vc->mem_file = mem_of(c, k->g)->path;
+	vc->backend = backend[k->kind];
+	vc->socket = c->daemon[k->daemon].sock;
+	vc->huge = g->huge;
+	vc->vcpus = g->vcpus;
+	vc->guest = c->guest;
+	vc->chunk = k->chunk;
+	vc->engine_flags = k->flags;
+	vmm_workload_parse(g->workload, &vc->wl);
 }
 
-static int pread_full(int fd, uint8_t *buf, uint64_t len)
+/* ---- the copy floor --------------------------------------------------- */
+
+struct floor_ctx {
+	uint8_t *touched;	/* a byte per page */
+};
+
+static void mark_touched(void *arg, uint32_t j)
 {
-	uint64_t done = 0;
+	struct floor_ctx *f = arg;
 
-	while (done < len) {
-		size_t want = len - done < 2 * MIB ? len - done : 2 * MIB;
-		ssize_t n = pread(fd, buf + done, want, (off_t)done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		done += (uint64_t)n;
-	}
-	return 0;
+	f->touched[j] = 1;
 }
 
-/* Private anonymous 2 MiB hugetlb memory, as Firecracker maps it. */
-static uint8_t *map_huge(uint64_t len)
+/* The next run of touched pages at or after *p, up to 2 MiB: its length. */
+static uint64_t next_run(const struct floor_ctx *f, uint64_t npages,
+			 uint64_t *p)
 {
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
-		       MAP_HUGETLB | (21 << MAP_HUGE_SHIFT), -1, 0);
+	uint64_t n = 0;
 
-	return p == MAP_FAILED ? NULL : p;
+	while (*p < npages && !f->touched[*p])
+		(*p)++;
+	while (*p + n < npages && f->touched[*p + n] && n < 512)
+		n++;
+	return n;
 }
 
-/* B_BESIDE's copier: the memory file COPYed into a scratch region. */
-struct beside {
-	int uffd;
-	uint8_t *dst;
+/*
+ * One thread UFFDIO_COPYing the pages the workload touches (runs of up to
+ * 2 MiB) from the page cache into registered memory: the copy every
+ * restore does, without a guest or a fault.  Only copied pages are
+ * compared: reading any other would wait on the uffd forever.
+ */
+static int copy_floor(const struct vmm_config *vc, uint64_t len,
+		      struct rs_result *res)
+{
+	struct vmm_slice s;
+	struct floor_ctx f;
+	uint64_t npages = len / 4096, copied = 0, p, n;
+	int fd = open(vc->mem_file, O_RDONLY), uffd;
 	const uint8_t *src;
-	uint64_t len;
-	pthread_t th;
-};
+	uint8_t *dst;
+	double t0;
 
-static void *beside_main(void *arg)
-{
-	struct beside *b = arg;
-
-	for (uint64_t off = 0; off < b->len; off += 2 * MIB) {
-		uint64_t n = b->len - off < 2 * MIB ? b->len - off : 2 * MIB;
-
-		if (uffd_copy(b->uffd, (uintptr_t)b->dst + off, b->src + off,
-			      n, 0, NULL) < 0)
-			break;
-	}
-	return NULL;
-}
-
-/* Set up as the engine would: registered scratch memory, source mapped. */
-static int beside_setup(struct beside *b, const struct rs_mem *m)
-{
-	b->len = m->len;
-	b->src = m->src;
-	b->dst = bench_map(m->len);
-	if (!b->dst)
+	if (fd < 0)
+		return -errno;
+	src = mmap(NULL, len, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+	close(fd);
+	dst = bench_map(len);
+	f.touched = calloc(npages, 1);
+	if (src == MAP_FAILED || !dst || !f.touched)
 		return -ENOMEM;
-	b->uffd = uffd_create(0, NULL);
-	if (b->uffd < 0)
-		return b->uffd;
-	madvise((void *)m->src, m->len, MADV_POPULATE_READ);
-	return uffd_register(b->uffd, (uintptr_t)b->dst, b->len,
-			     UFFDIO_REGISTER_MODE_MISSING, NULL);
+	vmm_slices(&vc->wl, (uint32_t)npages, 1, &s);
+	vmm_walk(&s, mark_touched, &f);
+	uffd = bench_uffd_range(dst, len, false);
+	if (uffd < 0)
+		return uffd;
+	t0 = bench_now();
+	for (p = 0; (n = next_run(&f, npages, &p)); p += n) {
+		if (uffd_copy(uffd, (uintptr_t)dst + p * 4096,
+			      src + p * 4096, n * 4096, 0, NULL) < 0)
+			return -EIO;
+		copied += n * 4096;
+	}
+	res->ms = (bench_now() - t0) * 1e3;
+	res->ok = true;
+	for (p = 0; (n = next_run(&f, npages, &p)); p += n)
+		res->ok &= !memcmp(dst + p * 4096, src + p * 4096, n * 4096);
+	res->copied = (double)copied;
+	return 0;
 }
 
-static void beside_teardown(struct beside *b)
-{
-	if (b->uffd >= 0)
-		close(b->uffd);
-	bench_unmap(b->dst, b->len);
-}
+/* ---- one run of one case -------------------------------------------------- */
 
-/* The child: restore with one backend, run the guest, check the pages. */
 static int child_run(struct rs_ctx *c, const struct rs_case *k,
 		     struct rs_result *res)
 {
-	struct rs_mem *m = mem_of(c, k->wl);
-	struct guest g = { .pages = c->pages[k->wl], .n = c->npages[k->wl] };
-	struct fl_source *src = NULL;
-	struct fl_engine *e = NULL;
-	struct fc_client fc;
-	struct beside bs = { .uffd = -1 };
-	uint8_t *p = NULL;
-	pthread_t th;
-	double t0;
-	int ret = 0;
+	struct vmm_config vc;
+	struct vmm_result r;
+	int ret;
 
-	fc_client_init(&fc);
-	switch (k->b) {
-	case B_BESIDE:
-		ret = beside_setup(&bs, m);
-		if (ret < 0)
-			goto out;
-		/* fall through */
-	case B_PREPOP:
-		p = k->page_size ? map_huge(m->len) : bench_map(m->len);
-		if (!p)
-			return -ENOMEM;
-		ret = pread_full(m->fd, p, m->len);
-		break;
-	case B_FILE:
-		p = mmap(NULL, m->len, PROT_READ | PROT_WRITE, MAP_PRIVATE,
-			 m->fd, 0);
-		if (p == MAP_FAILED)
-			return -errno;
-		break;
-	case B_LIB: {
-		struct fl_engine_opts eo = {
-			.uffd = -1, .chunk_size = k->chunk, .flags = k->flags,
-		};
-		struct fl_region_desc rd = {
-			.len = m->len, .page_size = 4096,
-			.flags = FL_REGION_REGISTER,
-		};
-
-		p = bench_map(m->len);
-		if (!p)
-			return -ENOMEM;
-		rd.addr = (uintptr_t)p;
-		if ((ret = fl_source_open(m->path, &src)) < 0 ||
-		    (ret = fl_engine_create(&eo, &e)) < 0 ||
-		    (ret = fl_engine_add_region(e, &rd, src)) < 0 ||
-		    (ret = fl_engine_start(e, 1)) < 0)
-			fprintf(stderr, "faultline bench kvm-restore: %s: %s\n",
-				k->label, fl_last_error());
-		break;
+	make_config(c, k, &vc);
+	if (k->kind == R_FLOOR)
+		return copy_floor(&vc, mem_of(c, k->g)->len, res);
+	ret = vmm_run(&vc, &r);
+	if (ret < 0) {
+		fprintf(stderr, "faultline bench kvm-restore: %s: %s\n",
+			k->label, vmm_error());
+		return ret;
 	}
-	case B_DAEMON:
-		ret = fc_client_map(&fc, 1, &m->len,
-				    k->page_size ? k->page_size : 4096);
-		if (!ret)
-			p = fc.regions[0].addr;
-		break;
-	}
-	if (ret < 0)
-		goto out;
-
-	g.mem = p;
-	t0 = bench_now();
-	if (k->b == B_DAEMON) {
-		ret = bench_daemon_connect(&fc, c->daemon[k->daemon].sock);
-		if (ret < 0)
-			goto out;
-	}
-	if (k->b == B_BESIDE) {
-		ret = -pthread_create(&bs.th, NULL, beside_main, &bs);
-		if (ret < 0)
-			goto out;
-	}
-	ret = -pthread_create(&th, NULL, guest_main, &g);
-	if (ret == 0)
-		pthread_join(th, NULL);
-	if (k->b == B_BESIDE)
-		pthread_join(bs.th, NULL);
-	if (ret < 0)
-		goto out;
-	res->sec = g.t1 - t0;
-	if (e) {
-		struct fl_stats st;
-
-		if (fl_engine_stats(e, &st) == 0) {
-			res->aux = (double)st.bytes_copied;
-			res->wait = (double)st.lat_ns_sum * 1e-9;
-		}
-	}
-	if (k->b == B_PREPOP) {	/* the same touches again: no faults */
-		double t2 = bench_now();
-
-		if (pthread_create(&th, NULL, guest_main, &g) == 0) {
-			pthread_join(th, NULL);
-			res->aux = g.t1 - t2;
-		}
-	}
-	if (fc.sock >= 0) {	/* end the session now: its stats stop here */
-		close(fc.sock);
-		fc.sock = -1;
-	}
-	res->ok = touched_sum(c, k->wl, p, m->len) == c->want[k->wl];
-out:
-	if (e) {
-		fl_engine_stop(e);
-		fl_engine_destroy(e);
-	}
-	if (src)
-		fl_source_put(src);
-	if (k->b == B_BESIDE)
-		beside_teardown(&bs);
-	if (k->b == B_DAEMON)
-		fc_client_close(&fc);
-	else if (k->b == B_FILE)
-		munmap(p, m->len);
-	else
-		bench_unmap(p, m->len);
-	return ret;
+	res->ok = r.checksum_ok;
+	res->ms = r.elapsed_ms;
+	res->faults = (double)r.faults;
+	res->copied = (double)r.bytes_copied;
+	return 0;
 }
 
-/* Fork a child for one run of one case. */
+/* Fork a child for one run of one case: a fresh address space each. */
 static int run_case(struct rs_ctx *c, const struct rs_case *k,
 		    struct rs_result *res)
 {
@@ -482,7 +300,8 @@ static int run_case(struct rs_ctx *c, const struct rs_case *k,
 		struct rs_result r = { 0 };
 
 		close(pfd[0]);
-		alarm(120);	/* a lost fault must not hang the bench */
+		huge_forget();
+		alarm(300);	/* a lost fault must not hang the bench */
 		r.err = child_run(c, k, &r);
 		if (write(pfd[1], &r, sizeof(r)) != (ssize_t)sizeof(r))
 			_exit(1);
@@ -494,17 +313,17 @@ static int run_case(struct rs_ctx *c, const struct rs_case *k,
 	while (n < 0 && errno == EINTR);
 	close(pfd[0]);
 	waitpid(pid, &st, 0);
-	if (n != (ssize_t)sizeof(*res))
+	if (n != (ssize_t)sizeof(*res)) {
+		fprintf(stderr, "faultline bench kvm-restore: %s: the run "
+			"died (status 0x%x)\n", k->label, st);
 		return -ECHILD;
-	if (res->err < 0)
-		fprintf(stderr, "faultline bench kvm-restore: %s: %s\n",
-			k->label, strerror(-res->err));
+	}
 	return res->err;
 }
 
 /* ---- the daemons ---------------------------------------------------------- */
 
-static int start_daemon(struct rs_ctx *c, int d)
+static int start_daemon(struct rs_ctx *c, enum rs_daemon d)
 {
 	struct rs_mem *m = d == D_DEFAULT || d == D_2M ? &c->small : &c->big;
 	const char *args[8] = { "--mem-file", m->path, "--stats-json",
@@ -513,12 +332,10 @@ static int start_daemon(struct rs_ctx *c, int d)
 
 	snprintf(c->stats[d], sizeof(c->stats[d]), "/tmp/flb-%d-%d.json",
 		 (int)getpid(), d);
-	snprintf(c->trace, sizeof(c->trace), "/tmp/flb-%d.trace",
-		 (int)getpid());
 	if (d == D_2M) {
 		args[argc++] = "--chunk";
 		args[argc++] = "2M";
-	} else if (d == D_RECORD || d == D_SPARSE_TRACE) {
+	} else if (d == D_RECORD || d == D_TRACE) {
 		args[argc++] = d == D_RECORD ? "--record" : "--prefetch";
 		args[argc++] = c->trace;
 	}
@@ -526,31 +343,33 @@ static int start_daemon(struct rs_ctx *c, int d)
 	return bench_daemon_start(&c->daemon[d], "kvm-restore", d, args);
 }
 
-/* Median bytes_copied of the daemon's sessions of len bytes. */
-static double daemon_copied(struct rs_ctx *c, int d, uint64_t len)
+/* The daemons the selected cases need (the recording one runs once). */
+static int start_daemons(struct rs_ctx *c, const bool *sel)
 {
-	FILE *f = fopen(c->stats[d], "re");
-	char *line = NULL;
-	size_t cap = 0;
-	double v[64];
-	int n = 0;
+	bool need[D_N] = { false };
+	int ret = 0;
 
-	if (!f)
-		return -1;
-	while (getline(&line, &cap, f) > 0 && n < 64) {
-		json_object *j = json_tokener_parse(line), *b, *s, *bc;
+	for (int i = 0; i < NCASES; i++)
+		if (sel[i])
+			need[cases[i].daemon] = true;
+	if (need[D_TRACE]) {
+		struct rs_case k = { "sparse_record", "sparse: recording",
+				     G_SPARSE, R_DAEMON, 0, 0, D_RECORD, -1,
+				     NULL };
+		struct rs_result r;
 
-		if (j && json_object_object_get_ex(j, "bytes", &b) &&
-		    (uint64_t)json_object_get_int64(b) == len &&
-		    json_object_object_get_ex(j, "stats", &s) &&
-		    json_object_object_get_ex(s, "bytes_copied", &bc))
-			v[n++] = (double)json_object_get_uint64(bc);
-		if (j)
-			json_object_put(j);
+		ret = start_daemon(c, D_RECORD);
+		if (ret == 0)
+			ret = run_case(c, &k, &r);
+		/* the trace is written when the session ends */
+		bench_daemon_stop(&c->daemon[D_RECORD]);
+		if (ret == 0 && access(c->trace, R_OK) < 0)
+			ret = -ENOENT;
 	}
-	free(line);
-	fclose(f);
-	return n ? bench_median(v, n) : -1;
+	for (int d = D_DEFAULT; d < D_RECORD && ret == 0; d++)
+		if (need[d])
+			ret = start_daemon(c, d);
+	return ret;
 }
 
 /* ---- the benchmark ------------------------------------------------------- */
@@ -559,21 +378,15 @@ static int open_mem(struct rs_mem *m, uint64_t len)
 {
 	m->len = len;
 	m->fd = bench_memfile(len, m->path, false);
-	if (m->fd < 0)
-		return m->fd;
-	m->src = mmap(NULL, len, PROT_READ, MAP_SHARED, m->fd, 0);
-	if (m->src == MAP_FAILED) {
-		m->src = NULL;
-		return -errno;
-	}
-	return 0;
+	if (m->fd >= 0)
+		return 0;
+	fprintf(stderr, "faultline bench kvm-restore: cannot create the "
+		"memory file in /tmp: %s\n", strerror(-m->fd));
+	return m->fd;
 }
 
 static void close_mem(struct rs_mem *m)
 {
-	if (m->src)
-		munmap((void *)m->src, m->len);
-	m->src = NULL;
 	if (m->fd >= 0) {
 		close(m->fd);
 		unlink(m->path);
@@ -581,276 +394,214 @@ static void close_mem(struct rs_mem *m)
 	m->fd = -1;
 }
 
-/*
- * The cases --only selects, and the prepopulated reference of every
- * workload (and page size) one of them belongs to.  Returns how many of
- * [from, to) are selected.
- */
-static int select_cases(const struct bench_opts *o, bool *sel, int from,
-			int to)
+/* The cases --only selects, and the references of their groups. */
+static void select_cases(const struct bench_opts *o, bool *sel)
 {
-	int n = 0;
+	bool group[G_N] = { false };
 
 	for (int i = 0; i < NCASES; i++)
-		sel[i] = bench_selected(o, cases[i].key);
+		if ((sel[i] = bench_selected(o, cases[i].key)))
+			group[cases[i].g] = true;
 	for (int i = 0; i < NCASES; i++)
-		for (int j = 0; j < NCASES && cases[i].b == B_PREPOP; j++)
-			sel[i] |= sel[j] && cases[j].wl == cases[i].wl &&
-				  cases[j].page_size == cases[i].page_size;
-	for (int i = from; i < to; i++)
-		n += sel[i];
-	return n;
+		sel[i] |= cases[i].kind == R_PREPOP && group[cases[i].g];
 }
 
-static bool any_huge(const bool *sel)
+static bool any_in(const bool *sel, bool (*pred)(const struct rs_case *))
 {
 	for (int i = 0; i < NCASES; i++)
-		if (sel[i] && cases[i].page_size)
+		if (sel[i] && pred(&cases[i]))
 			return true;
 	return false;
 }
 
-/*
- * Run the selected cases of [from, to) round-robin, runs times, into
- * samples[run][case].
- */
-static int run_group(struct rs_ctx *c, int from, int to, int runs,
-		     const bool *sel, double *samples, bool *ok,
-		     double *copied, double *waited)
+static bool is_huge(const struct rs_case *k)
 {
-	for (int r = 0; r < runs; r++) {
-		for (int i = from; i < to; i++) {
-			struct rs_result res;
+	return groups[k->g].huge;
+}
 
-			if (!sel[i])
+static bool is_big(const struct rs_case *k)
+{
+	return groups[k->g].big;
+}
+
+static int run_rounds(struct rs_ctx *c, struct rs_results *res)
+{
+	for (int r = 0; r < res->runs; r++)
+		for (int i = 0; i < NCASES; i++) {
+			struct rs_result one;
+			int ret;
+
+			if (!res->sel[i])
 				continue;
-			int ret = run_case(c, &cases[i], &res);
-
+			ret = run_case(c, &cases[i], &one);
 			if (ret < 0)
 				return ret;
-			samples[r * NCASES + i] = res.sec;
-			ok[i] &= res.ok != 0;
-			copied[r * NCASES + i] = res.aux;
-			waited[r * NCASES + i] = res.wait;
+			res->ms[r * NCASES + i] = one.ms;
+			res->faults[r * NCASES + i] = one.faults;
+			res->copied[r * NCASES + i] = one.copied;
+			res->ok[i] &= one.ok;
 		}
-	}
 	return 0;
 }
 
-/*
- * "KEY_fault_wait_ms": how long the guest of a default in-process engine
- * waited in faults, of its time.  What it did not wait is the copy slowing
- * it down beside it (or the machine's noise).
- */
-static const char *wait_key(int i)
+static uint64_t touched_bytes(struct rs_ctx *c, enum rs_group g)
 {
-	static char keys[NCASES][48];
+	struct vmm_workload w;
+	struct vmm_slice s;
 
-	if (!keys[i][0])
-		snprintf(keys[i], sizeof(keys[i]), "%s_fault_wait_ms",
-			 cases[i].key);
-	return keys[i];
+	vmm_workload_parse(groups[g].workload, &w);
+	vmm_slices(&w, (uint32_t)(mem_of(c, g)->len / 4096), 1, &s);
+	return vmm_slice_touches(&s) * 4096;
 }
 
-/*
- * One untimed sparse session through a daemon with --record: its working
- * set, replayed by D_SPARSE_TRACE.
- */
-static int record_sparse(struct rs_ctx *c)
-{
-	struct rs_case k = { "sparse_record", "sparse: recording",
-			     W_SPARSE, B_DAEMON, 0, 0, D_RECORD, -1, NULL, 0 };
-	struct rs_result res;
-	int ret = start_daemon(c, D_RECORD);
-
-	if (ret == 0)
-		ret = run_case(c, &k, &res);
-	bench_daemon_stop(&c->daemon[D_RECORD]);	/* the trace is written at session end */
-	if (ret == 0 && access(c->trace, R_OK) < 0)
-		ret = -ENOENT;
-	return ret;
-}
-
-/* What a kvm-restore run measured, per run and case (run * NCASES + i). */
-struct rs_results {
-	int runs, first_sparse;
-	double *samples, *copied, *waited;
-	bool ok[NCASES], sel[NCASES];
-	double dcopied, tcopied;	/* sparse: bytes the daemons copied */
-};
-
-/* open_mem(), saying why it failed. */
-static int open_mem_said(struct rs_mem *m, uint64_t len)
-{
-	int ret = open_mem(m, len);
-
-	if (ret < 0)
-		fprintf(stderr, "faultline bench kvm-restore: cannot create "
-			"the memory file in /tmp: %s\n", strerror(-ret));
-	return ret;
-}
-
-/* Linear, random, strided: one 128 MiB memory file, two daemons. */
-static int run_small(struct rs_ctx *c, const struct bench_opts *o,
-		     struct rs_results *res)
-{
-	int ret = open_mem_said(&c->small, o->size ? o->size : o->quick ?
-				8 * MIB : 128 * MIB);
-
-	if (ret < 0)
-		return ret;
-	if ((ret = make_order(c, W_LINEAR)) < 0 ||
-	    (ret = make_order(c, W_RANDOM)) < 0 ||
-	    (ret = make_order(c, W_STRIDED)) < 0)
-		return ret;
-	c->want[W_LINEAR] = touched_sum(c, W_LINEAR, c->small.src,
-					c->small.len);
-	c->want[W_RANDOM] = c->want[W_LINEAR];
-	c->want[W_STRIDED] = touched_sum(c, W_STRIDED, c->small.src,
-					 c->small.len);
-	if ((ret = start_daemon(c, D_DEFAULT)) < 0 ||
-	    (ret = start_daemon(c, D_2M)) < 0)
-		return ret;
-	select_cases(o, res->sel, 0, NCASES);
-	ret = any_huge(res->sel) ?
-	      huge_reserve((long)(c->small.len >> 21) + 2) : 0;
-	if (ret < 0) {
-		fprintf(stderr, "faultline bench kvm-restore: cannot reserve "
-			"2 MiB hugetlb pages (/proc/sys/vm/nr_hugepages): %s\n",
-			strerror(-ret));
-		return ret;
-	}
-	ret = run_group(c, 0, res->first_sparse, res->runs, res->sel,
-			res->samples, res->ok, res->copied, res->waited);
-	huge_restore();
-	bench_daemon_stop(&c->daemon[D_DEFAULT]);
-	bench_daemon_stop(&c->daemon[D_2M]);
-	close_mem(&c->small);
-	return ret;
-}
-
-/* Sparse: a 1 GiB memory file, a daemon with and one without a trace. */
-static int run_sparse(struct rs_ctx *c, const struct bench_opts *o,
-		      struct rs_results *res)
+static int measure(struct rs_ctx *c, const struct bench_opts *o,
+		   struct rs_results *res)
 {
 	int ret;
 
-	if (!select_cases(o, res->sel, res->first_sparse, NCASES))
-		return 0;
-	ret = open_mem_said(&c->big, o->quick ? 64 * MIB : GIB);
+	select_cases(o, res->sel);
+	ret = open_mem(&c->small, o->size ? o->size : o->quick ? 8 * MIB :
+		       128 * MIB);
+	if (ret == 0 && any_in(res->sel, is_big))
+		ret = open_mem(&c->big, o->quick ? 64 * MIB : GIB);
 	if (ret < 0)
 		return ret;
-	if ((ret = make_order(c, W_SPARSE)) < 0)
-		return ret;
-	c->want[W_SPARSE] = touched_sum(c, W_SPARSE, c->big.src, c->big.len);
-	if ((ret = record_sparse(c)) < 0 ||
-	    (ret = start_daemon(c, D_SPARSE)) < 0 ||
-	    (ret = start_daemon(c, D_SPARSE_TRACE)) < 0)
-		return ret;
-	ret = run_group(c, res->first_sparse, NCASES, res->runs, res->sel,
-			res->samples, res->ok, res->copied, res->waited);
-	bench_daemon_stop(&c->daemon[D_SPARSE]);
-	bench_daemon_stop(&c->daemon[D_SPARSE_TRACE]);
-	if (ret < 0)
-		return ret;
-	res->dcopied = daemon_copied(c, D_SPARSE, c->big.len);
-	res->tcopied = daemon_copied(c, D_SPARSE_TRACE, c->big.len);
-	return 0;
+	for (int g = 0; g < G_N; g++)
+		res->touched[g] = mem_of(c, g)->fd >= 0 ? touched_bytes(c, g) : 0;
+	if (any_in(res->sel, is_huge)) {
+		ret = huge_reserve((long)(c->small.len >> 21) + 2);
+		if (ret < 0) {
+			fprintf(stderr, "faultline bench kvm-restore: cannot "
+				"reserve 2 MiB hugetlb pages "
+				"(/proc/sys/vm/nr_hugepages): %s\n",
+				strerror(-ret));
+			return ret;
+		}
+	}
+	ret = start_daemons(c, res->sel);
+	if (ret == 0)
+		ret = run_rounds(c, res);
+	huge_restore();
+	return ret;
 }
 
-/* One row (or, past the table's room, facts) per selected case. */
-static void table_rows(struct bench_table *t, const struct rs_ctx *c,
-		       const struct rs_results *res)
+/* ---- the table ------------------------------------------------------------ */
+
+static double median_of(const struct rs_results *res, const double *v, int i)
+{
+	double s[res->runs];
+
+	for (int r = 0; r < res->runs; r++)
+		s[r] = v[r * NCASES + i];
+	return bench_median(s, res->runs);
+}
+
+static int find_case(const char *key)
+{
+	for (int i = 0; i < NCASES; i++)
+		if (!strcmp(cases[i].key, key))
+			return i;
+	return -1;
+}
+
+/*
+ * What the machine's KVM costs the guest, measured: the compute rows add
+ * 8 LCG steps (4 instructions each) per touch to the linear walk.
+ */
+static void add_facts(struct bench_table *t, const struct rs_results *res)
+{
+	int lin = find_case("linear_prepopulated");
+	int comp = find_case("compute_prepopulated");
+	int sp = find_case("sparse_daemon"), tr = find_case("sparse_daemon_trace");
+	double pages = (double)res->touched[G_LINEAR] / 4096;
+
+	if (res->sel[lin] && res->sel[comp])
+		bench_add_kv(t, "guest_ns_per_instruction",
+			     (median_of(res, res->ms, comp) -
+			      median_of(res, res->ms, lin)) * 1e6 /
+			     (pages * 8 * 4));
+	if (res->sel[sp])
+		bench_add_kv(t, "sparse_daemon_copied_per_touched",
+			     median_of(res, res->copied, sp) /
+			     (double)res->touched[G_SPARSE]);
+	if (res->sel[tr])
+		bench_add_kv(t, "sparse_trace_copied_per_touched",
+			     median_of(res, res->copied, tr) /
+			     (double)res->touched[G_SPARSE]);
+}
+
+static void table_rows(struct bench_table *t, const struct rs_results *res)
 {
 	int runs = res->runs, refrow = 0, refcase = 0;
-	uint64_t touched = c->npages[W_SPARSE] * 4096;
 
 	for (int i = 0; i < NCASES; i++) {
 		const struct rs_case *k = &cases[i];
-		double v[runs], cp[runs], rv[runs], wt[runs], ratio;
+		double v[runs], rv[runs], ratio;
+		int row;
 
 		if (!res->sel[i])
 			continue;
-		if (k->b == B_PREPOP)
+		if (k->kind == R_PREPOP)
 			refcase = i;
 		for (int r = 0; r < runs; r++) {
-			v[r] = res->samples[r * NCASES + i];
-			cp[r] = res->copied[r * NCASES + i];
-			rv[r] = res->samples[r * NCASES + refcase];
-			wt[r] = res->waited[r * NCASES + i];
+			v[r] = res->ms[r * NCASES + i] * 1e-3;
+			rv[r] = res->ms[r * NCASES + refcase] * 1e-3;
 		}
 		ratio = bench_paired_ratio(v, rv, runs);
-		if (k->wl == W_SPARSE && k->b == B_LIB)
-			bench_add_kv(t, "sparse_inproc_copied_per_touched",
-				     bench_median(cp, runs) / (double)touched);
-		if (k->b == B_LIB && !k->chunk && !k->flags)
-			bench_add_kv(t, wait_key(i),
-				     bench_median(wt, runs) * 1e3);
-		if (k->wl == W_LINEAR && k->b == B_PREPOP && !k->page_size)
-			bench_add_kv(t, "linear_prepopulated_second_pass_ms",
-				     bench_median(cp, runs) * 1e3);
-		if (t->nrows >= BENCH_MAX_ROWS) {
-			/* No row left: report it as facts. */
-			double m = bench_median(v, runs);
-
-			bench_add_kv(t, k->key, m * 1e3);
-			bench_add_kv(t, k->b == B_FILE && k->wl == W_SPARSE ?
-				     "sparse_file_vs_ref" : "ratio", ratio);
-			if (!res->ok[i])
-				t->rows[refrow].checksum_ok = false;
-			continue;
-		}
-		int row = bench_add_row(t, k->key, k->label, v, runs,
-					res->ok[i], k->seed);
-
+		row = bench_add_row(t, k->key, k->label, v, runs, res->ok[i],
+				    k->seed);
+		if (row < 0)
+			break;
 		t->rows[row].seed_note = k->seed_note;
-		if (k->b == B_PREPOP)
+		if (k->kind == R_PREPOP)
 			refrow = row;
-		t->rows[row].cmp = row == 0 ? -1 : refrow;
+		t->rows[row].cmp = row == refrow ? -1 : refrow;
 		t->rows[row].ratio = ratio;
+		t->rows[row].faults = median_of(res, res->faults, i);
+		t->rows[row].copied = median_of(res, res->copied, i);
 	}
-	if (c->big.len) {
-		bench_add_kv(t, "sparse_memory_bytes", (double)c->big.len);
-		bench_add_kv(t, "sparse_touched_bytes", (double)touched);
-		bench_add_kv(t, "sparse_daemon_copied_per_touched",
-			     res->dcopied >= 0 ?
-			     res->dcopied / (double)touched : -1);
-		bench_add_kv(t, "sparse_trace_copied_per_touched",
-			     res->tcopied >= 0 ?
-			     res->tcopied / (double)touched : -1);
-	}
+	add_facts(t, res);
 }
 
-/* The table's title, seed and notes. */
 static void table_head(struct bench_table *t, const struct rs_ctx *c,
 		       int runs)
 {
-	char sparse[64] = "";
+	char kvm[96];
 
-	t->title = "guest touches all its memory after a restore (kvm-restore,"
-		   " process-thread guest)";
+	kvm_describe(kvm, sizeof(kvm));
+	snprintf(t->title_buf, sizeof(t->title_buf), "a %s guest touches its "
+		 "memory after a restore (kvm-restore; KVM here: %s)",
+		 c->guest == VMM_GUEST_KVM ? "KVM" : "process", kvm);
+	t->title = t->title_buf;
+	t->guest = c->guest == VMM_GUEST_KVM ? "kvm" : "process";
 	t->seed = "003 (Firecracker UFFD handler, nested KVM guest, 128 MiB "
 		  "linear, medians of 60 restores)";
 	t->seed_unit = "ms";
 	t->unit = "ms";
-	t->per_gib = false;
 	t->bytes = c->small.len;
 	t->runs = runs;
 	t->ref = 0;
-	if (c->big.len)
-		snprintf(sparse, sizeof(sparse), "  Sparse: 1 MiB every 16 MiB "
-			 "of %llu MiB.", (unsigned long long)(c->big.len >> 20));
-	snprintf(t->notes, sizeof(t->notes),
-		 "No /dev/kvm here (a PVM guest): the guest is a thread of a "
-		 "child process.  Even so, its first user-mode touch of a page "
-		 "the kernel filled (by pread) costs a PVM shadow fault, so "
-		 "the reference is slow (see the second pass) and the ratios "
-		 "are far smaller than a VM's would be.  Rows vs their "
-		 "workload's prepopulated row (median of the runs' ratios to "
-		 "the reference run beside them).%s  Daemon: connect to last "
-		 "touch.  Default engine: %u KiB chunks + prefetch + "
-		 "background.", sparse,
-		 (unsigned int)(FL_DEFAULT_CHUNK >> 10));
+	if (c->guest == VMM_GUEST_KVM)
+		snprintf(t->notes, sizeof(t->notes),
+			 "Guest: faultline vmm's 32-bit KVM guest reading one "
+			 "word per 4 KiB page (%s), 1 vCPU unless the row says "
+			 "4.  Each row vs its workload's prepopulated row: the "
+			 "median of per-round ratios.  guest_ns_per_instruction "
+			 "is this KVM's cost of a guest instruction (measured "
+			 "from the compute rows): where it is large, the guest "
+			 "is emulated, and page faults weigh less.  Sparse: "
+			 "1 MiB every 16 MiB of %llu MiB.", kvm,
+			 (unsigned long long)(c->big.len >> 20));
+	else
+		snprintf(t->notes, sizeof(t->notes),
+			 "No usable KVM here (%s): the guest is threads of a "
+			 "child process making the same touches, so a touch of "
+			 "memory that is there costs almost nothing and every "
+			 "restore is bound by copying: compare rows with the "
+			 "copy floor (one thread COPYing just the touched "
+			 "bytes), which no restoring handler can beat.  Rows vs "
+			 "their workload's prepopulated row (median of "
+			 "per-round ratios).", kvm);
 }
 
 static void rs_free(struct rs_ctx *c, struct rs_results *res)
@@ -863,39 +614,32 @@ static void rs_free(struct rs_ctx *c, struct rs_results *res)
 	}
 	close_mem(&c->small);
 	close_mem(&c->big);
-	if (c->trace[0])
-		unlink(c->trace);
-	for (int w = 0; w < W_N; w++)
-		free(c->pages[w]);
-	free(res->samples);
+	unlink(c->trace);
+	free(res->ms);
+	free(res->faults);
 	free(res->copied);
-	free(res->waited);
 }
 
 int bench_restore(const struct bench_opts *o, struct bench_table *t)
 {
 	struct rs_ctx c = { .small = { .fd = -1 }, .big = { .fd = -1 } };
-	struct rs_results res = { .runs = o->runs, .first_sparse = NCASES,
-				  .dcopied = -1, .tcopied = -1 };
+	struct rs_results res = { .runs = o->runs };
 	size_t n = (size_t)o->runs * NCASES;
 	int ret;
 
-	for (int i = 0; i < NCASES; i++) {
+	c.guest = kvm_probe() == 0 ? VMM_GUEST_KVM : VMM_GUEST_PROCESS;
+	snprintf(c.trace, sizeof(c.trace), "/tmp/flb-%d.trace", (int)getpid());
+	for (int i = 0; i < NCASES; i++)
 		res.ok[i] = true;
-		if (cases[i].wl == W_SPARSE && res.first_sparse == NCASES)
-			res.first_sparse = i;
-	}
-	res.samples = calloc(n, sizeof(double));
+	res.ms = calloc(n, sizeof(double));
+	res.faults = calloc(n, sizeof(double));
 	res.copied = calloc(n, sizeof(double));
-	res.waited = calloc(n, sizeof(double));
-	ret = res.samples && res.copied && res.waited ? 0 : -ENOMEM;
+	ret = res.ms && res.faults && res.copied ? 0 : -ENOMEM;
 	if (!ret)
-		ret = run_small(&c, o, &res);
-	if (!ret)
-		ret = run_sparse(&c, o, &res);
+		ret = measure(&c, o, &res);
 	if (!ret) {
 		table_head(t, &c, o->runs);
-		table_rows(t, &c, &res);
+		table_rows(t, &res);
 	}
 	rs_free(&c, &res);
 	return ret;

@@ -23,6 +23,7 @@
 #include <xxhash.h>
 
 #include "bench.h"
+#include "kvm.h"
 #include "fc_client.h"
 #include "kernel/uffd.h"
 #include "cli.h"
@@ -67,6 +68,8 @@ int bench_add_row(struct bench_table *t, const char *key, const char *label,
 	r->seed = seed;
 	r->checksum_ok = checksum_ok;
 	r->thp_frac = -1;
+	r->faults = -1;
+	r->copied = -1;
 	r->cmp = -1;
 	return t->nrows++;
 }
@@ -121,12 +124,13 @@ static void fmt_size(char *buf, size_t n, uint64_t bytes)
 void bench_print_table(const struct bench_table *t, FILE *f)
 {
 	double sc = bench_unit_scale(t->unit);
-	bool thp = false, seed = false;
+	bool thp = false, seed = false, faults = false;
 	char sz[32];
 
 	for (int i = 0; i < t->nrows; i++) {
 		thp |= t->rows[i].thp_frac >= 0;
 		seed |= t->rows[i].seed >= 0;
+		faults |= t->rows[i].faults >= 0;
 	}
 	fmt_size(sz, sizeof(sz), t->bytes);
 	fprintf(f, "%s: %s\n", t->name, t->title);
@@ -136,6 +140,8 @@ void bench_print_table(const struct bench_table *t, FILE *f)
 	if (t->per_gib)
 		fprintf(f, " %10s", strcmp(t->unit, "s") ? "ms/GiB" : "s/GiB");
 	fprintf(f, " %7s", "vs ref");
+	if (faults)
+		fprintf(f, " %7s %7s", "faults", "MiB cp");
 	if (thp)
 		fprintf(f, " %5s", "THP");
 	fprintf(f, " %4s", "ok");
@@ -151,6 +157,9 @@ void bench_print_table(const struct bench_table *t, FILE *f)
 			fprintf(f, " %10.4f",
 				r->sec * gsc * (double)GIB / (double)t->bytes);
 		fprintf(f, " %6.2fx", bench_row_ratio(t, r));
+		if (faults)
+			fprintf(f, " %7.0f %7.1f", r->faults,
+				r->copied / (double)MIB);
 		if (thp) {
 			if (r->thp_frac >= 0)
 				fprintf(f, " %4.0f%%", r->thp_frac * 100);
@@ -206,8 +215,8 @@ json_object *bench_machine_json(void)
 	}
 	if (f)
 		fclose(f);
-	json_object_object_add(m, "kvm",
-			       json_object_new_boolean(!access("/dev/kvm", F_OK)));
+	json_object_object_add(m, "kvm", json_object_new_string(
+				       kvm_describe(buf, sizeof(buf))));
 	return m;
 }
 
@@ -221,6 +230,9 @@ json_object *bench_table_json(const struct bench_table *t,
 
 	json_object_object_add(j, "bench", json_object_new_string(t->name));
 	json_object_object_add(j, "title", json_object_new_string(t->title));
+	if (t->guest)
+		json_object_object_add(j, "guest",
+				       json_object_new_string(t->guest));
 	json_object_object_add(j, "seed", json_object_new_string(t->seed));
 	json_object_object_add(j, "seed_unit",
 			       json_object_new_string(t->seed_unit));
@@ -254,6 +266,12 @@ json_object *bench_table_json(const struct bench_table *t,
 						      t->ref].key));
 		json_object_object_add(row, "checksum_ok",
 				       json_object_new_boolean(r->checksum_ok));
+		if (r->faults >= 0) {
+			json_object_object_add(row, "faults",
+				json_object_new_double(r->faults));
+			json_object_object_add(row, "bytes_copied",
+				json_object_new_double(r->copied));
+		}
 		if (r->thp_frac >= 0)
 			json_object_object_add(row, "thp_fraction",
 				json_object_new_double(r->thp_frac));
