@@ -19,6 +19,12 @@ DEB_PKGS := gcc make pkg-config perl libjson-c-dev libzstd-dev libxxhash-dev \
 	    nginx-light iproute2 gnuplot-nox \
 	    libcurl4-openssl-dev
 PC_LIBS  := json-c libzstd libxxhash libcurl
+# A real KVM where /dev/kvm is missing: QEMU's TCG, Debian's 6.1 kernel
+# (extracted from its package, not installed) and a busybox initramfs
+# (testlib/tcg.c).  Without recommends: qemu's would pull in a desktop.
+TCG_PKGS  := qemu-system-x86 busybox-static xz-utils
+TCG_KMODS := arch/x86/kvm/kvm.ko arch/x86/kvm/kvm-amd.ko \
+	     virt/lib/irqbypass.ko drivers/crypto/ccp/ccp.ko
 
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 -Wall -Wextra -Werror=implicit-function-declaration \
@@ -41,9 +47,12 @@ CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 # Concurrency tests run a second time with every CPU busy (tests/load.h).
 LOAD_TESTS := serve_bad serve_stress engine_events engine_eexist serve_reuse \
-	      serve_takeover
+	      serve_takeover vmm
+# KVM tests run a third time inside QEMU's TCG with Debian's 6.1 kernel
+# (what machines without /dev/kvm do), wherever they run.
+TCG_TESTS := vmm
 
-.PHONY: all deps check demo install clean
+.PHONY: all deps check demo install clean tcg-kernel
 all: $(BUILD)/libfaultline.a $(BUILD)/libfaultline.so $(BUILD)/faultline
 
 # Install build and test dependencies on a fresh Debian machine.
@@ -60,6 +69,41 @@ deps:
 			echo "missing packages; run: sudo apt-get install -y $$missing"; exit 1; \
 		fi; \
 	fi
+	@missing=$$(for p in $(TCG_PKGS); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
+		grep -q 'ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ]; then \
+		echo "installing: $$missing"; \
+		apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends $$missing >/dev/null; \
+	elif [ -n "$$missing" ]; then \
+		echo "without /dev/kvm, KVM tests need: sudo apt-get install -y --no-install-recommends $$missing"; \
+	fi
+
+# The kernel and kvm modules for the TCG VM, from Debian's package, and
+# the kernel decompressed (QEMU boots the ELF directly, 5 s sooner).
+tcg-kernel: $(BUILD)/tcg/.done
+$(BUILD)/tcg/.done: | deps
+	rm -rf $(BUILD)/tcg && mkdir -p $(BUILD)/tcg
+	[ "$$(id -u)" != 0 ] || apt-get update -qq
+	cd $(BUILD)/tcg && \
+	pkg=$$(apt-cache depends linux-image-amd64 | \
+	       sed -n 's/^ *Depends: \(linux-image-[0-9][^ ]*\)$$/\1/p' | head -n1) && \
+	apt-get download -qq $$pkg && \
+	dpkg-deb --fsys-tarfile $${pkg}_*.deb | tar -x --wildcards \
+		'./boot/vmlinuz-*' $(TCG_KMODS:%='./lib/modules/*/kernel/%') && \
+	rm -f $${pkg}_*.deb
+	cd $(BUILD)/tcg/boot && for z in vmlinuz-*; do \
+		off=$$(LC_ALL=C grep -abo -m1 "$$(printf '\3757zXZ')" $$z | \
+		       head -n1 | cut -d: -f1); \
+		tail -c +$$((off + 1)) $$z | xz -dc --single-stream \
+			> vmlinux.tmp 2>/dev/null; \
+		if [ "$$(head -c4 vmlinux.tmp | tail -c3)" = ELF ]; then \
+			mv vmlinux.tmp vmlinux-$${z#vmlinuz-}; \
+		else rm -f vmlinux.tmp; fi; \
+	done
+	touch $@
 
 $(BUILD)/src/%.o: src/%.c | deps
 	@mkdir -p $(dir $@)
@@ -107,10 +151,11 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libflvmm.a $(BUILD)/libfltest.a \
 	$(CC) $(CFLAGS) $(SUPPORT_CFLAGS) -Itests -o $@ $< $(BUILD)/libflvmm.a \
 		$(BUILD)/libfltest.a $(BUILD)/libfaultline.a $(LDLIBS)
 
-check: deps
+check: deps tcg-kernel
 	$(MAKE) all $(TEST_BIN)
 	prove -f --timer $(TEST_BIN)
 	FL_LOAD=1 prove -f --timer $(LOAD_TESTS:%=$(BUILD)/tests/%)
+	FL_FORCE_TCG=1 prove -f --timer $(TCG_TESTS:%=$(BUILD)/tests/%)
 
 # The README's first command: restore a demo guest through faultline serve.
 demo: deps all
