@@ -18,11 +18,12 @@ static const char usage[] =
 	"       [--huge] [--vcpus N] --workload W [--write] [--json]\n"
 	"       [--discard OFFSET:LENGTH] [--guest auto|kvm|process]\n"
 	"       [--chunk SIZE] [--no-prefetch] [--no-background] [--no-move]\n"
-	"       [--replay TRACE]\n"
+	"       [--replay TRACE] [--copy-beside]\n"
 	"  W: linear, random, stride:N (every Nth page), sparse (1 MiB every\n"
 	"  16 MiB), compute:N (linear, N steps of work after each touch)\n"
 	"  --discard: a second pass after madvise(DONTNEED) of that range\n"
-	"  --chunk, --no-*, --replay: the inproc engine's options\n";
+	"  --chunk, --no-*, --replay: the inproc engine's options\n"
+	"  --copy-beside: another thread copies the file once meanwhile\n";
 
 static int bad(const char *opt, const char *val, const char *why)
 {
@@ -105,6 +106,7 @@ int cmd_vmm(int argc, char **argv)
 		{ "no-background", no_argument, NULL, 'B' },
 		{ "no-move", no_argument, NULL, 'M' },
 		{ "replay", required_argument, NULL, 'r' },
+		{ "copy-beside", no_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -160,6 +162,7 @@ int cmd_vmm(int argc, char **argv)
 		case 'B': c.engine_flags |= FL_ENGINE_NO_BACKGROUND; break;
 		case 'M': c.engine_flags &= ~FL_ENGINE_MOVE; break;
 		case 'r': c.replay = optarg; break;
+		case 'C': c.copy_beside = true; break;
 		case 'h': fputs(usage, stdout); return 0;
 		default: fputs(usage, stderr); return 2;
 		}

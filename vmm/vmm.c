@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "beside.h"
 #include "kvm.h"
 #include "mem.h"
 #include "vmm.h"
@@ -49,6 +50,7 @@ struct run {
 	bool kvm;
 	struct kvm_vm vm;
 	struct vmm_mem mem;
+	struct vmm_beside beside;
 	pthread_barrier_t start, pass;
 	atomic_int err;
 	struct vcpu v[VMM_MAX_VCPUS];
@@ -299,6 +301,8 @@ static int run_vcpus(struct run *run, struct vmm_result *r)
 		_exit(1);
 	}
 	ret = vmm_mem_start(&run->mem, run->c);
+	if (ret == 0 && run->c->copy_beside)
+		ret = vmm_beside_start(&run->beside);
 	if (ret < 0)
 		atomic_store(&run->err, ret);
 	t0 = now();
@@ -406,6 +410,8 @@ static int setup(struct run *run, const struct vmm_config *c, int fd,
 	if (run->kvm && (ret = kvm_vm_open(&run->vm)) < 0)
 		return ret;
 	ret = vmm_mem_open(&run->mem, &mc, fd);
+	if (ret == 0 && c->copy_beside)
+		ret = vmm_beside_open(&run->beside, fd, mc.mem_size);
 	if (ret < 0)
 		return ret;
 	if (!run->kvm)
@@ -429,6 +435,7 @@ int vmm_run(const struct vmm_config *c, struct vmm_result *r)
 	run->nvcpus = c->vcpus ? c->vcpus : 1;
 	run->passes = c->discard_len ? 2 : 1;
 	run->vm.fd = run->vm.kvm = -1;
+	run->beside.uffd = -1;
 	r->vcpus = run->nvcpus;
 	fd = open(c->mem_file, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
@@ -444,6 +451,7 @@ int vmm_run(const struct vmm_config *c, struct vmm_result *r)
 			r->have_engine = true;
 		ret = check_sums(run, fd, r);
 	}
+	vmm_beside_close(&run->beside);
 	vmm_mem_close(&run->mem);
 	if (run->kvm)
 		kvm_vm_close(&run->vm);

@@ -39,6 +39,8 @@ struct vmm_config {
 	unsigned int vcpus;		/* 0: 1 */
 	struct vmm_workload wl;
 	enum vmm_guest guest;
+	/* Another thread copies the file once while the guest runs. */
+	bool copy_beside;
 	/* Balloon-style: madvise(DONTNEED) this range between two passes. */
 	uint64_t discard_off, discard_len;
 	/* VMM_INPROC: the engine's options. */

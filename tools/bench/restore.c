@@ -10,7 +10,9 @@
  * touches), and the table's first line says which.  Backends: prepopulated
  * (the reference), the File backend, the library engine in-process (the
  * seed's chunk sweep without prefetch, and the default engine), and
- * `faultline serve` through Firecracker's handshake.  A "copy floor" row
+ * `faultline serve` through Firecracker's handshake.  "COPY beside" is
+ * prepopulated memory while another thread copies the file once: what a
+ * restore's copy costs a guest that never waits for it.  A "copy floor" row
  * times one thread UFFDIO_COPYing just the pages the guest touches, with
  * no guest at all: no restoring handler moves those bytes faster.  Cases
  * run round-robin within a round; each daemon configuration is one
@@ -54,7 +56,7 @@ static const struct rs_group_def {
 /* The daemons: D_RECORD records the sparse working set D_TRACE replays. */
 enum rs_daemon { D_NONE, D_DEFAULT, D_2M, D_SPARSE, D_TRACE, D_RECORD, D_N };
 
-enum rs_kind { R_PREPOP, R_FLOOR, R_FILE, R_INPROC, R_DAEMON };
+enum rs_kind { R_PREPOP, R_BESIDE, R_FLOOR, R_FILE, R_INPROC, R_DAEMON };
 
 #define NO_PF (FL_ENGINE_NO_PREFETCH | FL_ENGINE_NO_BACKGROUND)
 #define PATCHED "(2M handler + KVM prefault patch)"
@@ -73,6 +75,8 @@ static const struct rs_case {
 			 G_LINEAR, R_INPROC, c, NO_PF, D_NONE, s, NULL }
 	{ "linear_prepopulated", "linear: prepopulated (read before)",
 	  G_LINEAR, R_PREPOP, 0, 0, D_NONE, -1, NULL },
+	{ "linear_copy_beside", "linear: prepopulated + COPY beside",
+	  G_LINEAR, R_BESIDE, 0, 0, D_NONE, -1, NULL },
 	{ "linear_copy_floor", "linear: copy floor (COPY, no guest)",
 	  G_LINEAR, R_FLOOR, 0, 0, D_NONE, -1, NULL },
 	{ "linear_file", "linear: File backend (mmap of file)",
@@ -92,6 +96,8 @@ static const struct rs_case {
 	  G_LINEAR, R_DAEMON, 0, 0, D_2M, 513, NULL },
 	{ "random_prepopulated", "random: prepopulated",
 	  G_RANDOM, R_PREPOP, 0, 0, D_NONE, -1, NULL },
+	{ "random_copy_beside", "random: prepopulated + COPY beside",
+	  G_RANDOM, R_BESIDE, 0, 0, D_NONE, -1, NULL },
 	{ "random_file", "random: File backend",
 	  G_RANDOM, R_FILE, 0, 0, D_NONE, -1, NULL },
 	{ "random_inproc_default", "random: in-proc default engine",
@@ -165,7 +171,8 @@ static void make_config(struct rs_ctx *c, const struct rs_case *k,
 {
 	const struct rs_group_def *g = &groups[k->g];
 	static const enum vmm_backend backend[] = {
-		[R_PREPOP] = VMM_PREPOPULATED, [R_FLOOR] = VMM_PREPOPULATED,
+		[R_PREPOP] = VMM_PREPOPULATED, [R_BESIDE] = VMM_PREPOPULATED,
+		[R_FLOOR] = VMM_PREPOPULATED,
 		[R_FILE] = VMM_FILE, [R_INPROC] = VMM_INPROC,
 		[R_DAEMON] = VMM_UFFD,
 	};
@@ -179,6 +186,7 @@ static void make_config(struct rs_ctx *c, const struct rs_case *k,
 	vc->guest = c->guest;
 	vc->chunk = k->chunk;
 	vc->engine_flags = k->flags;
+	vc->copy_beside = k->kind == R_BESIDE;
 	vmm_workload_parse(g->workload, &vc->wl);
 }
 
@@ -566,9 +574,12 @@ static void table_rows(struct bench_table *t, const struct rs_results *res)
 static void table_head(struct bench_table *t, const struct rs_ctx *c,
 		       int runs)
 {
-	char kvm[96];
+	char kvm[96], sparse[64] = "";
 
 	kvm_describe(kvm, sizeof(kvm));
+	if (c->big.len)
+		snprintf(sparse, sizeof(sparse), "  Sparse: 1 MiB every 16 MiB "
+			 "of %llu MiB.", (unsigned long long)(c->big.len >> 20));
 	snprintf(t->title_buf, sizeof(t->title_buf), "a %s guest touches its "
 		 "memory after a restore (kvm-restore; KVM here: %s)",
 		 c->guest == VMM_GUEST_KVM ? "KVM" : "process", kvm);
@@ -589,9 +600,8 @@ static void table_head(struct bench_table *t, const struct rs_ctx *c,
 			 "median of per-round ratios.  guest_ns_per_instruction "
 			 "is this KVM's cost of a guest instruction (measured "
 			 "from the compute rows): where it is large, the guest "
-			 "is emulated, and page faults weigh less.  Sparse: "
-			 "1 MiB every 16 MiB of %llu MiB.", kvm,
-			 (unsigned long long)(c->big.len >> 20));
+			 "is emulated, and page faults weigh less.%s", kvm,
+			 sparse);
 	else
 		snprintf(t->notes, sizeof(t->notes),
 			 "No usable KVM here (%s): the guest is threads of a "
