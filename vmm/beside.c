@@ -13,7 +13,7 @@
 
 #include "beside.h"
 #include "kernel/uffd.h"
-#include "vmm.h"
+#include "error.h"
 
 #define STEP	(2ULL << 20)
 

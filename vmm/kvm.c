@@ -17,9 +17,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "error.h"
 #include "guest_abi.h"
 #include "kvm.h"
-#include "vmm.h"
 
 extern const unsigned char vmm_guest_code[], vmm_guest_code_end[];
 
@@ -86,6 +86,8 @@ int kvm_vm_add_memory(struct kvm_vm *vm, int slot, uint64_t gpa, void *host,
 		return vmm_fail(-errno, "KVM_SET_USER_MEMORY_REGION %llu bytes "
 				"at 0x%llx: %s", (unsigned long long)size,
 				(unsigned long long)gpa, strerror(errno));
+	if (gpa == GUEST_MEM_BASE)
+		vm->mem_size = size;
 	return 0;
 }
 
@@ -176,6 +178,7 @@ int kvm_vcpu_open(struct kvm_vm *vm, int id, struct kvm_vcpu *v)
 	int ret;
 
 	v->run = NULL;
+	v->mem_size = vm->mem_size;
 	v->fd = ioctl(vm->fd, KVM_CREATE_VCPU, id);
 	if (v->fd < 0)
 		return vmm_fail(-errno, "KVM_CREATE_VCPU %d: %s", id,
@@ -198,6 +201,23 @@ fail:
 	return ret;
 }
 
+/*
+ * KVM turns an access it cannot back with a host page into an MMIO exit:
+ * outside guest memory, a guest bug; inside, memory that never came (a
+ * page its handler poisoned, or hugetlb pages that ran out).
+ */
+static int mmio_exit(const struct kvm_vcpu *v, uint64_t gpa)
+{
+	uint64_t off = gpa - GUEST_MEM_BASE;
+
+	if (gpa >= GUEST_MEM_BASE && off < v->mem_size)
+		return vmm_fail(-EFAULT, "guest memory at offset %llu could "
+				"not be mapped: its page was poisoned or "
+				"never came", (unsigned long long)off);
+	return vmm_fail(-EFAULT, "guest access at 0x%llx, outside its memory",
+			(unsigned long long)gpa);
+}
+
 int kvm_vcpu_run(struct kvm_vcpu *v)
 {
 	struct kvm_run *run = v->run;
@@ -218,9 +238,7 @@ int kvm_vcpu_run(struct kvm_vcpu *v)
 			return vmm_fail(-EFAULT, "guest I/O to port 0x%x",
 					run->io.port);
 		case KVM_EXIT_MMIO:
-			return vmm_fail(-EFAULT, "guest access at 0x%llx, "
-					"outside its memory",
-					(unsigned long long)run->mmio.phys_addr);
+			return mmio_exit(v, run->mmio.phys_addr);
 		case KVM_EXIT_INTR:
 			continue;
 		case KVM_EXIT_SHUTDOWN:

@@ -13,11 +13,13 @@ struct kvm_vm {
 	int fd;			/* the VM */
 	int run_size;		/* bytes of each vCPU's struct kvm_run */
 	uint8_t *low;		/* GUEST_LOW_SIZE bytes at guest-physical 0 */
+	uint64_t mem_size;	/* guest memory at GUEST_MEM_BASE */
 };
 
 struct kvm_vcpu {
 	int fd;
 	struct kvm_run *run;
+	uint64_t mem_size;	/* the VM's, for its error messages */
 };
 
 /* 0 if /dev/kvm opens and speaks KVM_API_VERSION 12, else -errno. */

@@ -15,9 +15,33 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "error.h"
 #include "mem.h"
 
 #define MAP_HUGE_2MB_FLAG	(21 << 26)	/* MAP_HUGE_SHIFT = 26 */
+
+/*
+ * MAP_NORESERVE hugetlb memory maps without any pages to back it, and a
+ * fill that finds none fails deep inside the handler: check up front.
+ */
+static int check_huge_pages(const struct vmm_mem *m)
+{
+	FILE *f = fopen("/sys/kernel/mm/hugepages/hugepages-2048kB/"
+			"free_hugepages", "r");
+	unsigned long long free = 0;
+
+	if (f) {
+		if (fscanf(f, "%llu", &free) != 1)
+			free = 0;
+		fclose(f);
+	}
+	if (free * (2ULL << 20) >= m->size)
+		return 0;
+	return vmm_fail(-ENOMEM, "%llu MiB of 2 MiB hugetlb pages needed, "
+			"%llu MiB free (reserve them in "
+			"/proc/sys/vm/nr_hugepages)",
+			(unsigned long long)(m->size >> 20), free * 2);
+}
 
 static int map_anon(struct vmm_mem *m)
 {
@@ -29,11 +53,6 @@ static int map_anon(struct vmm_mem *m)
 	if (m->addr != MAP_FAILED)
 		return 0;
 	m->addr = NULL;
-	if (m->page_size > 4096)
-		return vmm_fail(-ENOMEM, "no %llu MiB of free 2 MiB hugetlb "
-				"pages (reserve them in "
-				"/proc/sys/vm/nr_hugepages)",
-				(unsigned long long)(m->size >> 20));
 	return vmm_fail(-errno, "cannot map %llu MiB of guest memory: %s",
 			(unsigned long long)(m->size >> 20), strerror(errno));
 }
@@ -113,6 +132,8 @@ int vmm_mem_open(struct vmm_mem *m, const struct vmm_config *c, int fd)
 	m->backend = c->backend;
 	m->size = c->mem_size;
 	m->page_size = c->huge ? 2ULL << 20 : 4096;
+	if (c->huge && (ret = check_huge_pages(m)) < 0)
+		return ret;
 	switch (c->backend) {
 	case VMM_PREPOPULATED:
 		ret = map_anon(m);

@@ -5,8 +5,9 @@
 #ifndef FAULTLINE_VMM_MEM_H
 #define FAULTLINE_VMM_MEM_H
 
+#include "config.h"
+#include "faultline.h"
 #include "fc_client.h"
-#include "vmm.h"
 
 struct vmm_mem {
 	enum vmm_backend backend;

@@ -14,7 +14,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,10 +29,10 @@
 #include "mem.h"
 #include "vmm.h"
 
-struct run;
+struct vm_run;
 
 struct vcpu {
-	struct run *run;
+	struct vm_run *run;
 	int id;
 	struct vmm_slice s;
 	struct kvm_vcpu kv;
@@ -44,7 +43,7 @@ struct vcpu {
 	pthread_t th;
 };
 
-struct run {
+struct vm_run {
 	const struct vmm_config *c;
 	unsigned int nvcpus, passes;
 	bool kvm;
@@ -55,24 +54,6 @@ struct run {
 	atomic_int err;
 	struct vcpu v[VMM_MAX_VCPUS];
 };
-
-/* The last failure, from any thread (a vCPU's is the one that counts). */
-static char vmm_msg[256];
-
-const char *vmm_error(void)
-{
-	return vmm_msg;
-}
-
-int vmm_fail(int ret, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(vmm_msg, sizeof(vmm_msg), fmt, ap);
-	va_end(ap);
-	return ret;
-}
 
 static const char *const backend_names[] = {
 	[VMM_PREPOPULATED] = "prepopulated", [VMM_FILE] = "file",
@@ -164,7 +145,7 @@ static int choose_guest(const struct vmm_config *c, struct vmm_result *r)
 
 /* ---- the vCPUs ----------------------------------------------------------- */
 
-static void write_params(struct run *run, const struct vcpu *v)
+static void write_params(struct vm_run *run, const struct vcpu *v)
 {
 	uint32_t *p = (uint32_t *)(run->vm.low + GUEST_PARAMS +
 				   v->id * P_SIZE);
@@ -180,7 +161,7 @@ static void write_params(struct run *run, const struct vcpu *v)
 	p[P_SEED / 4] = v->s.seed;
 }
 
-static void read_sums(struct run *run, struct vcpu *v)
+static void read_sums(struct vm_run *run, struct vcpu *v)
 {
 	const uint32_t *p = (const uint32_t *)(run->vm.low + GUEST_PARAMS +
 					       v->id * P_SIZE);
@@ -231,7 +212,7 @@ static int vcpu_pass(struct vcpu *v, unsigned int pass)
 /* Between passes: every vCPU waits while vCPU 0 discards. */
 static void between_passes(struct vcpu *v)
 {
-	struct run *run = v->run;
+	struct vm_run *run = v->run;
 	const struct vmm_config *c = run->c;
 	int ret;
 
@@ -248,7 +229,7 @@ static void between_passes(struct vcpu *v)
 static void *vcpu_main(void *arg)
 {
 	struct vcpu *v = arg;
-	struct run *run = v->run;
+	struct vm_run *run = v->run;
 	uint64_t f0;
 	int ret = 0;
 
@@ -282,7 +263,7 @@ static void *vcpu_main(void *arg)
 	return NULL;
 }
 
-static int run_vcpus(struct run *run, struct vmm_result *r)
+static int run_vcpus(struct vm_run *run, struct vmm_result *r)
 {
 	unsigned int started = 0;
 	double t0, t1 = 0;
@@ -355,7 +336,7 @@ static void expect_touch(void *arg, uint32_t j)
 	x->touches++;
 }
 
-static int check_sums(struct run *run, int fd, struct vmm_result *r)
+static int check_sums(struct vm_run *run, int fd, struct vmm_result *r)
 {
 	const uint8_t *file = mmap(NULL, run->mem.size, PROT_READ, MAP_SHARED,
 				   fd, 0);
@@ -387,7 +368,7 @@ static int check_sums(struct run *run, int fd, struct vmm_result *r)
 
 /* ---- one run ------------------------------------------------------------ */
 
-static int setup(struct run *run, const struct vmm_config *c, int fd,
+static int setup(struct vm_run *run, const struct vmm_config *c, int fd,
 		 struct vmm_result *r)
 {
 	struct vmm_config mc = *c;
@@ -424,7 +405,7 @@ static int setup(struct run *run, const struct vmm_config *c, int fd,
 
 int vmm_run(const struct vmm_config *c, struct vmm_result *r)
 {
-	struct run *run;
+	struct vm_run *run;
 	int fd, ret;
 
 	memset(r, 0, sizeof(*r));
