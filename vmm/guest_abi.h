@@ -16,8 +16,12 @@
 #define GUEST_STACKS	0x10000		/* vCPU i's stack top: + (i+1) * 4 KiB */
 #define GUEST_LOW_SIZE	0x20000
 
-/* Guest memory proper: up to 3 GiB, so that it ends at 4 GiB. */
-#define GUEST_MEM_BASE	0x40000000
+/*
+ * Guest memory proper: up to 3 GiB from 256 MiB, so that it ends below
+ * 0xfec00000, where KVM keeps the IO-APIC and local APIC pages (guest
+ * memory over 0xfee00000 is never mapped: an MMIO exit).
+ */
+#define GUEST_MEM_BASE	0x10000000
 
 #define GUEST_PORT_PASS	0x10		/* out %al: one pass is done */
 
