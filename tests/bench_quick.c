@@ -106,10 +106,15 @@ static json_object *get(json_object *o, const char *k)
 	return o && json_object_object_get_ex(o, k, &v) ? v : NULL;
 }
 
-/* kvm-restore runs a KVM guest wherever /dev/kvm works, and says so. */
+/*
+ * kvm-restore runs a KVM guest wherever /dev/kvm works, and says so;
+ * FAULTLINE_GUEST=process asks for what machines without KVM run.
+ */
+static const char *want_guest;
+
 static void check_guest(json_object *j)
 {
-	const char *want = kvm_probe() == 0 ? "kvm" : "process";
+	const char *want = want_guest;
 	const char *g = json_object_get_string(get(j, "guest"));
 	json_object *r = get(get(j, "results"), "linear_daemon");
 
@@ -192,8 +197,17 @@ int main(void)
 	snprintf(cmd, sizeof(cmd), "%s bench no-such-bench 2>/dev/null", bin);
 	is_int(run(cmd, NULL), 2, "unknown benchmark exits 2");
 
-	for (size_t b = 0; b < sizeof(benches) / sizeof(*benches); b++) {
-		snprintf(cmd, sizeof(cmd), "%s bench %s --quick --json", bin,
+	want_guest = kvm_probe() == 0 ? "kvm" : "process";
+	for (size_t b = 0; b <= sizeof(benches) / sizeof(*benches); b++) {
+		bool again = b == sizeof(benches) / sizeof(*benches);
+
+		if (again) {	/* kvm-restore once more, on the process guest */
+			for (b = 0; strcmp(benches[b].name, "kvm-restore"); b++)
+				;
+			want_guest = "process";
+		}
+		snprintf(cmd, sizeof(cmd), "%s%s bench %s --quick --json",
+			 again ? "FAULTLINE_GUEST=process " : "", bin,
 			 benches[b].name);
 		st = run(cmd, &out);
 		is_int(st, 0, benches[b].name);
@@ -204,6 +218,8 @@ int main(void)
 		check_bench(j, (int)b);
 		json_object_put(j);
 		free(out);
+		if (again)
+			break;
 	}
 
 	/* bench all writes one file holding every benchmark; plot draws it. */

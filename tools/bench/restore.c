@@ -604,7 +604,7 @@ static void table_head(struct bench_table *t, const struct rs_ctx *c,
 			 sparse);
 	else
 		snprintf(t->notes, sizeof(t->notes),
-			 "No usable KVM here (%s): the guest is threads of a "
+			 "No KVM guest (KVM here: %s): the guest is threads of a "
 			 "child process making the same touches, so a touch of "
 			 "memory that is there costs almost nothing and every "
 			 "restore is bound by copying: compare rows with the "
@@ -638,6 +638,10 @@ int bench_restore(const struct bench_opts *o, struct bench_table *t)
 	int ret;
 
 	c.guest = kvm_probe() == 0 ? VMM_GUEST_KVM : VMM_GUEST_PROCESS;
+	/* What a machine without KVM runs, anywhere (tests/bench_quick.c). */
+	if (getenv("FAULTLINE_GUEST") &&
+	    !strcmp(getenv("FAULTLINE_GUEST"), "process"))
+		c.guest = VMM_GUEST_PROCESS;
 	snprintf(c.trace, sizeof(c.trace), "/tmp/flb-%d.trace", (int)getpid());
 	for (int i = 0; i < NCASES; i++)
 		res.ok[i] = true;
