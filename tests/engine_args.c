@@ -163,6 +163,6 @@ int main(void)
 	fl_engine_destroy(e);
 	fl_source_put(src);
 	munmap(mem, 4 << 20);
-	unlink(path);
+	drop_snapshot(path);
 	return done_testing();
 }

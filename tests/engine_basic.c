@@ -129,8 +129,7 @@ static void zero_chunks(void)
 	fl_engine_destroy(e);
 	fl_source_put(src);
 	munmap(mem, len);
-	unlink(path);
-	free(path);
+	drop_snapshot(path);
 }
 
 /* The caller's own event loop: poll the fd, call process. */
@@ -201,6 +200,6 @@ int main(void)
 	zero_chunks();
 	caller_driven(src);
 	fl_source_put(src);
-	unlink(path);
+	drop_snapshot(path);
 	return done_testing();
 }

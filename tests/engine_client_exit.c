@@ -118,6 +118,6 @@ int main(void)
 	is_int(count_fds(), fds0, "no fd leaked across those sessions");
 	ok(session(src, 0, &fin), "a client after them is served in full");
 	fl_source_put(src);
-	unlink(path);
+	drop_snapshot(path);
 	return done_testing();
 }

@@ -106,6 +106,6 @@ int main(void)
 	fl_engine_destroy(e);
 	fl_source_put(src);
 	munmap(mem, len);
-	unlink(path);
+	drop_snapshot(path);
 	return done_testing();
 }

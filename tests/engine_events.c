@@ -355,6 +355,6 @@ int main(void)
 	fc_style(src);
 	stale_fault(src);
 	fl_source_put(src);
-	unlink(path);
+	drop_snapshot(path);
 	return done_testing();
 }

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "faultline.h"
@@ -19,18 +20,19 @@
 #define NHUGE 8
 
 static sigjmp_buf bus_jmp;
-static volatile int got_bus;
+/* Set by the touching thread (its handler), read by main: atomics. */
+static atomic_int got_bus;
 
 static void on_bus(int sig)
 {
 	(void)sig;
-	got_bus = 1;
+	atomic_store(&got_bus, 1);
 	siglongjmp(bus_jmp, 1);
 }
 
 struct touch {
 	uint8_t *addr;
-	volatile int done;
+	atomic_int done;
 };
 
 /* Touch one page; a SIGBUS (poisoned page) ends the touch too. */
@@ -40,7 +42,7 @@ static void *touch_page(void *arg)
 
 	if (!sigsetjmp(bus_jmp, 1))
 		(void)*(volatile uint8_t *)t->addr;
-	t->done = 1;
+	atomic_store(&t->done, 1);
 	return NULL;
 }
 
@@ -72,14 +74,14 @@ static void test_pool_empty(struct fl_source *src)
 			same_as_file(mem + i * HPAGE, 4096, i * HPAGE, SEED, 0);
 	ok(good, "pool empty: the pool's %d pages filled right", NHUGE);
 	pthread_create(&th, NULL, touch_page, &t);
-	for (int i = 0; i < 500 && !t.done; i++)
+	for (int i = 0; i < 500 && !atomic_load(&t.done); i++)
 		usleep(10000);
-	ok(t.done && got_bus, "pool empty: the next fault gets SIGBUS, not "
+	ok(atomic_load(&t.done) && atomic_load(&got_bus), "pool empty: the next fault gets SIGBUS, not "
 	   "an endless fault");
 	fl_engine_stop(e);	/* a touch still faulting would hang here */
 	fl_engine_stats(e, &st);
 	is_int(st.pages_poisoned, 1, "pool empty: one page poisoned");
-	if (t.done)
+	if (atomic_load(&t.done))
 		pthread_join(th, NULL);
 	fl_engine_destroy(e);
 	munmap(mem, len);
@@ -185,11 +187,10 @@ int main(void)
 	munmap(mem, 4 * HPAGE);
 	unlink(trace);
 	fl_source_put(hsrc);
-	unlink(hpath);
-	free(hpath);
+	drop_snapshot(hpath);
 	test_pool_empty(src);
 	fl_source_put(src);
-	unlink(path);
+	drop_snapshot(path);
 	huge_restore();
 	return done_testing();
 }

@@ -149,6 +149,6 @@ int main(void)
 	close(fd);
 	grown(src);
 	fl_source_put(src);
-	unlink(path);
+	drop_snapshot(path);
 	return done_testing();
 }

@@ -80,6 +80,6 @@ int main(void)
 	fl_engine_destroy(e);
 	munmap(mem, LEN);
 	fl_source_put(src);
-	unlink(path);
+	drop_snapshot(path);
 	return done_testing();
 }

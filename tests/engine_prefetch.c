@@ -237,6 +237,6 @@ int main(void)
 	munmap(mem, LEN);
 
 	fl_source_put(src);
-	unlink(path);
+	drop_snapshot(path);
 	return done_testing();
 }

@@ -158,6 +158,6 @@ int main(void)
 
 	test_split(src);
 	fl_source_put(src);
-	unlink(path);
+	drop_snapshot(path);
 	return done_testing();
 }

@@ -100,7 +100,7 @@ static void run(const char *name, bool split)
 	   "(status 0x%x: 1/2/5 no SIGBUS, 3 engine gone, 4 readable pages "
 	   "failed with their chunk, SIGALRM a thread left asleep)", name,
 	   st);
-	unlink(path);
+	drop_snapshot(path);
 }
 
 int main(void)

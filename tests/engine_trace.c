@@ -156,6 +156,6 @@ int main(void)
 	munmap(mem, LEN);
 	fl_source_put(src);
 	unlink(trace);
-	unlink(path);
+	drop_snapshot(path);
 	return done_testing();
 }

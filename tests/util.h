@@ -24,7 +24,8 @@ static inline uint64_t pattern_word(uint64_t off, uint64_t seed)
 
 /*
  * Write a snapshot of size bytes to a new temp file.  Byte ranges listed in
- * zeros[] (pairs of offset, length; nz pairs) are left zero.
+ * zeros[] (pairs of offset, length; nz pairs) are left zero.  The path is
+ * malloc'd: give it back with drop_snapshot().
  */
 static inline char *make_snapshot(uint64_t size, uint64_t seed,
 				  const uint64_t *zeros, int nz)
@@ -54,6 +55,13 @@ static inline char *make_snapshot(uint64_t size, uint64_t seed,
 	close(fd);
 	free(buf);
 	return path;
+}
+
+/* Remove a snapshot make_snapshot() wrote, and free its path. */
+static inline void drop_snapshot(char *path)
+{
+	unlink(path);
+	free(path);
 }
 
 /* Does the memory at p hold the file's bytes from offset off? */
