@@ -186,13 +186,18 @@ static void *teardown_main(void *arg)
 	teardown_engine(d, t->s, t->why, t->ms);
 	session_free(t->s);
 	free(t);
+	/*
+	 * The eventfd is written under the lock: once the last teardown has
+	 * said so, none touches it again, and the daemon may close it
+	 * (found by ThreadSanitizer: the write raced with that close).
+	 */
 	pthread_mutex_lock(&d->lock);
-	d->tearing--;
-	pthread_cond_broadcast(&d->torn);
-	pthread_mutex_unlock(&d->lock);
 	if (d->torn_fd >= 0 && eventfd_write(d->torn_fd, 1) < 0) {
 		/* the counter cannot overflow: one write per session */
 	}
+	d->tearing--;
+	pthread_cond_broadcast(&d->torn);
+	pthread_mutex_unlock(&d->lock);
 	return NULL;
 }
 
