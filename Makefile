@@ -12,7 +12,7 @@
 CC      ?= cc
 PREFIX  ?= /usr/local
 DESTDIR ?=
-BUILD   := build
+BUILD   ?= build
 VERSION := $(shell sed -n 's/^\#define FL_VERSION[\t ]*"\(.*\)"/\1/p' include/faultline.h)
 
 DEB_PKGS := gcc make pkg-config perl libjson-c-dev libzstd-dev libxxhash-dev \
@@ -27,7 +27,9 @@ TCG_KMODS := arch/x86/kvm/kvm.ko arch/x86/kvm/kvm-amd.ko \
 	     virt/lib/irqbypass.ko drivers/crypto/ccp/ccp.ko
 
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=gnu11 -Wall -Wextra -Werror=implicit-function-declaration \
+# `make check-sanitize` builds everything again in build-san/ with these.
+SANITIZE ?=
+CFLAGS  += $(SANITIZE) -std=gnu11 -Wall -Wextra -Werror=implicit-function-declaration \
 	   -fPIC -pthread -Iinclude -Isrc -MMD -MP
 SUPPORT_CFLAGS := -Itestlib -Itools -Ivmm
 # Expanded when a link runs, i.e. after `deps` has installed pkg-config and
@@ -52,7 +54,7 @@ LOAD_TESTS := serve_bad serve_stress engine_events engine_eexist serve_reuse \
 # (what machines without /dev/kvm do), wherever they run.
 TCG_TESTS := vmm
 
-.PHONY: all deps check demo install clean tcg-kernel
+.PHONY: all deps check check-sanitize check-tsan tests demo install clean tcg-kernel
 all: $(BUILD)/libfaultline.a $(BUILD)/libfaultline.so $(BUILD)/faultline
 
 # Install build and test dependencies on a fresh Debian machine.
@@ -151,11 +153,48 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libflvmm.a $(BUILD)/libfltest.a \
 	$(CC) $(CFLAGS) $(SUPPORT_CFLAGS) -Itests -o $@ $< $(BUILD)/libflvmm.a \
 		$(BUILD)/libfltest.a $(BUILD)/libfaultline.a $(LDLIBS)
 
+tests: $(TEST_BIN)
+
 check: deps tcg-kernel
 	$(MAKE) all $(TEST_BIN)
 	prove -f --timer $(TEST_BIN)
 	FL_LOAD=1 prove -f --timer $(LOAD_TESTS:%=$(BUILD)/tests/%)
 	FL_FORCE_TCG=1 prove -f --timer $(TCG_TESTS:%=$(BUILD)/tests/%)
+
+# The whole suite built with AddressSanitizer and UndefinedBehaviorSanitizer
+# (LeakSanitizer included) in build-san/, daemon and all.  Every process
+# writes its reports to build-san/reports/ (a daemon's would be lost in its
+# log otherwise), and any report fails the run.  The KVM tests run on this
+# machine's KVM only (their TCG run is make check's).
+SAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+	     -fno-sanitize-recover=undefined
+SAN_LOG   := $(CURDIR)/build-san/reports
+SAN_ENV   := FAULTLINE_BIN=build-san/faultline FL_TCG_ROOT=$(BUILD)/tcg \
+	     ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:log_path=$(SAN_LOG)/asan \
+	     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(SAN_LOG)/ubsan
+check-sanitize: deps tcg-kernel
+	$(MAKE) BUILD=build-san SANITIZE="$(SAN_FLAGS)" all tests
+	rm -rf $(SAN_LOG) && mkdir -p $(SAN_LOG)
+	$(SAN_ENV) prove -f --timer $(TEST_SRC:tests/%.c=build-san/tests/%)
+	@$(call no_reports,$(SAN_LOG))
+
+# The engine and daemon tests built with ThreadSanitizer in build-tsan/
+# (the rest take minutes under it).  Thread "leaks" are not reported: a
+# server hands its sessions over and exits with their threads running.
+TSAN_TESTS := $(patsubst tests/%.c,%,$(wildcard tests/engine_*.c)) \
+	      serve_basic serve_bad serve_reuse
+TSAN_LOG   := $(CURDIR)/build-tsan/reports
+TSAN_ENV   := FAULTLINE_BIN=build-tsan/faultline \
+	      TSAN_OPTIONS=report_thread_leaks=0:log_path=$(TSAN_LOG)/tsan
+check-tsan: deps
+	$(MAKE) BUILD=build-tsan SANITIZE="-O1 -g -fsanitize=thread" all tests
+	rm -rf $(TSAN_LOG) && mkdir -p $(TSAN_LOG)
+	$(TSAN_ENV) prove -f --timer $(TSAN_TESTS:%=build-tsan/tests/%)
+	@$(call no_reports,$(TSAN_LOG))
+
+# Fail, showing them, if a sanitized run left reports in $(1).
+no_reports = if [ -n "$$(ls $(1))" ]; then head -n 60 $(1)/*; \
+	echo "sanitizer reports in $(1)"; exit 1; fi
 
 # The README's first command: restore a demo guest through faultline serve.
 demo: deps all
@@ -173,6 +212,6 @@ install: all
 		contrib/faultline.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/faultline.pc
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-san build-tsan
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
