@@ -143,9 +143,10 @@ int serve_alive(struct serve *s)
 	return 1;
 }
 
-void serve_log_dump_pid(struct serve *s, long from, int pid)
+/* Lines of path from byte from on as TAP comments ("what: line"). */
+static void dump_lines(const char *path, long from, int pid, const char *what)
 {
-	FILE *f = fopen(s->log, "r");
+	FILE *f = fopen(path, "r");
 	char line[1024], tag[32];
 	int n = 0;
 
@@ -158,12 +159,29 @@ void serve_log_dump_pid(struct serve *s, long from, int pid)
 		if (pid > 0 && !su_names_pid(line, tag))
 			continue;
 		if (++n > 40) {
-			diag("daemon: ...");
+			diag("%s: ...", what);
 			break;
 		}
-		diag("daemon: %s", line);
+		diag("%s: %s", what, line);
 	}
 	fclose(f);
+}
+
+void serve_log_dump_pid(struct serve *s, long from, int pid)
+{
+	dump_lines(s->log, from, pid, "daemon");
+}
+
+void serve_log_dump_file(const char *path)
+{
+	dump_lines(path, 0, 0, path);
+}
+
+long su_file_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) < 0 ? -1 : (long)st.st_size;
 }
 
 void serve_log_dump(struct serve *s, long from)

@@ -100,6 +100,12 @@ void serve_log_dump_pid(struct serve *s, long from, int pid);
 
 void serve_log_dump(struct serve *s, long from);
 
+/* Print a whole text file as TAP comments (at most 40 lines). */
+void serve_log_dump_file(const char *path);
+
+/* Size of a file in bytes, or -1. */
+long su_file_size(const char *path);
+
 long serve_log_mark(struct serve *s);
 
 /*

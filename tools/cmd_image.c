@@ -43,7 +43,7 @@ static void print_info(const char *path, const struct image_info *in)
 		       names[k], (unsigned long long)in->count[k],
 		       (unsigned long long)in->stored[k],
 		       (unsigned long long)in->raw_bytes[k]);
-	printf("zstd level:  %u\n", h->level);
+	printf("zstd level:  %d\n", (int32_t)h->level);	/* may be < 0 */
 	printf("file size:   %llu\n", (unsigned long long)in->file_size);
 	printf("ratio:       %.2f\n", in->file_size ?
 	       (double)h->total_size / (double)in->file_size : 0.0);

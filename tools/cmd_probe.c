@@ -146,6 +146,10 @@ int cmd_probe(int argc, char **argv)
 	struct uffd_caps caps;
 	struct kvm_info kvm;
 
+	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		printf("usage: faultline probe [--json]\n");
+		return 0;
+	}
 	if (argc > 2 || (argc == 2 && !json)) {
 		fprintf(stderr, "usage: faultline probe [--json]\n");
 		return 2;

@@ -2,6 +2,8 @@
  * cmd_serve.c - `faultline serve`: option parsing for the daemon (src/daemon/serve.c).
  */
 #include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,23 +23,65 @@ static const char usage[] =
 	"  --progress: restore progress on stderr, a bar on a terminal (the\n"
 	"  default there), a line per 10 % step otherwise\n";
 
+/* "0,1000": each a number; an empty list or entry is an error. */
 static int parse_uids(const char *arg, struct serve_config *c)
 {
-	char *copy = strdup(arg), *save = NULL;
-	int ret = 0;
+	char *copy = strdup(arg), *rest = copy, *t;
+	int ret = copy && *copy ? 0 : -EINVAL;
 
-	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+	while (ret == 0 && (t = strsep(&rest, ","))) {
 		char *end;
 		unsigned long v = strtoul(t, &end, 10);
 
-		if (*end || !*t || v > 0xfffffffeul || c->nallow == SERVE_MAX_UIDS) {
+		if (*end || !*t || *t == '-' || v > 0xfffffffeul ||
+		    c->nallow == SERVE_MAX_UIDS)
 			ret = -EINVAL;
-			break;
-		}
-		c->allow_uids[c->nallow++] = (uid_t)v;
+		else
+			c->allow_uids[c->nallow++] = (uid_t)v;
 	}
 	free(copy);
 	return ret;
+}
+
+/* A file the daemon will write later: its directory must take it now. */
+static int check_writable(const char *path)
+{
+	char dir[PATH_MAX];
+	char *slash;
+
+	if (access(path, F_OK) == 0)
+		return access(path, W_OK) < 0 ? -errno : 0;
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == dir)
+		dir[1] = 0;
+	else
+		*slash = 0;
+	return access(dir, W_OK | X_OK) < 0 ? -errno : 0;
+}
+
+static bool is_url(const char *spec)
+{
+	return !strncmp(spec, "http://", 7) || !strncmp(spec, "https://", 8);
+}
+
+/* Options that only make sense together, checked once all are read. */
+static int check_combinations(const struct serve_config *c, bool cache_max)
+{
+	if (c->cache_dir && !is_url(c->mem_file)) {
+		fprintf(stderr, "faultline serve: --cache %s: only for http:// "
+			"and https:// memory files (%s is read directly)\n",
+			c->cache_dir, c->mem_file);
+		return 2;
+	}
+	if (cache_max && !c->cache_dir) {
+		fprintf(stderr, "faultline serve: --cache-max needs --cache "
+			"DIR\n");
+		return 2;
+	}
+	return 0;
 }
 
 static int bad(const char *opt, const char *val, const char *why)
@@ -68,7 +112,8 @@ int cmd_serve(int argc, char **argv)
 	};
 	struct serve_config c = { .threads = 1, .handshake_timeout_ms = 5000,
 				  .progress = isatty(2) };
-	int opt;
+	bool cache_max = false;
+	int opt, ret;
 	char *end;
 
 	while ((opt = getopt_long(argc, argv, "s:m:c:t:j:ou:e:r:p:h", opts, NULL)) != -1) {
@@ -76,7 +121,11 @@ int cmd_serve(int argc, char **argv)
 		case 's': c.socket_path = optarg; break;
 		case 'm': c.mem_file = optarg; break;
 		case 'j': c.stats_json = optarg; break;
-		case 'r': c.record = optarg; break;
+		case 'r':
+			if (check_writable(optarg) < 0)
+				return bad("--record", optarg, strerror(errno));
+			c.record = optarg;
+			break;
 		case 'p':
 			if (access(optarg, R_OK) < 0)
 				return bad("--prefetch", optarg,
@@ -98,7 +147,9 @@ int cmd_serve(int argc, char **argv)
 		case 'u':
 			if (parse_uids(optarg, &c) < 0)
 				return bad("--allow-uid", optarg,
-					   "must be a comma-separated list of numeric uids");
+					   "must be a comma-separated list of "
+					   "numeric uids (an empty list would "
+					   "allow no one)");
 			break;
 		case 'e':
 			if (!strcmp(optarg, "poison"))
@@ -117,6 +168,7 @@ int cmd_serve(int argc, char **argv)
 			    c.cache_max < (1 << 20))
 				return bad("--cache-max", optarg,
 					   "must be a size of at least 1M");
+			cache_max = true;
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -133,6 +185,8 @@ int cmd_serve(int argc, char **argv)
 			usage);
 		return 2;
 	}
+	if ((ret = check_combinations(&c, cache_max)))
+		return ret;
 	/*
 	 * This process is the supervisor; it runs the server as its child
 	 * (this command again, told so by the environment).  argv - 1 is

@@ -25,9 +25,30 @@ static const struct command commands[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: faultline COMMAND [ARGS] | --version\n\ncommands:\n");
+	fprintf(f, "usage: faultline COMMAND [ARGS] | help [COMMAND] | "
+		"--version\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(*commands); i++)
 		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].help);
+}
+
+/* `faultline help [COMMAND]`: the list, or COMMAND --help. */
+static int help(int argc, char **argv)
+{
+	char opt[] = "--help";
+
+	if (argc < 2) {
+		usage(stdout);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(*commands); i++)
+		if (!strcmp(argv[1], commands[i].name)) {
+			char *args[] = { argv[1], opt, NULL };
+
+			return commands[i].run(2, args);
+		}
+	fprintf(stderr, "faultline help: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
 }
 
 int main(int argc, char **argv)
@@ -41,6 +62,8 @@ int main(int argc, char **argv)
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
 	}
+	if (!strcmp(argv[1], "help"))
+		return help(argc - 1, argv + 1);
 	for (size_t i = 0; i < sizeof(commands) / sizeof(*commands); i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].run(argc - 1, argv + 1);

@@ -530,6 +530,11 @@ int serve_run(const struct serve_config *cfg)
 	ret = fl_source_open_ex(cfg->mem_file, &so, &d.src);
 	if (ret < 0)
 		return ret;
+	if (fl_source_size(d.src) == 0) {
+		fl_source_put(d.src);
+		return fl_err(-EINVAL, "%s: empty (0 bytes): no guest memory "
+			      "to serve", cfg->mem_file);
+	}
 	/* All set up before listening: a client that sees it listen is served. */
 	d.max_sessions = max_sessions();
 	d.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);

@@ -445,6 +445,19 @@ static void writer_free(struct writer *w)
 		close(w->rfd);
 }
 
+/* The image would replace its own input (the same file by another name). */
+static int check_not_same(const char *raw_path, const char *image_path,
+			  const struct stat *raw)
+{
+	struct stat st;
+
+	if (stat(image_path, &st) == 0 && st.st_dev == raw->st_dev &&
+	    st.st_ino == raw->st_ino)
+		return fl_err(-EINVAL, "%s is %s itself: the image would "
+			      "replace the memory file", image_path, raw_path);
+	return 0;
+}
+
 int image_create(const char *raw_path, const char *image_path,
 		 const struct image_create_opts *opts, struct image_info *info)
 {
@@ -460,6 +473,11 @@ int image_create(const char *raw_path, const char *image_path,
 	w.rfd = open_regular(raw_path, &st, false);
 	if (w.rfd < 0)
 		return w.rfd;
+	ret = check_not_same(raw_path, image_path, &st);
+	if (ret < 0) {
+		close(w.rfd);
+		return ret;
+	}
 	posix_fadvise(w.rfd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	ret = writer_layout(&w, (uint64_t)st.st_size);
 	if (!ret)
