@@ -50,7 +50,7 @@ void fc_parser_free(struct fc_parser *p)
 	free(p);
 }
 
-/* Short printable rendering of a JSON value for messages. */
+/* Short printable rendering of a JSON value for messages (ASCII only). */
 static const char *show(json_object *v)
 {
 	static __thread char buf[48];
@@ -58,6 +58,9 @@ static const char *show(json_object *v)
 					JSON_C_TO_STRING_PLAIN) : "missing";
 
 	snprintf(buf, sizeof(buf), "%.40s%s", s, strlen(s) > 40 ? "..." : "");
+	for (char *c = buf; *c; c++)	/* a client's bytes, into our log */
+		if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
+			*c = '?';
 	return buf;
 }
 
@@ -181,6 +184,27 @@ static int parse_array(json_object *arr, uint64_t src_size,
 	return ret < 0 ? ret : (int)n;
 }
 
+/* JSON's whitespace; not strchr(), which finds a NUL byte in any string. */
+static bool is_json_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/*
+ * A client's byte for the log: '[' when printable, else \xNN, so that no
+ * client can write terminal escapes (or newlines) into the daemon's log.
+ */
+static const char *byte_desc(char c, char buf[8])
+{
+	unsigned char u = (unsigned char)c;
+
+	if (u >= 0x20 && u < 0x7f && u != '\\' && u != '\'')
+		snprintf(buf, 8, "'%c'", c);
+	else
+		snprintf(buf, 8, "'\\x%02x'", u);
+	return buf;
+}
+
 int fc_parser_feed(struct fc_parser *p, const char *buf, size_t len,
 		   uint64_t src_size, struct fl_region_desc *out, int max)
 {
@@ -189,12 +213,14 @@ int fc_parser_feed(struct fc_parser *p, const char *buf, size_t len,
 	 * for the end of a number or literal that may never come.
 	 */
 	for (size_t i = 0; !p->started && i < len; i++) {
-		if (strchr(" \t\r\n", buf[i]))
+		char what[8];
+
+		if (is_json_space(buf[i]))
 			continue;
 		if (buf[i] != '[')
 			return fl_err(-EINVAL,
-				      "handshake: expected a JSON array of regions, got '%c' at byte %zu",
-				      buf[i], p->total + i);
+				      "handshake: expected a JSON array of regions, got %s at byte %zu",
+				      byte_desc(buf[i], what), p->total + i);
 		p->started = true;
 	}
 	p->total += len;
