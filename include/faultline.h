@@ -71,8 +71,13 @@ enum fl_on_error {
 	FL_ON_ERROR_KILL,	/* kill the client (pid from the options) */
 };
 
+/*
+ * A zeroed struct fl_engine_opts is a working default: an engine that
+ * creates its own uffd, default chunk, prefetch and background restore.
+ */
 struct fl_engine_opts {
-	int uffd;		/* adopt this uffd; -1: create one here */
+	int uffd;		/* with FL_ENGINE_ADOPT: serve this uffd (any
+				 * fd, 0 too); else 0 or -1: create one */
 	uint64_t chunk_size;	/* bytes served per fault; 0: default (FL_DEFAULT_CHUNK) */
 	int on_error;		/* enum fl_on_error */
 	int client_pid;		/* the client's pid, for FL_ON_ERROR_KILL and to
@@ -116,6 +121,8 @@ struct fl_engine_opts {
  * asleep on faults the dead process had read.
  */
 #define FL_ENGINE_TAKEOVER	(1u << 5)
+/* Serve opts.uffd, a uffd made elsewhere (a client's, over SCM_RIGHTS). */
+#define FL_ENGINE_ADOPT		(1u << 6)
 
 #define FL_DEFAULT_CHUNK	(64u << 10)
 #define FL_MAX_CHUNK		(2u << 20)

@@ -62,7 +62,8 @@ int main(void)
 	if (ffd < 0 || ioctl(ffd, UFFDIO_API, &api) < 0) {
 		skip(1, "no userfaultfd with fork events here");
 	} else {
-		struct fl_engine_opts fo = { .uffd = ffd };
+		struct fl_engine_opts fo = { .uffd = ffd,
+					     .flags = FL_ENGINE_ADOPT };
 
 		expect_einval(fl_engine_create(&fo, &e), "uffd with EVENT_FORK",
 			      "fork events");
@@ -70,7 +71,8 @@ int main(void)
 	if (ffd >= 0)
 		close(ffd);
 	/* Not a userfaultfd; a userfaultfd whose UFFDIO_API was never done. */
-	struct fl_engine_opts no = { .uffd = open("/dev/null", O_RDONLY) };
+	struct fl_engine_opts no = { .uffd = open("/dev/null", O_RDONLY),
+				     .flags = FL_ENGINE_ADOPT };
 
 	expect_einval(fl_engine_create(&no, &e), "/dev/null as the uffd",
 		      "not a userfaultfd");
@@ -79,6 +81,19 @@ int main(void)
 	expect_einval(fl_engine_create(&no, &e), "a uffd without UFFDIO_API",
 		      "never done");
 	close(no.uffd);
+	/* A zeroed struct is the default engine, never an adoption of fd 0. */
+	struct fl_engine_opts zero = { 0 };
+
+	int ret = fl_engine_create(&zero, &e);
+
+	ok(ret == 0 && fl_engine_uffd(e) > 0, "zeroed options: an engine "
+	   "with a uffd of its own (fd %d), not fd 0 (%s)",
+	   ret ? -1 : fl_engine_uffd(e), ret ? fl_last_error() : "");
+	if (ret == 0)
+		fl_engine_destroy(e);
+	zero.uffd = 7;
+	expect_einval(fl_engine_create(&zero, &e), "uffd 7 without "
+		      "FL_ENGINE_ADOPT", "FL_ENGINE_ADOPT");
 	ok(fl_source_open(path, &src) == 0, "open snapshot");
 	ok(fl_engine_create(&o, &e) == 0, "create engine with defaults");
 

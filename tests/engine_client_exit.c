@@ -82,7 +82,7 @@ static int session(struct fl_source *src, int kill_after_us, int *finished)
 	uint64_t addr = 0;
 	int uffd = recv_fd(sv[0], &addr);
 	struct fl_engine_opts o = { .uffd = uffd, .client_pid = pid,
-				    .flags = FL_ENGINE_OWN_UFFD };
+				    .flags = FL_ENGINE_ADOPT | FL_ENGINE_OWN_UFFD };
 	struct fl_engine *e;
 	struct fl_region_desc d = { .addr = addr, .len = LEN, .page_size = PAGE, .src_offset = 0, .flags = 0 };
 	int st = -1;

@@ -62,7 +62,8 @@ static struct fl_engine *fc_serve(struct fl_source *src, int uffd,
 {
 	struct fl_engine_opts o = {
 		.uffd = uffd, .chunk_size = 64 << 10,
-		.flags = FL_ENGINE_NO_PREFETCH | FL_ENGINE_NO_BACKGROUND,
+		.flags = FL_ENGINE_ADOPT | FL_ENGINE_NO_PREFETCH |
+			 FL_ENGINE_NO_BACKGROUND,
 	};
 	struct fl_region_desc d = { .addr = (uintptr_t)mem, .len = len,
 				    .page_size = PAGE };
@@ -159,7 +160,8 @@ static int wait_readable(int fd)
 static void stale_fault(struct fl_source *src)
 {
 	struct fl_engine_opts o = { .uffd = -1, .chunk_size = PAGE,
-		.flags = FL_ENGINE_NO_PREFETCH | FL_ENGINE_NO_BACKGROUND };
+		.flags = FL_ENGINE_ADOPT | FL_ENGINE_NO_PREFETCH |
+			 FL_ENGINE_NO_BACKGROUND };
 	uint64_t len = 1 << 20;
 	int u1 = bare_uffd(), u2;
 	uint8_t *mem = map_anon(len, 0);

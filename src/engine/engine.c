@@ -189,7 +189,14 @@ int fl_engine_create(const struct fl_engine_opts *opts, struct fl_engine **out)
 		      fl_err(-ENOMEM, "engine: cannot map a staging buffer");
 		goto fail;
 	}
-	ret = opts->uffd >= 0 ? adopt_uffd(e, opts) : open_uffd(e, opts);
+	if (opts->flags & FL_ENGINE_ADOPT)
+		ret = adopt_uffd(e, opts);
+	else if (opts->uffd > 0)	/* adopting without saying so */
+		ret = fl_err(-EINVAL, "engine: uffd %d given without "
+			     "FL_ENGINE_ADOPT (0 or -1: create one)",
+			     opts->uffd);
+	else
+		ret = open_uffd(e, opts);
 	if (ret == 0 && (opts->flags & FL_ENGINE_SHARED_STATE))
 		ret = map_state(e, opts->state_fd);
 	if (ret < 0)
@@ -197,7 +204,7 @@ int fl_engine_create(const struct fl_engine_opts *opts, struct fl_engine **out)
 	*out = e;
 	return 0;
 fail:
-	if (e->uffd >= 0 && opts->uffd < 0)	/* ours: a failed create */
+	if (e->uffd >= 0 && !(opts->flags & FL_ENGINE_ADOPT))	/* ours */
 		close(e->uffd);
 	if (e->stopfd >= 0)
 		close(e->stopfd);
