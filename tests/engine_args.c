@@ -123,6 +123,11 @@ int main(void)
 	expect_einval(fl_engine_add_region(e, &d, src), "offset overflow",
 		      "beyond the end");
 	d.src_offset = 0;
+	/* Memory nobody registered, added without FL_REGION_REGISTER: it
+	 * would read zeros forever after (the kernel's answer). */
+	expect_einval(fl_engine_add_region(e, &d, src), "unregistered memory",
+		      "not registered with userfaultfd");
+	/* (with FL_REGION_REGISTER it is added: "good region added") */
 
 	/* Pages not what the region says: no COPY could ever fill them
 	 * (Firecracker's handshake saying 4096 for hugetlb memory). */

@@ -296,6 +296,13 @@ int fl_engine_add_region(struct fl_engine *e, const struct fl_region_desc *d,
 			       (unsigned long long)d->addr,
 			       (unsigned long long)d->len, strerror(-ret));
 	}
+	if (ret == 0 && !(d->flags & FL_REGION_REGISTER) &&
+	    proc_uffd_registered(e->client_pid, d->addr, d->len) == 0)
+		ret = fl_err(-EINVAL, "region 0x%llx+%llu: not registered with "
+			     "userfaultfd (no 'um' in its smaps VmFlags): "
+			     "register it, or add it with FL_REGION_REGISTER",
+			     (unsigned long long)d->addr,
+			     (unsigned long long)d->len);
 	if (ret == 0)
 		ret = region_new(d, src, &r);
 	if (ret == 0 && (ret = share_state(e, r)) < 0)

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -37,6 +38,42 @@ uint64_t proc_page_size(pid_t pid, uint64_t addr)
 	}
 	fclose(f);
 	return ps;
+}
+
+/* "VmFlags: rd wr mr mw me ac um" names flag (two letters) among them. */
+static bool vmflags_have(const char *line, const char *flag)
+{
+	for (const char *p = line + 8; (p = strstr(p, flag)); p += 2)
+		if (p[-1] == ' ' && (p[2] == ' ' || p[2] == '\n' || !p[2]))
+			return true;
+	return false;
+}
+
+int proc_uffd_registered(pid_t pid, uint64_t addr, uint64_t len)
+{
+	char path[40], line[512];
+	unsigned long long lo, hi;
+	bool in = false;
+	int seen = 0, ret = 1;
+	FILE *f;
+
+	if (pid < 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%d/smaps", pid > 0 ? pid : getpid());
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (ret == 1 && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx-%llx ", &lo, &hi) == 2)	/* a VMA */
+			in = lo < addr + len && hi > addr;
+		else if (in && !strncmp(line, "VmFlags:", 8)) {
+			seen++;
+			if (!vmflags_have(line, "um"))
+				ret = 0;
+		}
+	}
+	fclose(f);
+	return seen ? ret : -1;
 }
 
 /*

@@ -15,6 +15,14 @@
 uint64_t proc_page_size(pid_t pid, uint64_t addr);
 
 /*
+ * Is [addr, addr + len) of process pid (0: this one) registered with a
+ * userfaultfd in MISSING mode ("um" in the VmFlags of every mapping in
+ * it)?  1 or 0; -1 if that cannot be told (no mapping there, pid < 0, or
+ * smaps unreadable).  Which uffd it is registered with, smaps does not say.
+ */
+int proc_uffd_registered(pid_t pid, uint64_t addr, uint64_t len);
+
+/*
  * Is the page at addr mapped?  Through pagemap_fd (another process's
  * /proc/PID/pagemap) if >= 0, else mincore in this process (pid 0 or
  * ours).  1 or 0; -1 if that cannot be told.
