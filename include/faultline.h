@@ -203,8 +203,14 @@ int fl_engine_detach(struct fl_engine *e);
  * longer matters.
  */
 void fl_engine_destroy(struct fl_engine *e);
-/* Non-zero once the client is gone (ESRCH) or a kill policy fired. */
+/*
+ * Non-zero once the engine is done with its client: FL_FINISHED_GONE when
+ * the client went away (ESRCH), FL_FINISHED_KILLED when the engine killed
+ * it (FL_ON_ERROR_KILL, or a page it could neither fill nor poison).
+ */
 int fl_engine_finished(const struct fl_engine *e);
+#define FL_FINISHED_GONE	1
+#define FL_FINISHED_KILLED	2
 /*
  * The first failure that made the engine poison pages or kill its client,
  * in one line ("" if none): the engine's threads hit it, so the caller's
@@ -256,7 +262,18 @@ int fl_engine_stats(const struct fl_engine *e, struct fl_stats *out);
  */
 int fl_engine_progress(struct fl_engine *e, uint64_t *missing,
 		       uint64_t *total);
-/* Latency percentile (0..100) from the histogram, in ns (bucket upper end). */
+/*
+ * Wait until the restore is complete (every page filled, or removed):
+ * 0; -ETIMEDOUT after timeout_ms (< 0: no limit); -ESRCH if the client
+ * went away or was killed first.  It polls fl_engine_progress() every
+ * 2 ms: for a VMM that wants to drop its snapshot file, or time a restore.
+ */
+int fl_engine_wait(struct fl_engine *e, int timeout_ms);
+/*
+ * Latency percentile (0..100) from the histogram, in ns: an upper bound
+ * (the end of the power-of-two bucket it falls in, or the largest latency
+ * seen if that is less), so never above latency max.
+ */
 uint64_t fl_stats_percentile(const struct fl_stats *s, double pct);
 /* Render as a JSON object into a malloc'd string (free() it). */
 char *fl_stats_json(const struct fl_stats *s);

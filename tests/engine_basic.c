@@ -184,6 +184,40 @@ static void caller_driven(struct fl_source *src)
 	munmap(mem, len);
 }
 
+/*
+ * fl_engine_wait(): the restore completes with no fault at all (background
+ * restore), every byte right after; percentiles never exceed the max.
+ */
+static void wait_restored(struct fl_source *src)
+{
+	uint64_t len = 16 << 20;
+	uint8_t *mem = map_anon(len, 0);
+	struct fl_engine_opts o = { .quiet_ms = 1 };
+	struct fl_region_desc d = { .addr = (uintptr_t)mem, .len = len,
+				    .page_size = 4096,
+				    .flags = FL_REGION_REGISTER };
+	struct fl_engine *e;
+	struct fl_stats st;
+	int ret;
+
+	if (!mem || fl_engine_create(&o, &e) < 0 ||
+	    fl_engine_add_region(e, &d, src) < 0 || fl_engine_start(e, 1) < 0)
+		BAIL("wait: %s", fl_last_error());
+	ret = fl_engine_wait(e, 20000);
+	fl_engine_stats(e, &st);
+	ok(ret == 0 && st.restore_complete && st.faults == 0,
+	   "fl_engine_wait: the restore completed with no fault (%d, %llu "
+	   "faults)", ret, (unsigned long long)st.faults);
+	ok(same_as_file(mem, len, 0, SEED, 0), "fl_engine_wait: every byte "
+	   "there once it returns");
+	st = (struct fl_stats){ .lat_ns_max = 1500 };
+	st.lat_hist[10] = 5;	/* [1024, 2048) ns */
+	is_int(fl_stats_percentile(&st, 99), 1500, "a percentile is at most "
+	       "the largest latency seen");
+	fl_engine_destroy(e);
+	munmap(mem, len);
+}
+
 int main(void)
 {
 	uint64_t fsize = 64 << 20;
@@ -199,6 +233,7 @@ int main(void)
 	edges(src, fsize);
 	zero_chunks();
 	caller_driven(src);
+	wait_restored(src);
 	fl_source_put(src);
 	drop_snapshot(path);
 	return done_testing();

@@ -719,6 +719,11 @@ static void test_source_error(const char *policy)
 		   "--on-source-error kill: client killed (result %d)", r);
 		if (r == -SIGALRM)
 			diag("the client hung on a fault nobody answered");
+		ok(serve_log_find(&s, 0, pid, (const char *[]){
+					  "client killed by faultline", NULL },
+				  5000, NULL, 0),
+		   "--on-source-error kill: the session's end says faultline "
+		   "killed the client");
 	}
 	ok(serve_alive(&s), "--on-source-error %s: daemon still running",
 	   policy);

@@ -137,6 +137,14 @@ static void teardown_engine(struct daemon *d, struct session *s,
 	struct fl_stats st;
 	uint64_t miss, all;
 
+	char killed[200];
+
+	if (fl_engine_finished(s->engine) == FL_FINISHED_KILLED) {
+		snprintf(killed, sizeof(killed), "client killed by faultline: "
+			 "a page could not be served%s", d->cfg->on_error ==
+			 FL_ON_ERROR_KILL ? " (--on-source-error kill)" : "");
+		why = killed;
+	}
 	fl_engine_stop(s->engine);
 	fl_engine_progress(s->engine, &miss, &all);	/* restored by now? */
 	fl_engine_stats(s->engine, &st);

@@ -68,6 +68,7 @@ struct fl_engine {
 	unsigned int nthreads;
 	atomic_bool stopping;
 	atomic_bool finished;
+	atomic_bool killed;		/* we SIGKILLed the client (policy) */
 	/*
 	 * The ioctl gate (engine_fill, engine_wake): detached is set once
 	 * the client is done with its memory; in_ioctl counts ioctls under

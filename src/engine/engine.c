@@ -479,9 +479,32 @@ int fl_engine_progress(struct fl_engine *e, uint64_t *missing,
 	return 0;
 }
 
+int fl_engine_wait(struct fl_engine *e, int timeout_ms)
+{
+	uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	uint64_t missing, total;
+
+	for (;;) {
+		if (fl_engine_finished(e))
+			return fl_err(-ESRCH, "engine: the client is gone (%s)",
+				      fl_engine_finished(e) == FL_FINISHED_KILLED ?
+				      "killed" : "exited");
+		if (fl_engine_progress(e, &missing, &total) == 0 && !missing)
+			return 0;
+		if (timeout_ms >= 0 && now_ns() >= deadline)
+			return fl_err(-ETIMEDOUT, "engine: %llu of %llu bytes "
+				      "still missing after %d ms",
+				      (unsigned long long)missing,
+				      (unsigned long long)total, timeout_ms);
+		usleep(2000);
+	}
+}
+
 int fl_engine_finished(const struct fl_engine *e)
 {
-	return atomic_load(&e->finished);
+	if (!atomic_load(&e->finished))
+		return 0;
+	return atomic_load(&e->killed) ? FL_FINISHED_KILLED : FL_FINISHED_GONE;
 }
 
 void fl_engine_destroy(struct fl_engine *e)

@@ -161,7 +161,7 @@ void engine_finish(struct fl_engine *e)
 
 
 /* Keep the first failure's message (this thread's last error) for later. */
-static void note_failure(struct fl_engine *e)
+void note_failure(struct fl_engine *e)
 {
 	pthread_mutex_lock(&e->why_lock);
 	if (!e->why[0])
@@ -224,8 +224,8 @@ static int fail_pages(struct fl_engine *e, struct region *r, uint64_t pg,
 	if (!npg)
 		return 0;
 	/* Poisoning impossible (or not the policy): the client must go. */
-	if (e->client_pid > 0)
-		kill(e->client_pid, SIGKILL);
+	if (e->client_pid > 0 && kill(e->client_pid, SIGKILL) == 0)
+		atomic_store(&e->killed, true);
 	region_set(r, pg, npg, PG_MISSING);
 	engine_finish(e);
 	return -ESRCH;

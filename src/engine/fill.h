@@ -22,6 +22,8 @@ int engine_wake(struct fl_engine *e, uint64_t start, uint64_t len);
 
 /* The client is gone or must go: the engine's threads end. */
 void engine_finish(struct fl_engine *e);
+/* Keep this thread's last error as the engine's first failure, if none yet. */
+void note_failure(struct fl_engine *e);
 
 /* Fill [first, last) of r; the engine lock must be held (shared). */
 int engine_fill_range(struct fl_engine *e, struct worker *w, struct region *r,

@@ -337,6 +337,7 @@ static int serve_fault(struct fl_engine *e, struct worker *w, const struct pendi
 
 		fl_err(ret, "0x%llx: out of memory (hugetlb pool empty?)",
 		       (unsigned long long)p->addr);
+		note_failure(e);
 		stat_add(&e->st.pages_poisoned, 1);
 		engine_fill(e, UFFD_OP_POISON, pgaddr, 0, psz, 0, &done);
 		ret = 0;

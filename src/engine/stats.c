@@ -62,8 +62,10 @@ uint64_t fl_stats_percentile(const struct fl_stats *s, double pct)
 		want = 1;
 	for (int i = 0; i < FL_LAT_BUCKETS; i++) {
 		seen += s->lat_hist[i];
+		/* a bound, not a sample: never above the largest seen */
 		if (seen >= want)
-			return (2ull << i) - 1;
+			return (2ull << i) - 1 < s->lat_ns_max ?
+			       (2ull << i) - 1 : s->lat_ns_max;
 	}
 	return s->lat_ns_max;
 }
