@@ -758,6 +758,31 @@ static void test_socket_activation(void)
 	serve_cleanup(&s2);
 }
 
+/*
+ * A second daemon on a socket in use: it refuses to start, and the first
+ * one's log does not show its check as a client.
+ */
+static void test_second_daemon(void)
+{
+	char cmd[512], out[160];
+	long mark = serve_log_mark(&srv);
+	int st;
+
+	snprintf(out, sizeof(out), "%s/second.out", srv.dir);
+	snprintf(cmd, sizeof(cmd), "timeout 10 %s serve --socket %s "
+		 "--mem-file %s --no-progress >%s 2>&1", serve_bin(), srv.sock,
+		 mem.path, out);
+	st = system(cmd);
+	ok(WIFEXITED(st) && WEXITSTATUS(st) == 1 &&
+	   su_file_has(out, "another server is listening"),
+	   "a second daemon on the same socket refuses to start (0x%x)", st);
+	su_sleep_ms(200);
+	ok(!serve_log_find(&srv, mark, 0, (const char *[]){ "connected",
+							   "closed", NULL },
+			   0, NULL, 0),
+	   "and the first daemon's log shows no client for its check");
+}
+
 int main(void)
 {
 	static const char *stats_arg[] = { "--stats-json", NULL, NULL };
@@ -794,6 +819,7 @@ int main(void)
 	diag("daemon pid %d, %d fds before any session", (int)srv.pid,
 	     base_fds);
 
+	test_second_daemon();
 	test_regions();
 	is_int(su_reap(su_spawn(write_and_threads, NULL),
 		       SU_CHILD_TIMEOUT * 1000), 0,

@@ -33,6 +33,7 @@
 #include "daemon/session.h"
 #include "daemon/supervise.h"
 #include "format/trace.h"
+#include "kernel/proc.h"
 #include "source/source.h"
 #include "util/clock.h"
 #include "util/error.h"
@@ -55,6 +56,14 @@ static int claim_path(const char *path)
 		return errno == ENOENT ? 0 : -errno;
 	if (!S_ISSOCK(st.st_mode))
 		return fl_err(-EEXIST, "%s exists and is not a socket", path);
+	/*
+	 * A server bound by this very name is seen without connecting to it
+	 * (which it would log as a client); one bound by another name (a
+	 * relative path from elsewhere) only by a connection.
+	 */
+	if (proc_unix_listening(path) == 1)
+		return fl_err(-EADDRINUSE, "%s: another server is listening on it",
+			      path);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);

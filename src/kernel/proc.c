@@ -93,3 +93,24 @@ int proc_resident(int pagemap_fd, pid_t pid, uint64_t addr)
 		return -1;	/* another process: not our address space */
 	return mincore((void *)(uintptr_t)addr, 4096, &v) == 0 && (v & 1);
 }
+
+int proc_unix_listening(const char *path)
+{
+	FILE *f = fopen("/proc/net/unix", "re");
+	char line[512];
+	int found = 0;
+
+	if (!f)
+		return -1;
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned int flags = 0;
+		char p[256] = "";
+
+		/* Num RefCount Protocol Flags Type St Inode Path */
+		if (sscanf(line, "%*s %*s %*s %x %*s %*s %*s %255s", &flags,
+			   p) == 2 && (flags & 0x10000) && !strcmp(p, path))
+			found = 1;	/* __SO_ACCEPTCON: listening */
+	}
+	fclose(f);
+	return found;
+}

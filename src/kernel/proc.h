@@ -29,4 +29,11 @@ int proc_uffd_registered(pid_t pid, uint64_t addr, uint64_t len);
  */
 int proc_resident(int pagemap_fd, pid_t pid, uint64_t addr);
 
+/*
+ * Is a Unix socket listening, bound to exactly this path, in this network
+ * namespace (/proc/net/unix)?  1 or 0; -1 if that cannot be told.  Asks
+ * without connecting: a connection would be a client to the server.
+ */
+int proc_unix_listening(const char *path);
+
 #endif
