@@ -315,7 +315,7 @@ static int parse_spec(struct peer *p, const char *spec)
 
 	if (*end || !port || port > 65535 || strlen(host) >= sizeof(p->host))
 		return -EINVAL;
-	snprintf(p->host, sizeof(p->host), "%s", host);
+	memcpy(p->host, host, strlen(host) + 1);	/* fits: checked above */
 	snprintf(p->port, sizeof(p->port), "%lu", port);
 	p->retry_ms = DEF_RETRY_MS;
 	if (q) {

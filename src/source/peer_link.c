@@ -43,6 +43,15 @@ struct timespec peer_deadline_ms(unsigned int ms)
 	return ts;
 }
 
+
+/* The sender's words, for our log: ASCII only (no terminal escapes). */
+static void printable(char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+			*s = '?';
+}
+
 static int dial_addr(const struct addrinfo *ai)
 {
 	int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC |
@@ -144,13 +153,15 @@ int peer_dial(struct peer *p, int role, struct peer_hello *welcome)
 	if (!ret && le16toh(rh.type) == PEER_ERROR &&
 	    le32toh(rh.len) <= PEER_MAX_ERRMSG) {
 		recv_full(fd, text, le32toh(rh.len));
+		printable(text);
 		close(fd);
 		if (le16toh(rh.flags) & PEER_F_CHANGED) {
 			snprintf(p->why, sizeof(p->why),
 				 "the sender's file changed");
 			return -ESTALE;
 		}
-		snprintf(p->why, sizeof(p->why), "sender refused: %s", text);
+		snprintf(p->why, sizeof(p->why), "sender refused: %.*s",
+			 PEER_MAX_ERRMSG, text);
 		return -EPROTO;
 	}
 	if (!ret && (le16toh(rh.type) != PEER_WELCOME ||
@@ -233,6 +244,7 @@ static int recv_error(struct peer *p, int fd, const struct peer_hdr *h)
 
 	if (h->len > PEER_MAX_ERRMSG || recv_full(fd, text, h->len))
 		return -EPROTO;
+	printable(text);
 	pthread_mutex_lock(&p->lock);
 	snprintf(p->failmsg, sizeof(p->failmsg), "%s", text);
 	if (h->flags & PEER_F_CHANGED) {
@@ -240,7 +252,8 @@ static int recv_error(struct peer *p, int fd, const struct peer_hdr *h)
 		snprintf(p->why, sizeof(p->why), "the sender's file changed");
 	} else if (!h->b) {
 		p->dead = true;
-		snprintf(p->why, sizeof(p->why), "sender failed: %s", text);
+		snprintf(p->why, sizeof(p->why), "sender failed: %.*s",
+			 PEER_MAX_ERRMSG, text);
 	}
 	/* [a, a+b) clipped to the file; a hostile count must not wrap. */
 	uint64_t end = h->a >= p->nblocks ? h->a :

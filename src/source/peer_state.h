@@ -43,7 +43,7 @@ struct peer {
 	bool connected, dead, stopping;
 	bool changed;			/* dead because the sender's file changed */
 	bool stalled;			/* the link was dropped: no answer */
-	char why[160];			/* last connection error / dead reason */
+	char why[256];			/* last connection error / dead reason */
 	char failmsg[PEER_MAX_ERRMSG + 1];	/* sender's ERROR text */
 
 	pthread_mutex_t wlock;		/* REQ writes; wfd under it */
