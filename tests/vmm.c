@@ -232,6 +232,45 @@ static void test_wrong(void)
 	   "bytes_copied");
 }
 
+/*
+ * A corrupt image served: the guest never gets the bad chunk (its vCPU
+ * stops on it, faultline vmm fails), and the daemon's log names the chunk
+ * and its hashes, as `faultline image verify` does.
+ */
+static void test_corrupt_image(void)
+{
+	char img[160], cmd[512], out[160];
+	const char *args[] = { "--mem-file", mem.path, "--backend", "uffd",
+			       "--socket", NULL, "--workload", "linear",
+			       NULL };
+	struct serve bad;
+	FILE *f;
+
+	snprintf(img, sizeof(img), "%s/bad.img", srv.dir);
+	snprintf(out, sizeof(out), "%s/corrupt.out", srv.dir);
+	snprintf(cmd, sizeof(cmd), "%s image create %s %s --chunk 64K "
+		 ">/dev/null", serve_bin(), mem.path, img);
+	f = system(cmd) == 0 ? fopen(img, "r+") : NULL;
+	/* mid-file: inside some chunk's stored bytes (past header, index) */
+	if (!f || fseek(f, su_file_size(img) / 2, SEEK_SET) ||
+	    fwrite("corrupt!", 8, 1, f) != 1)
+		BAIL("cannot make a corrupt image");
+	fclose(f);
+	serve_init(&bad);
+	if (serve_start(&bad, img, NULL) < 0)
+		BAIL("cannot serve the corrupt image");
+	args[5] = bad.sock;
+	is_int(wait_exit(spawn_vmm(args, out)), 1,
+	       "a corrupt image: faultline vmm fails");
+	ok(su_file_has(out, "poisoned or never came"),
+	   "its vCPU stopped on memory that never came");
+	ok(serve_log_find(&bad, 0, 0, (const char *[]){ "checksum mismatch "
+				"(stored", NULL }, 5000, NULL, 0),
+	   "the daemon's log names the bad chunk and its hashes");
+	serve_stop(&bad);
+	serve_cleanup(&bad);
+}
+
 static void test_bad_options(void)
 {
 	static const char *const bad[][6] = {
@@ -276,6 +315,7 @@ int main(int argc, char **argv)
 	test_discard();
 	test_killed();
 	test_wrong();
+	test_corrupt_image();
 	test_bad_options();
 	serve_stop(&srv);
 	serve_cleanup(&srv);

@@ -238,11 +238,20 @@ static int fail_pages(struct fl_engine *e, struct region *r, uint64_t pg,
 static int source_failed(struct fl_engine *e, struct region *r, uint64_t pg,
 			 uint64_t npg, int err)
 {
+	char cause[200];
+
+	/*
+	 * The source said why (an image's chunk and hashes, HTTP's status
+	 * or curl's reason) when its read failed: keep that, not errno's
+	 * word for it.
+	 */
+	snprintf(cause, sizeof(cause), "%s",
+		 fl_last_error()[0] ? fl_last_error() : strerror(-err));
 	stat_add(&e->st.source_errors, 1);
 	fl_err(err, "source %s: cannot read offset %llu (+%llu): %s",
 	       r->src->desc,
 	       (unsigned long long)(r->src_off + (pg << r->page_shift)),
-	       (unsigned long long)(npg << r->page_shift), strerror(-err));
+	       (unsigned long long)(npg << r->page_shift), cause);
 	return fail_pages(e, r, pg, npg);
 }
 
