@@ -12,6 +12,11 @@
 CC      ?= cc
 PREFIX  ?= /usr/local
 DESTDIR ?=
+# systemd looks in /usr/local/lib/systemd/system and /usr/lib/systemd/system;
+# for another PREFIX: SYSTEMD_UNIT_DIR=/etc/systemd/system
+SYSTEMD_UNIT_DIR ?= $(PREFIX)/lib/systemd/system
+SYSTEMD_UNITS := faultline.socket faultline.service faultline@.socket \
+		 faultline@.service
 BUILD   ?= build
 VERSION := $(shell sed -n 's/^\#define FL_VERSION[\t ]*"\(.*\)"/\1/p' include/faultline.h)
 
@@ -54,7 +59,7 @@ LOAD_TESTS := serve_bad serve_stress engine_events engine_eexist serve_reuse \
 # (what machines without /dev/kvm do), wherever they run.
 TCG_TESTS := vmm
 
-.PHONY: all deps check check-sanitize check-tsan tests demo install clean tcg-kernel
+.PHONY: all deps check check-sanitize check-tsan check-units tests demo install clean tcg-kernel
 all: $(BUILD)/libfaultline.a $(BUILD)/libfaultline.so $(BUILD)/faultline
 
 # Install build and test dependencies on a fresh Debian machine.
@@ -210,6 +215,21 @@ install: all
 	install -m 644 include/faultline.h $(DESTDIR)$(PREFIX)/include/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
 		contrib/faultline.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/faultline.pc
+	install -d $(DESTDIR)$(SYSTEMD_UNIT_DIR) $(DESTDIR)$(PREFIX)/share/faultline
+	for u in $(SYSTEMD_UNITS); do \
+		sed 's|/usr/local/bin/faultline|$(PREFIX)/bin/faultline|' contrib/$$u \
+			> $(DESTDIR)$(SYSTEMD_UNIT_DIR)/$$u && \
+		chmod 644 $(DESTDIR)$(SYSTEMD_UNIT_DIR)/$$u || exit 1; \
+	done
+	install -m 644 contrib/faultline-network.conf $(DESTDIR)$(PREFIX)/share/faultline/
+	@# No rpath anywhere: a real install updates ld.so's cache; a staged
+	@# one (DESTDIR) is the packager's (or LD_LIBRARY_PATH's) to find.
+	if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
+
+# The systemd units: systemd-analyze verify, the same hardening in both
+# services, and their exposure (docs/systemd.md).
+check-units: all
+	sh contrib/check-units.sh $(BUILD)/faultline
 
 clean:
 	rm -rf $(BUILD) build-san build-tsan

@@ -20,8 +20,10 @@ static const char usage[] =
 	"       [--threads N] [--stats-json FILE] [--once] [--allow-uid UID,...]\n"
 	"       [--on-source-error poison|kill] [--record TRACE] [--prefetch TRACE]\n"
 	"       [--cache DIR] [--cache-max SIZE] [--progress|--no-progress]\n"
-	"  --progress: restore progress on stderr, a bar on a terminal (the\n"
-	"  default there), a line per 10 % step otherwise\n";
+	"  --progress: restore progress on stderr, checked every 250 ms: a bar\n"
+	"  on a terminal (the default there), otherwise a line each time the\n"
+	"  restore has passed another 10 % mark (a restore done within 250 ms\n"
+	"  shows only its 'restore complete' line)\n";
 
 /* "0,1000": each a number; an empty list or entry is an error. */
 static int parse_uids(const char *arg, struct serve_config *c)
