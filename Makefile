@@ -234,4 +234,7 @@ check-units: all
 clean:
 	rm -rf $(BUILD) build-san build-tsan
 
+# libFuzzer harnesses: make fuzz [FUZZ_SECONDS=N] (fuzz/fuzz.mk).
+include fuzz/fuzz.mk
+
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -127,6 +127,29 @@ int main(void)
 	munmap(mem, LEN);
 
 	/*
+	 * Traces whose every entry is dropped, or that have none (found by
+	 * fuzz/fuzz_trace.c: qsort(NULL, 0) under UBSan): empty replays.
+	 */
+	static const char *const empties[] = {
+		"fuzz/corpus/trace/crash-qsort-null-wrapped-entry",
+		"fuzz/corpus/trace/empty", "fuzz/corpus/trace/all-dropped",
+	};
+
+	for (int i = 0; i < 3; i++) {
+		mem = map_anon(LEN, 0);
+		e = engine(src, mem, NOFILL);
+		ok(fl_engine_replay(e, empties[i]) == 0,
+		   "%s: loads as an empty trace (%s)", empties[i],
+		   fl_last_error());
+		fl_engine_start(e, 1);
+		usleep(50 * 1000);
+		fl_engine_stats(e, &st);
+		is_int(st.pages_replayed, 0, "... and replays nothing");
+		fl_engine_destroy(e);
+		munmap(mem, LEN);
+	}
+
+	/*
 	 * A trace of another, larger snapshot: its run past the end of every
 	 * region is skipped, not walked (which kept background restore from
 	 * ever starting); its run inside is replayed.

@@ -119,7 +119,9 @@ int trace_load(struct trace *t, const char *path)
 	fclose(f);
 	if (ret < 0)
 		return ret;
-	qsort(t->runs, t->n, sizeof(*t->runs), by_offset);
+	/* All dropped: runs may be NULL, which qsort must not get. */
+	if (t->n)
+		qsort(t->runs, t->n, sizeof(*t->runs), by_offset);
 	size_t out = 0;
 
 	for (size_t i = 0; i < t->n; i++) {
