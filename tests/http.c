@@ -636,5 +636,18 @@ int main(void)
 	ok(!port_open(ng.port), "nginx stopped");
 	diag("%.1f s", now_s() - t0);
 	free(want);
+	/* A password holding '@': messages never show any part of it. */
+	{
+		struct fl_source *bad;
+		int r = fl_source_open("http://user:p@ss@127.0.0.1:1/x.mem", &bad);
+
+		ok(r < 0 && !strstr(fl_last_error(), "ss@") &&
+		   !strstr(fl_last_error(), "user") &&
+		   strstr(fl_last_error(), "127.0.0.1:1/x.mem"),
+		   "user info with an '@' in the password is left out of "
+		   "messages (%s)", fl_last_error());
+		if (r == 0)
+			fl_source_put(bad);
+	}
 	return done_testing();
 }

@@ -226,7 +226,7 @@ static void url_name(const char *url, char *buf, size_t n)
 
 	host = host ? host + 3 : url;
 	path = host + strcspn(host, "/?#");
-	at = memchr(host, '@', (size_t)(path - host));
+	at = memrchr(host, '@', (size_t)(path - host));	/* "p@ss@host" */
 	keep = strcspn(url, "?#");
 	if (at)
 		snprintf(buf, n, "%.*s%.*s", (int)(host - url), url,
