@@ -630,7 +630,33 @@ int main(void)
 	changed_tests("", "ETag");
 	changed_tests("noetag/", "Last-Modified");
 	many_blocks_cpu();
-	failure_tests();
+	/* Warm a cache, then stop the origin: the cache alone restores. */
+	char odir[256];
+	struct fl_source_opts oo = { .cache_max_bytes = 64 << 20 };
+
+	snprintf(odir, sizeof(odir), "%s/offline-cache", ng.dir);
+	oo.cache_dir = odir;
+	ret = fl_source_open_ex(raw_url, &oo, &s);
+	ret = ret ? ret : read_all(s);
+	if (ret == 0)
+		fl_source_put(s);
+	ok(ret == 0, "a cache warmed with the whole object (%d %s)", ret,
+	   ret ? fl_last_error() : "");
+
+	failure_tests();	/* nginx is killed there */
+	ret = fl_source_open_ex(raw_url, &oo, &s);
+	ok(ret == 0 && strstr(s->desc, "origin unreachable") &&
+	   read_all(s) == 0,
+	   "origin down: a warm cache restores the whole object, and the "
+	   "source says so (%s)", ret ? fl_last_error() : s->desc);
+	if (ret == 0)
+		fl_source_put(s);
+	snprintf(odir, sizeof(odir), "%s/cold-cache", ng.dir);
+	ret = fl_source_open_ex(raw_url, &oo, &s);
+	ok(ret < 0, "origin down, cold cache: the open fails (%s)",
+	   fl_last_error());
+	if (ret == 0)
+		fl_source_put(s);
 
 	nginx_cleanup(&ng);
 	ok(!port_open(ng.port), "nginx stopped");

@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <strings.h>
 #include <time.h>
 
@@ -317,6 +319,105 @@ static int set_validator(struct source_http *h, const struct xfer *x)
 	return 0;
 }
 
+/* ---- the object's identity beside the cache ------------------------------ */
+
+/*
+ * DIR/KKKKKKKKKKKKKKKK.object (K: the URL without signing parameters) holds
+ * the size and validator the object had when it was last opened, so that a
+ * warm cache can serve a restore while the origin is down: the cache's own
+ * files are keyed by the same size and validator, so what it serves is
+ * that object's bytes and nothing else.
+ */
+static void identity_path(const char *dir, const char *url, char *buf,
+			  size_t n)
+{
+	snprintf(buf, n, "%s/%016" PRIx64 ".object", dir,
+		 cache_key(url, 0, "object"));
+}
+
+static void identity_save(const char *dir, const struct source_http *h)
+{
+	char path[PATH_MAX], tmp[PATH_MAX + 16];
+	FILE *f;
+
+	identity_path(dir, h->url, path, sizeof(path));
+	snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
+	f = fopen(tmp, "we");
+	if (!f)
+		return;		/* only costs an offline restore later */
+	fprintf(f, "size %" PRIu64 "\netag %s\nlm %s\n", h->base.size,
+		h->etag, h->lm);
+	if (fclose(f) == 0)
+		rename(tmp, path);
+	else
+		unlink(tmp);
+}
+
+/* The identity as x's headers would have given it; 0 or -ENOENT. */
+static int identity_load(const char *dir, const char *url, uint64_t *size,
+			 struct xfer *x)
+{
+	char path[PATH_MAX], line[256];
+	int have = 0;
+	FILE *f;
+
+	identity_path(dir, url, path, sizeof(path));
+	f = fopen(path, "re");
+	if (!f)
+		return -ENOENT;
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = 0;
+		if (sscanf(line, "size %" SCNu64, size) == 1)
+			have = 1;
+		else if (!strncmp(line, "etag ", 5))
+			snprintf(x->etag, sizeof(x->etag), "%.*s",
+				 (int)sizeof(x->etag) - 1, line + 5);
+		else if (!strncmp(line, "lm ", 3))
+			snprintf(x->lm, sizeof(x->lm), "%.*s",
+				 (int)sizeof(x->lm) - 1, line + 3);
+	}
+	fclose(f);
+	return have && (x->etag[0] || x->lm[0]) ? 0 : -ENOENT;
+}
+
+/*
+ * The origin gave no answer at open (err): with a cache that holds this
+ * object's identity and its first block, serve from the cache, and say so
+ * in the source's name.  Blocks it lacks are still asked of the origin.
+ */
+static int open_offline(struct source_http *h, const struct fl_source_opts *o,
+			char *first, struct xfer *x, int err)
+{
+	char why[sizeof(h->name)];
+	uint64_t size = 0;
+	void *blk;
+	bool hit;
+
+	memset(x, 0, sizeof(*x));
+	if (identity_load(o->cache_dir, h->url, &size, x) < 0 || !size)
+		return err;
+	h->base.size = size;	/* set_validator's key needs it */
+	if (set_validator(h, x) < 0 || http_cache_open(o->cache_dir, o->cache_max_bytes ?
+			    o->cache_max_bytes : FL_DEFAULT_CACHE_MAX,
+			    &h->cache) < 0)
+		return err;
+	blk = malloc(HTTP_BLOCK);
+	hit = blk && http_cache_get(h->cache, h->key, 0, blk, size < HTTP_BLOCK ?
+				    size : HTTP_BLOCK);
+	if (hit) {
+		memcpy(first, blk, size < HTTP_PROBE ? size : HTTP_PROBE);
+		x->got = size < HTTP_PROBE ? size : HTTP_PROBE;
+	}
+	free(blk);
+	if (!hit)
+		return err;
+	snprintf(why, sizeof(why), "%s (origin unreachable at open: from "
+		 "the cache)", h->name);
+	snprintf(h->name, sizeof(h->name), "%s", why);
+	snprintf(h->base.desc, sizeof(h->base.desc), "%s", why);
+	return 0;
+}
+
 int source_http_open(const char *url, const struct fl_source_opts *o,
 		     struct fl_source **out)
 {
@@ -341,6 +442,9 @@ int source_http_open(const char *url, const struct fl_source_opts *o,
 	x = (struct xfer){ .off = 0, .dst = first, .len = sizeof(first),
 			   .probe = true };
 	ret = http_fetch(h, &x, 1, now_ns() + HTTP_READ_MS * 1000000ull);
+	if (ret < 0 && !x.status && o->cache_dir &&
+	    open_offline(h, o, first, &x, ret) == 0)
+		goto opened;
 	if (ret < 0) {
 		if (x.status >= 400)
 			fl_err(-EIO, "%s: HTTP status %ld at open (expected 206, or 200 with a length)",
@@ -373,7 +477,10 @@ int source_http_open(const char *url, const struct fl_source_opts *o,
 				      &h->cache);
 		if (ret < 0)
 			goto fail;
+		identity_save(o->cache_dir, h);
 	}
+opened:
+	size = h->base.size;
 	if (size >= IMAGE_MAGIC_LEN && x.got >= IMAGE_MAGIC_LEN &&
 	    !memcmp(first, IMAGE_MAGIC, IMAGE_MAGIC_LEN))
 		return source_image_over(&h->base, h->name, out);
