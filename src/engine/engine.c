@@ -502,9 +502,9 @@ int fl_engine_wait(struct fl_engine *e, int timeout_ms)
 
 int fl_engine_finished(const struct fl_engine *e)
 {
-	if (!atomic_load(&e->finished))
-		return 0;
-	return atomic_load(&e->killed) ? FL_FINISHED_KILLED : FL_FINISHED_GONE;
+	if (atomic_load(&e->killed))	/* set before the kill itself */
+		return FL_FINISHED_KILLED;
+	return atomic_load(&e->finished) ? FL_FINISHED_GONE : 0;
 }
 
 void fl_engine_destroy(struct fl_engine *e)

@@ -224,8 +224,16 @@ static int fail_pages(struct fl_engine *e, struct region *r, uint64_t pg,
 	if (!npg)
 		return 0;
 	/* Poisoning impossible (or not the policy): the client must go. */
-	if (e->client_pid > 0 && kill(e->client_pid, SIGKILL) == 0)
+	/*
+	 * Said before it is done: the daemon learns of the kill from the
+	 * client's socket closing, which may come before this thread runs
+	 * again.
+	 */
+	if (e->client_pid > 0) {
 		atomic_store(&e->killed, true);
+		if (kill(e->client_pid, SIGKILL) < 0)
+			atomic_store(&e->killed, false);
+	}
 	region_set(r, pg, npg, PG_MISSING);
 	engine_finish(e);
 	return -ESRCH;
