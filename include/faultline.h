@@ -52,6 +52,14 @@ int fl_source_open(const char *spec, struct fl_source **out);
 struct fl_source_opts {
 	const char *cache_dir;		/* NULL: no local block cache */
 	uint64_t cache_max_bytes;	/* bound on the cache; 0: FL_DEFAULT_CACHE_MAX */
+	/*
+	 * Called, from any thread, with one line while a remote source waits
+	 * for its origin (an HTTP try that failed and will be retried, a
+	 * tcp:// sender being redialled), at most about once a second per
+	 * source, so that a restore that stalls says why.  NULL: quiet.
+	 */
+	void (*note)(void *arg, const char *line);
+	void *note_arg;
 };
 
 #define FL_DEFAULT_CACHE_MAX	(4ull << 30)

@@ -58,6 +58,11 @@ static const struct cli_case {
 	{ "serve --socket @D/s --mem-file @D/empty", 1, "err",
 	  "empty (0 bytes)" },
 	{ "serve", 2, "err", "usage: faultline serve" },
+	/* A remote origin that is not there: the wait is logged, not silent. */
+	{ "serve --socket @D/s --mem-file 'tcp://127.0.0.1:1?retry_ms=2500'",
+	  1, "err", "retrying for up to 2 s" },
+	{ "serve --socket @D/s --mem-file http://127.0.0.1:1/x.mem", 1, "err",
+	  "; try 2 of 5 in 50 ms" },
 	{ "image create @D/mem @D/mem", 1, "err", "itself" },
 	{ "image create @D/mem @D/link", 1, "err", "itself" },
 	{ "image create @D/mem @D/img --level -5", 0, "out",

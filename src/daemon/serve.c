@@ -44,6 +44,13 @@
 
 
 
+/* A remote source waiting for its origin: say so in the log. */
+static void source_note_log(void *arg, const char *line)
+{
+	(void)arg;
+	slog(NULL, "%s", line);
+}
+
 /* ---- listening ---------------------------------------------------------- */
 
 /* A socket file nobody listens on is stale: replace it. */
@@ -512,7 +519,8 @@ int serve_run(const struct serve_config *cfg)
 			return ret;
 	}
 	struct fl_source_opts so = { .cache_dir = cfg->cache_dir,
-				     .cache_max_bytes = cfg->cache_max };
+				     .cache_max_bytes = cfg->cache_max,
+				     .note = source_note_log };
 
 	/*
 	 * Signals only through the signalfd, blocked before any thread

@@ -438,6 +438,7 @@ int source_http_open(const char *url, const struct fl_source_opts *o,
 	url_name(url, h->name, sizeof(h->name));
 	pthread_mutex_init(&h->mu, NULL);
 	source_init(&h->base, &http_ops, 0, h->name);
+	source_set_note(&h->base, o);
 
 	x = (struct xfer){ .off = 0, .dst = first, .len = sizeof(first),
 			   .probe = true };

@@ -350,6 +350,12 @@ static void xfer_done(struct xfer *x, CURLcode cc)
 		x->not_before = now_ns() +
 			((uint64_t)HTTP_BACKOFF_MS * 1000000ull <<
 			 (x->tries - 1));
+		source_note(&x->h->base, "%s: bytes %llu-%llu: %s; try %d of "
+			    "%d in %u ms", x->h->name,
+			    (unsigned long long)x->off,
+			    (unsigned long long)(x->off + x->len - 1), x->err,
+			    x->tries + 1, HTTP_TRIES,
+			    HTTP_BACKOFF_MS << (x->tries - 1));
 	} else {
 		if (!retry)
 			x->tries++;	/* count this try in the message */

@@ -11,7 +11,8 @@
 int source_file_open(const char *path, struct fl_source **out);
 int source_image_open(const char *path, struct fl_source **out);
 /* tcp://HOST:PORT[?retry_ms=N]: a live post-copy sender (source_peer.c). */
-int source_peer_open(const char *spec, struct fl_source **out);
+int source_peer_open(const char *spec, const struct fl_source_opts *o,
+		     struct fl_source **out);
 /*
  * An image whose bytes are read from lower (takes over the caller's
  * reference, also on failure); name is used in messages.

@@ -28,7 +28,7 @@ int fl_source_open_ex(const char *spec, const struct fl_source_opts *opts,
 	if (is_url(spec))
 		return source_http_open(spec, opts ? opts : &none, out);
 	if (!strncmp(spec, "tcp://", 6))
-		return source_peer_open(spec, out);
+		return source_peer_open(spec, opts, out);
 	if (image_has_magic(spec))
 		return source_image_open(spec, out);
 	return source_file_open(spec, out);

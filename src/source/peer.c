@@ -331,7 +331,8 @@ static int parse_spec(struct peer *p, const char *spec)
 	return 0;
 }
 
-int source_peer_open(const char *spec, struct fl_source **out)
+int source_peer_open(const char *spec, const struct fl_source_opts *o,
+		     struct fl_source **out)
 {
 	struct peer *p = calloc(1, sizeof(*p));
 	struct peer_hello w;
@@ -356,6 +357,7 @@ int source_peer_open(const char *spec, struct fl_source **out)
 	if (getrandom(&p->token, sizeof(p->token), 0) != sizeof(p->token))
 		p->token = now_ns() ^ ((uint64_t)getpid() << 32);
 	source_init(&p->base, &peer_ops, 0, spec);
+	source_set_note(&p->base, o);
 	if (strchr(p->base.desc, '?'))	/* options are not its name */
 		*strchr(p->base.desc, '?') = 0;
 
@@ -369,6 +371,8 @@ int source_peer_open(const char *spec, struct fl_source **out)
 			ret = fl_err(fd, "%s: %s", p->base.desc, p->why);
 			goto fail;
 		}
+		source_note(&p->base, "%s: %s; retrying for up to %u s",
+			    p->base.desc, p->why, p->retry_ms / 1000);
 		usleep(backoff * 1000);
 		backoff = backoff * 2 > 500 ? 500 : backoff * 2;
 	}

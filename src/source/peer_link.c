@@ -491,6 +491,8 @@ void *peer_manager(void *arg)
 			pthread_mutex_unlock(&p->lock);
 			break;
 		}
+		source_note(&p->base, "%s: %s; redialling for up to %u s",
+			    p->base.desc, p->why, p->retry_ms / 1000);
 		sleep_ms(p, backoff);
 		backoff = backoff * 2 > 500 ? 500 : backoff * 2;
 	}

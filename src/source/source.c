@@ -2,10 +2,12 @@
  * source.c - the common part of every source: its size, description and
  * reference count.  Which implementation a spec names is open.c's choice.
  */
+#include <stdarg.h>
 #include <stdio.h>
 
 #include "faultline.h"
 #include "source/source.h"
+#include "util/clock.h"
 
 void source_init(struct fl_source *s, const struct fl_source_ops *ops,
 		 uint64_t size, const char *desc)
@@ -14,6 +16,29 @@ void source_init(struct fl_source *s, const struct fl_source_ops *ops,
 	s->size = size;
 	atomic_init(&s->refs, 1);
 	snprintf(s->desc, sizeof(s->desc), "%s", desc);
+	s->note = NULL;
+	atomic_init(&s->note_ns, 0);
+}
+
+void source_set_note(struct fl_source *s, const struct fl_source_opts *o)
+{
+	s->note = o ? o->note : NULL;
+	s->note_arg = o ? o->note_arg : NULL;
+}
+
+void source_note(struct fl_source *s, const char *fmt, ...)
+{
+	uint64_t now = now_ns(), last = atomic_load(&s->note_ns);
+	char line[320];
+	va_list ap;
+
+	if (!s->note || (last && now - last < 1000000000ull) ||
+	    !atomic_compare_exchange_strong(&s->note_ns, &last, now))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	s->note(s->note_arg, line);
 }
 
 uint64_t fl_source_size(const struct fl_source *src)

@@ -44,10 +44,19 @@ struct fl_source {
 	uint64_t size;
 	atomic_int refs;
 	char desc[256];		/* for messages: the path or URL, no secrets */
+	void (*note)(void *arg, const char *line);	/* fl_source_opts */
+	void *note_arg;
+	_Atomic uint64_t note_ns;	/* the last note, for the rate limit */
 };
 
 /* Initialise the common part; refs starts at 1. */
 void source_init(struct fl_source *s, const struct fl_source_ops *ops,
 		 uint64_t size, const char *desc);
+
+/* Take the note callback of o (may be NULL) for s. */
+void source_set_note(struct fl_source *s, const struct fl_source_opts *o);
+/* Tell the note callback, if any, one line (at most one a second). */
+void source_note(struct fl_source *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 #endif
