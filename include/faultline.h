@@ -239,13 +239,14 @@ const char *fl_engine_error(struct fl_engine *e);
  * by background restore; pages_replayed: from a working-set trace;
  * pages_moved: of pages_copied, moved instead of copied; eexist: populated
  * behind the engine's back (woken); eagain: retried after applying
- * pending events.
+ * pending events; pages_gone: not mapped in the client when a fill came
+ * (ENOENT: memory unmapped, or never registered), so nothing delivered.
  */
 #define FL_STATS_COUNTERS(X)						\
 	X(faults) X(events) X(pages_copied) X(pages_zeroed)		\
 	X(pages_poisoned) X(pages_prefetched) X(pages_background)	\
 	X(pages_replayed) X(pages_moved) X(bytes_copied) X(eexist)	\
-	X(eagain) X(source_errors)
+	X(eagain) X(source_errors) X(pages_gone)
 
 struct fl_stats {
 #define FL_STATS_FIELD(name)	uint64_t name;

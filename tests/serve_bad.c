@@ -742,6 +742,39 @@ static void test_source_error(const char *policy)
 	mem_file_destroy(&m);
 }
 
+/* A client that hands over memory it has already unmapped, then waits. */
+static int unmapped_main(void *arg)
+{
+	uint64_t size = 4 * MIB;
+	struct fc_client c;
+
+	(void)arg;
+	if (fc_client_map(&c, 1, &size, FC_PAGE_4K))
+		return 10;
+	munmap(c.regions[0].addr, size);	/* no UNMAP event: not asked */
+	if (fc_client_connect(&c, srv.sock) < 0)
+		return 11;
+	su_sleep_ms(3000);	/* the daemon's background restore finds it */
+	return 0;
+}
+
+/*
+ * "restore complete" for memory that was never there says that nothing
+ * was delivered, not just "0 faults".
+ */
+static void test_unmapped(void)
+{
+	long mark = serve_log_mark(&srv);
+	pid_t pid = su_spawn(unmapped_main, NULL);
+
+	ok(serve_log_find(&srv, mark, pid, (const char *[]){
+				  "not mapped in the client", NULL },
+			  5000, NULL, 0),
+	   "memory unmapped before the handshake: the restore's line says "
+	   "nothing was delivered there");
+	su_reap(pid, 10000);
+}
+
 int main(void)
 {
 	struct su_client_args good = {
@@ -804,6 +837,7 @@ int main(void)
 		serve_log_dump(&srv, 0);
 	}
 	test_idle_connections();
+	test_unmapped();
 	serve_stop(&srv);
 	serve_cleanup(&srv);
 

@@ -105,7 +105,7 @@ static void write_stats(struct daemon *d, struct session *s,
 void say_restored(struct session *s, const struct fl_stats *st,
 			 uint64_t now)
 {
-	char poisoned[48] = "";
+	char poisoned[48] = "", gone[96] = "";
 
 	s->restored = true;
 	/* The filler's own clock is exact; else the first check that saw it. */
@@ -114,13 +114,17 @@ void say_restored(struct session *s, const struct fl_stats *st,
 	if (st->pages_poisoned)
 		snprintf(poisoned, sizeof(poisoned), ", %llu pages poisoned",
 			 (unsigned long long)st->pages_poisoned);
+	if (st->pages_gone)
+		snprintf(gone, sizeof(gone), "; %llu pages were not mapped in "
+			 "the client: nothing delivered there",
+			 (unsigned long long)st->pages_gone);
 	slog(s, "restore complete: %llu MiB in %llu ms (%llu faults, %llu "
-	     "pages ahead of them, %llu in the background%s)",
+	     "pages ahead of them, %llu in the background%s)%s",
 	     (unsigned long long)(s->bytes >> 20),
 	     (unsigned long long)s->restore_ms,
 	     (unsigned long long)st->faults,
 	     (unsigned long long)(st->pages_prefetched + st->pages_replayed),
-	     (unsigned long long)st->pages_background, poisoned);
+	     (unsigned long long)st->pages_background, poisoned, gone);
 }
 
 /* A session taken off the control loop, torn down on a thread of its own. */

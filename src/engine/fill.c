@@ -208,6 +208,8 @@ static int fail_pages(struct fl_engine *e, struct region *r, uint64_t pg,
 			/* No mapping there any more, or populated meanwhile. */
 			region_set(r, pg, 1, ret == -ENOENT ? PG_GONE :
 				   PG_PRESENT);
+			if (ret == -ENOENT)
+				stat_add(&e->st.pages_gone, 1);
 			if (ret == -EEXIST)	/* its sleeper: this page's */
 				engine_wake(e, region_page_addr(r, pg),
 					    r->page_size);
@@ -378,6 +380,7 @@ static int fill_failed(struct fl_engine *e, struct region *r, uint64_t left,
 		 * no event said it reads zeros.
 		 */
 		region_set(r, left, end - left, PG_GONE);
+		stat_add(&e->st.pages_gone, end - left);
 		break;
 	case FE_RETRY:
 		region_set(r, left, end - left, prior);
