@@ -284,6 +284,38 @@ static void test_corrupt_image(void)
 	serve_cleanup(&bad);
 }
 
+/*
+ * serve --no-prefetch --no-background --chunk 4K is a naive handler: the
+ * guest faults on every page it touches; the default daemon fills ahead.
+ */
+static void test_naive_daemon(void)
+{
+	static const char *const naive_args[] = { "--no-prefetch",
+		"--no-background", "--chunk", "4K", NULL };
+	struct vmm_config c;
+	struct vmm_result r, rd;
+	struct serve naive;
+	int ret, retd;
+
+	serve_init(&naive);
+	if (serve_start(&naive, mem.path, naive_args) < 0)
+		BAIL("cannot start a naive faultline serve");
+	config(&c, VMM_UFFD, "linear", false, 1);
+	c.socket = naive.sock;
+	ret = run_child(&c, &r);
+	c.socket = srv.sock;
+	retd = run_child(&c, &rd);
+	ok(ret == 1 && r.faults >= r.touches,
+	   "serve --no-prefetch --no-background --chunk 4K: a fault per page "
+	   "touched (%llu faults, %llu touches)",
+	   (unsigned long long)r.faults, (unsigned long long)r.touches);
+	ok(retd == 1 && rd.faults * 4 < rd.touches,
+	   "the default daemon fills ahead (%llu faults)",
+	   (unsigned long long)rd.faults);
+	serve_stop(&naive);
+	serve_cleanup(&naive);
+}
+
 static void test_bad_options(void)
 {
 	static const char *const bad[][6] = {
@@ -329,6 +361,7 @@ int main(int argc, char **argv)
 	test_killed();
 	test_wrong();
 	test_corrupt_image();
+	test_naive_daemon();
 	test_bad_options();
 	serve_stop(&srv);
 	serve_cleanup(&srv);

@@ -20,10 +20,13 @@ static const char usage[] =
 	"       [--threads N] [--stats-json FILE] [--once] [--allow-uid UID,...]\n"
 	"       [--on-source-error poison|kill] [--record TRACE] [--prefetch TRACE]\n"
 	"       [--cache DIR] [--cache-max SIZE] [--progress|--no-progress]\n"
+	"       [--no-prefetch] [--no-background]\n"
 	"  --progress: restore progress on stderr, checked every 250 ms: a bar\n"
 	"  on a terminal (the default there), otherwise a line each time the\n"
 	"  restore has passed another 10 % mark (a restore done within 250 ms\n"
-	"  shows only its 'restore complete' line)\n";
+	"  shows only its 'restore complete' line)\n"
+	"  --no-prefetch: no readahead of fault streams; --no-background: no\n"
+	"  background restore (both: a naive handler, the chunk per fault)\n";
 
 /* "0,1000": each a number; an empty list or entry is an error. */
 static int parse_uids(const char *arg, struct serve_config *c)
@@ -109,6 +112,8 @@ int cmd_serve(int argc, char **argv)
 		{ "cache-max", required_argument, NULL, 257 },
 		{ "progress", no_argument, NULL, 258 },
 		{ "no-progress", no_argument, NULL, 259 },
+		{ "no-prefetch", no_argument, NULL, 260 },
+		{ "no-background", no_argument, NULL, 261 },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -165,6 +170,8 @@ int cmd_serve(int argc, char **argv)
 		case 256: c.cache_dir = optarg; break;
 		case 258: c.progress = true; break;
 		case 259: c.progress = false; break;
+		case 260: c.engine_flags |= FL_ENGINE_NO_PREFETCH; break;
+		case 261: c.engine_flags |= FL_ENGINE_NO_BACKGROUND; break;
 		case 257:
 			if (parse_size(optarg, &c.cache_max) < 0 ||
 			    c.cache_max < (1 << 20))

@@ -26,6 +26,7 @@ struct serve_config {
 	const char *record;		/* write each session's trace here */
 	const char *replay;		/* replay this trace in every session */
 	bool progress;			/* draw restore progress on stderr */
+	unsigned int engine_flags;	/* FL_ENGINE_NO_PREFETCH, _NO_BACKGROUND */
 };
 
 /* Run until SIGTERM (and drained) or, with once, the first session's end. */

@@ -496,7 +496,8 @@ static int start_serving(struct daemon *d, struct session *s,
 		.on_error = cfg->on_error,
 		/* 0: a peer in a pid namespace we cannot see */
 		.client_pid = s->pid > 0 ? s->pid : -1,
-		.flags = FL_ENGINE_ADOPT | FL_ENGINE_OWN_UFFD,
+		.flags = FL_ENGINE_ADOPT | FL_ENGINE_OWN_UFFD |
+			 cfg->engine_flags,
 	};
 	int ret;
 
