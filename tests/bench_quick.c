@@ -68,7 +68,8 @@ static const char *const drop_keys[] = {
 };
 
 static const char *const latency_keys[] = {
-	"anon_p50", "anon_p90", "anon_p99", "anon_max", "file_p50", "lib_p50",
+	"anon_p50", "anon_p90", "anon_p99", "anon_max", "file_p50",
+	"minimal_p50", "minimal_p99", "lib_p50",
 	"lib_p90", "lib_p99", "lib_max", "daemon_p50", "daemon_p99",
 	"daemon_max", NULL,
 };
@@ -94,7 +95,7 @@ static const struct {
 	{ "populate", populate_keys, "pread_move_thp_fraction" },
 	{ "move", move_keys, "busy_extra_ns_per_ioctl_4k" },
 	{ "drop", drop_keys, NULL },
-	{ "fault-latency", latency_keys, "faults_per_run" },
+	{ "fault-latency", latency_keys, "lib_faulted_fraction" },
 	{ "kvm-restore", restore_keys, "sparse_trace_copied_per_touched" },
 	{ "remote", remote_keys, "http_warm_requests_per_restore" },
 };
