@@ -169,7 +169,8 @@ int fl_engine_add_region(struct fl_engine *e, const struct fl_region_desc *r,
  * snapshot offsets, every chunk a fault fills, in order; record with
  * FL_ENGINE_NO_PREFETCH | FL_ENGINE_NO_BACKGROUND so that every first touch
  * faults.  fl_engine_save_trace() writes the trace.  fl_engine_replay()
- * loads one, sorts and coalesces it, and has the filler thread fill those
+ * loads one, keeping the order it was first touched in (runs that touch
+ * are merged), and has the filler thread fill those
  * runs (DONTWAKE, one WAKE per piece) as soon as the engine runs; it may be
  * called before or after fl_engine_start().
  */

@@ -7,9 +7,12 @@
  *   N x 16   {u64 source offset, u64 length}, in the order first touched
  * Offsets are into the snapshot (source), not host addresses, so a trace
  * recorded on one restore applies to any later restore of the same
- * snapshot, wherever its memory is mapped.  Loading sorts the entries and
- * merges touching or overlapping ones into runs: replay then issues a few
- * large fills instead of one per recorded fault.
+ * snapshot, wherever its memory is mapped.  Loading keeps the order the
+ * guest first touched them in (what a restarted guest touches next is what
+ * replay must fill first) and merges each entry into the run before it
+ * when the two touch or overlap, so a stream of faults becomes one large
+ * fill; a range touched again later is left to the fill, which skips
+ * pages already there.
  */
 #include <endian.h>
 #include <errno.h>
@@ -84,13 +87,6 @@ int trace_save(struct trace *t, const char *path)
 	return ret ? fl_err(ret, "trace %s: write failed", path) : 0;
 }
 
-static int by_offset(const void *a, const void *b)
-{
-	const struct trace_run *x = a, *y = b;
-
-	return x->off < y->off ? -1 : x->off > y->off;
-}
-
 int trace_load(struct trace *t, const char *path)
 {
 	FILE *f = fopen(path, "rb");
@@ -119,19 +115,18 @@ int trace_load(struct trace *t, const char *path)
 	fclose(f);
 	if (ret < 0)
 		return ret;
-	/* All dropped: runs may be NULL, which qsort must not get. */
-	if (t->n)
-		qsort(t->runs, t->n, sizeof(*t->runs), by_offset);
 	size_t out = 0;
 
 	for (size_t i = 0; i < t->n; i++) {
 		struct trace_run *last = out ? &t->runs[out - 1] : NULL;
+		uint64_t off = t->runs[i].off, end = off + t->runs[i].len;
 
-		if (last && t->runs[i].off <= last->off + last->len) {
-			uint64_t end = t->runs[i].off + t->runs[i].len;
+		/* The same stream: grows the run before it, either way. */
+		if (last && off <= last->off + last->len && end >= last->off) {
+			uint64_t lend = last->off + last->len;
 
-			if (end > last->off + last->len)
-				last->len = end - last->off;
+			last->off = off < last->off ? off : last->off;
+			last->len = (end > lend ? end : lend) - last->off;
 		} else {
 			t->runs[out++] = t->runs[i];
 		}

@@ -27,7 +27,7 @@ void trace_free(struct trace *t);
 int trace_add(struct trace *t, uint64_t off, uint64_t len);
 /* Write in touch order; the file format is described in trace.c. */
 int trace_save(struct trace *t, const char *path);
-/* Read a trace file, then sort and coalesce it into t. */
+/* Read a trace file into t in touch order, merging runs that touch. */
 int trace_load(struct trace *t, const char *path);
 
 #endif
