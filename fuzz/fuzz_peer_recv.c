@@ -197,7 +197,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	snprintf(spec, sizeof(spec), "tcp://127.0.0.1:%u?retry_ms=0",
 		 ntohs(a.sin_port));
-	atomic_store(&s.want, source_peer_open(spec, &src) == 0 ? 2 : 0);
+	atomic_store(&s.want, source_peer_open(spec, NULL, &src) == 0 ? 2 : 0);
 	pthread_join(t, NULL);
 	close(s.lfd);
 	if (src) {

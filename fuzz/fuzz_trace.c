@@ -3,8 +3,9 @@
  * is the trace file, in a memfd opened by its /proc/self/fd path.
  *
  * Decision: besides the sanitizers, the loaded runs are checked for what
- * replay relies on: sorted, non-empty, not wrapping, and neither
- * overlapping nor touching (those are merged).
+ * replay relies on: non-empty and not wrapping.  They are in the guest's
+ * first-touch order, not sorted, and may overlap an earlier run (a range
+ * touched again; replay's fill skips pages already there).
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -32,8 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			for (size_t i = 0; i < t.n; i++) {
 				const struct trace_run *r = &t.runs[i];
 
-				if (!r->len || r->off + r->len < r->off ||
-				    (i && r->off <= r[-1].off + r[-1].len))
+				if (!r->len || r->off + r->len < r->off)
 					abort();
 			}
 		trace_free(&t);
