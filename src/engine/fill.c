@@ -217,8 +217,11 @@ static int fail_pages(struct fl_engine *e, struct region *r, uint64_t pg,
 			npg--;
 			continue;
 		}
-		if (ret == -ESRCH)
-			break;
+		if (ret == -ESRCH) {	/* the client is gone: nobody to kill */
+			region_set(r, pg, npg, PG_MISSING);
+			engine_finish(e);
+			return -ESRCH;
+		}
 		fl_err(ret, "0x%llx: cannot poison it either: %s",
 		       (unsigned long long)addr, strerror(-ret));
 		break;
@@ -235,11 +238,23 @@ static int fail_pages(struct fl_engine *e, struct region *r, uint64_t pg,
 		atomic_store(&e->killed, true);
 		if (kill(e->client_pid, SIGKILL) < 0)
 			atomic_store(&e->killed, false);
+	} else if (e->client_pid == 0) {
+		/*
+		 * The client is this process (no UFFDIO_POISON here: Linux
+		 * before 6.6): its faulting thread would sleep for ever.
+		 * Served or killed: say why, and go.
+		 */
+		fprintf(stderr, "libfaultline: a page can be neither served "
+			"nor poisoned (%s): killing this process\n", e->why);
+		kill(getpid(), SIGKILL);
 	}
 	region_set(r, pg, npg, PG_MISSING);
 	engine_finish(e);
 	return -ESRCH;
 }
+
+/* The cause of this thread's last source failure, for the rest of a run. */
+static __thread char last_cause[200];
 
 /*
  * The source cannot produce [pg, pg+npg): never serve it wrong.  Poison
@@ -248,14 +263,15 @@ static int fail_pages(struct fl_engine *e, struct region *r, uint64_t pg,
 static int source_failed(struct fl_engine *e, struct region *r, uint64_t pg,
 			 uint64_t npg, int err)
 {
-	char cause[200];
+	char *cause = last_cause;
 
 	/*
 	 * The source said why (an image's chunk and hashes, HTTP's status
 	 * or curl's reason) when its read failed: keep that, not errno's
-	 * word for it.
+	 * word for it (each read starts with the thread's message cleared,
+	 * so this one is the read's).
 	 */
-	snprintf(cause, sizeof(cause), "%s",
+	snprintf(cause, sizeof(last_cause), "%s",
 		 fl_last_error()[0] ? fl_last_error() : strerror(-err));
 	stat_add(&e->st.source_errors, 1);
 	fl_err(err, "source %s: cannot read offset %llu (+%llu): %s",
@@ -352,6 +368,8 @@ static int fill_failed(struct fl_engine *e, struct region *r, uint64_t left,
 
 	switch (classify(err, how, end - left)) {
 	case FE_SOURCE:		/* the source file truncated under the copy */
+		fl_err(-EIO, "the file shrank under the copy (COPY: %s)",
+		       strerror(-err));
 		return source_failed(e, r, left, end - left, -EIO);
 	case FE_PAGEWISE:
 		/*
@@ -585,6 +603,7 @@ int fill_run(struct fl_engine *e, struct worker *w, struct region *r,
 		 * huge page, 5 ms under PVM (direct compaction, and a host
 		 * that has not backed the memory) on a fault that needs none.
 		 */
+		fl_err_clear();	/* a failure's cause is the read's own */
 		ret = src->ops->read(src, head, probe, off);
 		if (ret < 0)
 			return run_failed(e, w, r, pg, npg, prior, how, counter, ret);
@@ -594,6 +613,7 @@ int fill_run(struct fl_engine *e, struct worker *w, struct region *r,
 					    how | FILL_FROM_MAP, counter);
 	}
 	if (!zero) {
+		fl_err_clear();
 		ret = src->ops->read(src, w->buf, len, off);
 		if (ret < 0)
 			return run_failed(e, w, r, pg, npg, prior, how, counter, ret);
@@ -606,6 +626,7 @@ int fill_run(struct fl_engine *e, struct worker *w, struct region *r,
 		return fill_claimed(e, r, pg, npg, UFFD_OP_ZEROPAGE, 0, prior,
 				    how, counter);
 	if (r->memfd >= 0) {
+		fl_err_clear();
 		int64_t n = memfd_fill(r->memfd, w->buf, moff, len);
 
 		if (n < 0)
@@ -645,10 +666,13 @@ static int run_failed(struct fl_engine *e, struct worker *w, struct region *r,
 		 * the file, a server that answers errors) and each try could
 		 * take a remote source's whole retry budget.  Fail them now.
 		 */
-		if (atomic_load(&e->st.source_errors) != errs)
-			return i + 1 < npg ?
-			       source_failed(e, r, pg + i + 1, npg - i - 1,
-					     err) : 0;
+		if (atomic_load(&e->st.source_errors) != errs) {
+			if (i + 1 == npg)
+				return 0;
+			fl_err(err, "%s", last_cause);	/* that page's cause */
+			return source_failed(e, r, pg + i + 1, npg - i - 1,
+					     err);
+		}
 	}
 	return 0;
 }

@@ -20,6 +20,11 @@ int fl_err(int ret, const char *fmt, ...)
 	return ret;
 }
 
+void fl_err_clear(void)
+{
+	last_error[0] = 0;
+}
+
 const char *fl_last_error(void)
 {
 	return last_error;

@@ -8,4 +8,7 @@
 int fl_err(int ret, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* Forget this thread's message: what fails next says why itself, or nothing. */
+void fl_err_clear(void);
+
 #endif
