@@ -23,11 +23,11 @@ extern "C" {
 #endif
 
 #define FL_VERSION_MAJOR	0
-#define FL_VERSION_MINOR	1
+#define FL_VERSION_MINOR	2
 #define FL_VERSION_PATCH	0
-#define FL_VERSION		"0.1.0"
+#define FL_VERSION		"0.2.0"
 
-/* The version of the library linked at run time ("0.1.0"). */
+/* The version of the library linked at run time ("0.2.0"). */
 const char *fl_version(void);
 
 struct fl_engine;
@@ -273,9 +273,10 @@ int fl_engine_stats(const struct fl_engine *e, struct fl_stats *out);
 int fl_engine_progress(struct fl_engine *e, uint64_t *missing,
 		       uint64_t *total);
 /*
- * Wait until the restore is complete (every page filled, or removed):
- * 0; -ETIMEDOUT after timeout_ms (< 0: no limit); -ESRCH if the client
- * went away or was killed first.  It polls fl_engine_progress() every
+ * Wait until the restore is complete (every page filled, or removed; a
+ * poisoned page counts as filled: see stats pages_poisoned): 0;
+ * -ETIMEDOUT after timeout_ms (< 0: no limit); -ESRCH if the client went
+ * away or was killed before it was.  It polls fl_engine_progress() every
  * 2 ms: for a VMM that wants to drop its snapshot file, or time a restore.
  */
 int fl_engine_wait(struct fl_engine *e, int timeout_ms);

@@ -69,6 +69,7 @@ struct fl_engine {
 	atomic_bool stopping;
 	atomic_bool finished;
 	atomic_bool killed;		/* we SIGKILLed the client (policy) */
+	bool adopted;			/* FL_ENGINE_ADOPT: the uffd is not ours */
 	/*
 	 * The ioctl gate (engine_fill, engine_wake): detached is set once
 	 * the client is done with its memory; in_ioctl counts ioctls under

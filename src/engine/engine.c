@@ -163,6 +163,19 @@ static int open_uffd(struct fl_engine *e, const struct fl_engine_opts *opts)
 	return 0;
 }
 
+/*
+ * fd 0 is a userfaultfd: a caller of the days when .uffd = 0 adopted it
+ * (before FL_ENGINE_ADOPT), whose zeroed options must not now create
+ * another uffd nobody's faults go to.
+ */
+static bool fd0_is_uffd(void)
+{
+	uint64_t feat;
+	int ret = uffd_fd_features(0, &feat);
+
+	return ret == 0 || ret == -ENOTCONN;
+}
+
 int fl_engine_create(const struct fl_engine_opts *opts, struct fl_engine **out)
 {
 	struct fl_engine_opts def = { .uffd = -1 };
@@ -189,9 +202,10 @@ int fl_engine_create(const struct fl_engine_opts *opts, struct fl_engine **out)
 		      fl_err(-ENOMEM, "engine: cannot map a staging buffer");
 		goto fail;
 	}
-	if (opts->flags & FL_ENGINE_ADOPT)
+	e->adopted = opts->flags & FL_ENGINE_ADOPT;
+	if (e->adopted)
 		ret = adopt_uffd(e, opts);
-	else if (opts->uffd > 0)	/* adopting without saying so */
+	else if (opts->uffd > 0 || (opts->uffd == 0 && fd0_is_uffd()))
 		ret = fl_err(-EINVAL, "engine: uffd %d given without "
 			     "FL_ENGINE_ADOPT (0 or -1: create one)",
 			     opts->uffd);
@@ -296,7 +310,13 @@ int fl_engine_add_region(struct fl_engine *e, const struct fl_region_desc *d,
 			       (unsigned long long)d->addr,
 			       (unsigned long long)d->len, strerror(-ret));
 	}
+	/*
+	 * Whose memory it is is known for a uffd made here (this process)
+	 * or a client with a pid; an adopted uffd with client_pid 0 may be
+	 * another process's (a forked child's), so it is not checked.
+	 */
 	if (ret == 0 && !(d->flags & FL_REGION_REGISTER) &&
+	    (e->client_pid > 0 || !e->adopted) &&
 	    proc_uffd_registered(e->client_pid, d->addr, d->len) == 0)
 		ret = fl_err(-EINVAL, "region 0x%llx+%llu: not registered with "
 			     "userfaultfd (no 'um' in its smaps VmFlags): "
@@ -485,12 +505,12 @@ int fl_engine_wait(struct fl_engine *e, int timeout_ms)
 	uint64_t missing, total;
 
 	for (;;) {
+		if (fl_engine_progress(e, &missing, &total) == 0 && !missing)
+			return 0;
 		if (fl_engine_finished(e))
 			return fl_err(-ESRCH, "engine: the client is gone (%s)",
 				      fl_engine_finished(e) == FL_FINISHED_KILLED ?
 				      "killed" : "exited");
-		if (fl_engine_progress(e, &missing, &total) == 0 && !missing)
-			return 0;
 		if (timeout_ms >= 0 && now_ns() >= deadline)
 			return fl_err(-ETIMEDOUT, "engine: %llu of %llu bytes "
 				      "still missing after %d ms",
