@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -69,7 +70,8 @@ static int check_writable(const char *path)
 
 static bool is_url(const char *spec)
 {
-	return !strncmp(spec, "http://", 7) || !strncmp(spec, "https://", 8);
+	return !strncasecmp(spec, "http://", 7) ||
+	       !strncasecmp(spec, "https://", 8);	/* as the library does */
 }
 
 /* Options that only make sense together, checked once all are read. */

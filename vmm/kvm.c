@@ -10,6 +10,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <linux/kvm.h>
 #include <stdio.h>
 #include <string.h>
@@ -110,6 +112,8 @@ int kvm_vm_open(struct kvm_vm *vm)
 	vm->low = mmap(NULL, GUEST_LOW_SIZE, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (vm->run_size <= 0 || vm->low == MAP_FAILED) {
+		if (vm->low != MAP_FAILED)
+			munmap(vm->low, GUEST_LOW_SIZE);
 		vm->low = NULL;
 		ret = vmm_fail(-ENOMEM, "KVM: cannot set up low memory");
 		goto fail;
@@ -218,16 +222,63 @@ static int mmio_exit(const struct kvm_vcpu *v, uint64_t gpa)
 			(unsigned long long)gpa);
 }
 
+/*
+ * A poisoned page (UFFDIO_POISON) reaches the VMM differently per KVM: an
+ * MMIO exit (PVM), SIGBUS to the vCPU thread (hwpoison, TDP KVM), EFAULT
+ * from KVM_RUN, or KVM_EXIT_MEMORY_FAULT (6.8+).  All say the same.
+ */
+#define KVM_EXIT_MEMORY_FAULT_NR	39
+
+static __thread volatile sig_atomic_t vcpu_sigbus;
+static __thread void *vcpu_sigbus_addr;
+
+static void on_sigbus(int sig, siginfo_t *si, void *ctx)
+{
+	(void)sig;
+	(void)ctx;
+	vcpu_sigbus = 1;
+	vcpu_sigbus_addr = si->si_addr;
+}
+
+static void install_sigbus(void)
+{
+	struct sigaction sa = { .sa_sigaction = on_sigbus,
+				.sa_flags = SA_SIGINFO };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, NULL);
+}
+
+static void catch_sigbus(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, install_sigbus);
+}
+
+static int not_mapped(const char *how)
+{
+	return vmm_fail(-EFAULT, "guest memory could not be mapped: its page "
+			"was poisoned or never came (%s)", how);
+}
+
 int kvm_vcpu_run(struct kvm_vcpu *v)
 {
 	struct kvm_run *run = v->run;
 
+	catch_sigbus();
 	for (;;) {
 		if (ioctl(v->fd, KVM_RUN, 0) < 0) {
+			if (errno == EINTR && vcpu_sigbus)
+				return not_mapped("SIGBUS");
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
+			if (errno == EFAULT)
+				return not_mapped("KVM_RUN: Bad address");
 			return vmm_fail(-errno, "KVM_RUN: %s", strerror(errno));
 		}
+		if (run->exit_reason == KVM_EXIT_MEMORY_FAULT_NR)
+			return not_mapped("KVM_EXIT_MEMORY_FAULT");
 		switch (run->exit_reason) {
 		case KVM_EXIT_HLT:
 			return 0;

@@ -31,7 +31,7 @@ int kvm_probe(void);
  */
 const char *kvm_describe(char *buf, int len);
 
-/* A VM with guest.S copied to GUEST_CODE; -errno (fl_last_error says). */
+/* A VM with guest.S copied to GUEST_CODE; -errno (vmm_error() says). */
 int kvm_vm_open(struct kvm_vm *vm);
 /* Map host memory at gpa as memslot slot. */
 int kvm_vm_add_memory(struct kvm_vm *vm, int slot, uint64_t gpa, void *host,

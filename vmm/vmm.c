@@ -115,6 +115,10 @@ static int check_config(const struct vmm_config *c, uint64_t file_size,
 	if (c->vcpus > VMM_MAX_VCPUS)
 		return vmm_fail(-EINVAL, "%u vCPUs: at most %d", c->vcpus,
 				VMM_MAX_VCPUS);
+	if (*size / 4096 < (c->vcpus ? c->vcpus : 1))
+		return vmm_fail(-EINVAL, "%u vCPUs over %llu KiB: each needs a "
+				"page of its own", c->vcpus,
+				(unsigned long long)(*size >> 10));
 	if (c->huge && c->backend == VMM_FILE)
 		return vmm_fail(-EINVAL, "--huge: the file backend maps the "
 				"memory file itself (no hugetlb)");

@@ -64,11 +64,13 @@ static int claim_path(const char *path)
 	if (!S_ISSOCK(st.st_mode))
 		return fl_err(-EEXIST, "%s exists and is not a socket", path);
 	/*
-	 * A server bound by this very name is seen without connecting to it
-	 * (which it would log as a client); one bound by another name (a
-	 * relative path from elsewhere) only by a connection.
+	 * A server bound by this very absolute path is seen without
+	 * connecting to it (which it would log as a client).  A relative
+	 * name says nothing (another directory's server may have bound the
+	 * same string), nor does another name for the file: those are
+	 * only told by a connection.
 	 */
-	if (proc_unix_listening(path) == 1)
+	if (path[0] == '/' && proc_unix_listening(path) == 1)
 		return fl_err(-EADDRINUSE, "%s: another server is listening on it",
 			      path);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

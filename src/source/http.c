@@ -479,6 +479,12 @@ int source_http_open(const char *url, const struct fl_source_opts *o,
 		if (ret < 0)
 			goto fail;
 		identity_save(o->cache_dir, h);
+	} else if (o->cache_dir) {
+		/* No validator, so no cache: nor may an old identity serve */
+		char path[PATH_MAX];
+
+		identity_path(o->cache_dir, h->url, path, sizeof(path));
+		unlink(path);
 	}
 opened:
 	size = h->base.size;
