@@ -19,6 +19,9 @@ SYSTEMD_UNITS := faultline.socket faultline.service faultline@.socket \
 		 faultline@.service
 BUILD   ?= build
 VERSION := $(shell sed -n 's/^\#define FL_VERSION[\t ]*"\(.*\)"/\1/p' include/faultline.h)
+# The shared object's ABI: bumped when a public struct changes layout (1:
+# fl_stats.pages_gone, fl_source_opts.note, FL_ENGINE_ADOPT in 0.2.0).
+SOVERSION := 1
 
 DEB_PKGS := gcc make pkg-config perl libjson-c-dev libzstd-dev libxxhash-dev \
 	    nginx-light iproute2 gnuplot-nox \
@@ -126,7 +129,7 @@ $(BUILD)/libfaultline.a: $(LIB_OBJ)
 
 # Only the public API (fl_*) is exported: src/libfaultline.map.
 $(BUILD)/libfaultline.so: $(LIB_OBJ) src/libfaultline.map
-	$(CC) -shared -Wl,-soname,libfaultline.so.0 \
+	$(CC) -shared -Wl,-soname,libfaultline.so.$(SOVERSION) \
 		-Wl,--version-script=src/libfaultline.map -o $@ $(LIB_OBJ) $(LDLIBS)
 
 $(BUILD)/libfltest.a: $(TESTLIB_OBJ)
@@ -210,8 +213,8 @@ install: all
 		$(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 755 $(BUILD)/faultline $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(BUILD)/libfaultline.a $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(BUILD)/libfaultline.so $(DESTDIR)$(PREFIX)/lib/libfaultline.so.0
-	ln -sf libfaultline.so.0 $(DESTDIR)$(PREFIX)/lib/libfaultline.so
+	install -m 755 $(BUILD)/libfaultline.so $(DESTDIR)$(PREFIX)/lib/libfaultline.so.$(SOVERSION)
+	ln -sf libfaultline.so.$(SOVERSION) $(DESTDIR)$(PREFIX)/lib/libfaultline.so
 	install -m 644 include/faultline.h $(DESTDIR)$(PREFIX)/include/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
 		contrib/faultline.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/faultline.pc
