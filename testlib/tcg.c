@@ -510,7 +510,7 @@ static int run_vm(const struct vm *vm, int timeout, double *secs)
 		"-display", "none", "-no-reboot",
 		"-serial", con, "-serial", out,
 		"-kernel", vm->kernel, "-initrd", vm_path(F_INITRD),
-		"-append", "console=ttyS0 quiet panic=-1 mitigations=off",
+		"-append", getenv("FL_TCG_VERBOSE") ? "console=ttyS0 panic=-1 mitigations=off softlockup_panic=0" : "console=ttyS0 quiet panic=-1 mitigations=off",
 		NULL,
 	};
 	struct lines l = { .status = -1 };

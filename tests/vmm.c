@@ -25,8 +25,31 @@
 static struct mem_file mem, other;
 static struct serve srv;
 
+/*
+ * Under QEMU's TCG, a nested guest now and then stalls for good in
+ * KVM_RUN (seen in about 1 run in 4 of this program, at any case, the
+ * File backend's too, where no uffd is involved): such a run is killed
+ * after STALL_S and done once more, and says so.  On real KVM a run that
+ * times out is a failure.
+ */
+#define STALL_S		40
+
+static int run_once(const struct vmm_config *c, struct vmm_result *out);
+
 /* Run c in a child; 1: checksums right, 0: wrong, -errno: did not run. */
 static int run_child(const struct vmm_config *c, struct vmm_result *out)
+{
+	int ret = run_once(c, out);
+
+	if (ret == -EINTR && getenv("FL_IN_TCG")) {
+		diag("the nested guest stalled under TCG (killed after %d s): "
+		     "once more", STALL_S);
+		ret = run_once(c, out);
+	}
+	return ret;
+}
+
+static int run_once(const struct vmm_config *c, struct vmm_result *out)
 {
 	struct vmm_result r = { 0 };
 	int pfd[2], st, ret;
@@ -39,7 +62,7 @@ static int run_child(const struct vmm_config *c, struct vmm_result *out)
 	if (pid == 0) {
 		close(pfd[0]);
 		huge_forget();
-		alarm(SU_CHILD_TIMEOUT * 4);
+		alarm(getenv("FL_IN_TCG") ? STALL_S : SU_CHILD_TIMEOUT * 4);
 		ret = vmm_run(c, &r);
 		if (ret < 0)
 			diag("vmm: %s", vmm_error());
@@ -284,6 +307,26 @@ static void test_corrupt_image(void)
 	serve_cleanup(&bad);
 }
 
+/* Faults of the last session the daemon's log says ended; -1 if none. */
+static long long daemon_faults(struct serve *d)
+{
+	FILE *f;
+	char line[512];
+	long long n = -1;
+
+	su_sleep_ms(200);	/* the session's end is logged as it is torn down */
+	f = fopen(d->log, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		const char *p = strstr(line, "ended (");
+
+		if (p && (p = strstr(p, " ms: ")))
+			n = atoll(p + 5);
+	}
+	if (f)
+		fclose(f);
+	return n;
+}
+
 /*
  * serve --no-prefetch --no-background --chunk 4K is a naive handler: the
  * guest faults on every page it touches; the default daemon fills ahead.
@@ -305,13 +348,15 @@ static void test_naive_daemon(void)
 	ret = run_child(&c, &r);
 	c.socket = srv.sock;
 	retd = run_child(&c, &rd);
-	ok(ret == 1 && r.faults >= r.touches,
+	/* The daemon's count: the kernel's per-thread one misses KVM's
+	 * own faults on some kernels (6.1). */
+	ok(ret == 1 && daemon_faults(&naive) >= (long long)r.touches,
 	   "serve --no-prefetch --no-background --chunk 4K: a fault per page "
-	   "touched (%llu faults, %llu touches)",
-	   (unsigned long long)r.faults, (unsigned long long)r.touches);
-	ok(retd == 1 && rd.faults * 4 < rd.touches,
-	   "the default daemon fills ahead (%llu faults)",
-	   (unsigned long long)rd.faults);
+	   "touched (%lld faults, %llu touches)", daemon_faults(&naive),
+	   (unsigned long long)r.touches);
+	ok(retd == 1 && daemon_faults(&srv) * 4 < (long long)rd.touches,
+	   "the default daemon fills ahead (%lld faults)",
+	   daemon_faults(&srv));
 	serve_stop(&naive);
 	serve_cleanup(&naive);
 }
