@@ -26,11 +26,11 @@ static struct mem_file mem, other;
 static struct serve srv;
 
 /*
- * Under QEMU's TCG, a nested guest now and then stalls for good in
- * KVM_RUN (seen in about 1 run in 4 of this program, at any case, the
- * File backend's too, where no uffd is involved): such a run is killed
- * after STALL_S and done once more, and says so.  On real KVM a run that
- * times out is a failure.
+ * Under QEMU's TCG with two emulated CPUs the whole VM froze now and then
+ * (about 1 run in 4 of this program, at any case, the File backend's
+ * too); with one (testlib/tcg.c) it has not, in 10 runs.  Should a run
+ * still stall it is killed after STALL_S and done once more, saying so.
+ * On real KVM a run that times out is a failure.
  */
 #define STALL_S		40
 
