@@ -368,6 +368,8 @@ static void test_bad_options(void)
 		{ "--workload", "zigzag", NULL },
 		{ "--backend", "floppy", NULL },
 		{ "--mem-size", "16M", NULL },
+		{ "--chunk", "4K", NULL },	/* the inproc engine's only */
+		{ "--no-prefetch", NULL },
 	};
 	char out[160];
 
@@ -381,7 +383,7 @@ static void test_bad_options(void)
 			args[n++] = bad[i][j];
 		st = wait_exit(spawn_vmm(args, out));
 		ok(st == 1 || st == 2, "faultline vmm %s %s: refused (%d)",
-		   bad[i][0], bad[i][1], st);
+		   bad[i][0], bad[i][1] ? bad[i][1] : "", st);
 		ok(su_file_has(out, "faultline vmm: "), "with one line saying why");
 	}
 }

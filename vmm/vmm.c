@@ -124,6 +124,15 @@ static int check_config(const struct vmm_config *c, uint64_t file_size,
 				"memory file itself (no hugetlb)");
 	if (c->backend == VMM_UFFD && !c->socket)
 		return vmm_fail(-EINVAL, "the uffd backend needs --socket");
+	if (c->backend != VMM_INPROC &&
+	    (c->chunk || c->replay || (c->engine_flags & ~FL_ENGINE_MOVE)))
+		return vmm_fail(-EINVAL, "--chunk, --replay, --no-prefetch and "
+				"--no-background are the inproc engine's: not "
+				"for the %s backend",
+				vmm_backend_name(c->backend));
+	if (c->copy_beside && c->backend != VMM_PREPOPULATED)
+		return vmm_fail(-EINVAL, "--copy-beside is for the "
+				"prepopulated backend");
 	if (c->discard_len && (c->discard_off % psz || c->discard_len % psz ||
 			       c->discard_off + c->discard_len > *size))
 		return vmm_fail(-EINVAL, "--discard %llu:%llu: not whole pages "
