@@ -263,3 +263,17 @@ int fc_client_end(struct fc_client *c, int timeout_ms)
 	fc_client_close(c);
 	return ret;
 }
+
+int fc_client_connect_wait(struct fc_client *c, const char *sock_path,
+			   int timeout_ms)
+{
+	int ret;
+
+	for (int waited = 0;; waited += 10) {
+		ret = fc_client_connect(c, sock_path);
+		if ((ret != -ENOENT && ret != -ECONNREFUSED) ||
+		    waited >= timeout_ms)
+			return ret;
+		usleep(10000);
+	}
+}

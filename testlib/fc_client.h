@@ -61,6 +61,9 @@ int fc_connect_unix(const char *path);
  * SCM_RIGHTS).  The socket stays open in c->sock.
  */
 int fc_client_connect(struct fc_client *c, const char *sock_path);
+/* fc_client_connect(), retried while nobody listens yet (up to timeout_ms). */
+int fc_client_connect_wait(struct fc_client *c, const char *sock_path,
+			   int timeout_ms);
 
 /*
  * Send one handshake message as Firecracker does: json (its strlen bytes,

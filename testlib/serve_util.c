@@ -3,6 +3,7 @@
  */
 #define _GNU_SOURCE
 #include "hugetlb.h"
+#include "kernel/proc.h"
 #include "serve_util.h"
 
 uint64_t su_now_ms(void)
@@ -41,23 +42,7 @@ const char *serve_bin(void)
 
 int su_listening(const char *path)
 {
-	FILE *f = fopen("/proc/net/unix", "r");
-	char line[512];
-	int found = 0;
-
-	if (!f)
-		return 0;
-	while (!found && fgets(line, sizeof(line), f)) {
-		unsigned int flags = 0;
-		char p[256] = "";
-
-		if (sscanf(line, "%*s %*s %*s %x %*s %*s %*s %255s",
-			   &flags, p) == 2 && (flags & 0x10000) &&
-		    !strcmp(p, path))
-			found = 1;
-	}
-	fclose(f);
-	return found;
+	return proc_unix_listening(path) == 1;
 }
 
 bool su_file_has(const char *path, const char *what)

@@ -38,7 +38,9 @@
 /*
  * One emulated CPU: with two (multi-threaded TCG) the nested guest froze
  * the whole VM now and then (seen in about 1 run in 4 of tests/vmm); a
- * guest's vCPUs still run as threads, one at a time.  FL_TCG_CPUS sets it.
+ * guest's vCPUs still run as threads, one at a time.  FL_TCG_CPUS sets it
+ * (to see the freeze: for i in 1 2 3 4; do FL_TCG_CPUS=2 FL_FORCE_TCG=1
+ * build/tests/vmm; done).
  */
 #define TCG_CPUS	(getenv("FL_TCG_CPUS") ? getenv("FL_TCG_CPUS") : "1")
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))

@@ -16,7 +16,9 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "hugetlb.h"
 #include "mem.h"
+#include "util/io.h"
 
 #define MAP_HUGE_2MB_FLAG	(21 << 26)	/* MAP_HUGE_SHIFT = 26 */
 
@@ -26,21 +28,16 @@
  */
 static int check_huge_pages(const struct vmm_mem *m)
 {
-	FILE *f = fopen("/sys/kernel/mm/hugepages/hugepages-2048kB/"
-			"free_hugepages", "r");
-	unsigned long long free = 0;
+	long free = sys_read_long("/sys/kernel/mm/hugepages/hugepages-2048kB/"
+				  "free_hugepages");
 
-	if (f) {
-		if (fscanf(f, "%llu", &free) != 1)
-			free = 0;
-		fclose(f);
-	}
-	if (free * (2ULL << 20) >= m->size)
+	if (free > 0 && (uint64_t)free * (2ULL << 20) >= m->size)
 		return 0;
 	return vmm_fail(-ENOMEM, "%llu MiB of 2 MiB hugetlb pages needed, "
-			"%llu MiB free (reserve them in "
+			"%ld MiB free (reserve them in "
 			"/proc/sys/vm/nr_hugepages)",
-			(unsigned long long)(m->size >> 20), free * 2);
+			(unsigned long long)(m->size >> 20),
+			free > 0 ? free * 2 : 0);
 }
 
 static int map_anon(struct vmm_mem *m)
@@ -59,20 +56,11 @@ static int map_anon(struct vmm_mem *m)
 
 static int prepopulate(struct vmm_mem *m, int fd)
 {
-	uint64_t done = 0;
+	int ret = pread_full(fd, m->addr, m->size, 0);
 
-	while (done < m->size) {
-		ssize_t n = pread(fd, m->addr + done, m->size - done, done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return vmm_fail(n < 0 ? -errno : -EIO,
-					"cannot read the memory file at %llu: %s",
-					(unsigned long long)done,
-					n < 0 ? strerror(errno) : "short file");
-		done += n;
-	}
+	if (ret < 0)
+		return vmm_fail(ret, "cannot read the memory file: %s",
+				ret == -EIO ? "short file" : strerror(-ret));
 	return 0;
 }
 
@@ -165,12 +153,7 @@ int vmm_mem_start(struct vmm_mem *m, const struct vmm_config *c)
 
 	if (m->backend == VMM_UFFD) {
 		/* A handler still starting gets a moment to listen. */
-		for (int i = 0; i < 300; i++) {
-			ret = fc_client_connect(&m->fc, c->socket);
-			if (ret != -ENOENT && ret != -ECONNREFUSED)
-				break;
-			usleep(10000);
-		}
+		ret = fc_client_connect_wait(&m->fc, c->socket, 3000);
 		if (ret < 0)
 			return vmm_fail(ret, "cannot hand the uffd to %s: %s",
 					c->socket, strerror(-ret));

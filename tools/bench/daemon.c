@@ -117,14 +117,6 @@ done:
 
 int bench_daemon_connect(struct fc_client *fc, const char *sock)
 {
-	int ret = -ECONNREFUSED;
-
-	for (int i = 0; i < 500; i++) {
-		ret = fc_client_connect(fc, sock);
-		if (ret != -ENOENT && ret != -ECONNREFUSED)
-			break;
-		usleep(10000);
-	}
-	return ret;
+	return fc_client_connect_wait(fc, sock, 5000);
 }
 
