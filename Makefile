@@ -56,8 +56,8 @@ VMM_OBJ   := $(VMM_SRC:%.c=$(BUILD)/%.o) $(BUILD)/vmm/blob.o
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 # Concurrency tests run a second time with every CPU busy (tests/load.h).
-LOAD_TESTS := serve_bad serve_stress engine_events engine_eexist serve_reuse \
-	      serve_takeover vmm
+LOAD_TESTS := serve_bad serve_stress engine_events engine_eexist engine_adaptive \
+	      serve_reuse serve_takeover vmm
 # KVM tests run a third time inside QEMU's TCG with Debian's 6.1 kernel
 # (what machines without /dev/kvm do), wherever they run.
 TCG_TESTS := vmm

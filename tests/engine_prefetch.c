@@ -158,11 +158,12 @@ int main(void)
 	munmap(mem, LEN);
 
 	/*
-	 * Dense random with background restore on (the defaults): faults
-	 * then come 2 MiB at a time while the filler streams the rest and
-	 * gives way to them; a range removed before any touch and one
-	 * removed after its touch must read zeros, everything else the
-	 * snapshot.
+	 * Dense random with background restore on (the defaults): the
+	 * fillers stream the rest at once and give way to the faults, which
+	 * fill their own chunk only (never 2 MiB: a fault must not wait
+	 * behind a copy it did not need); a range removed before any touch
+	 * and one removed after its touch must read zeros, everything else
+	 * the snapshot.
 	 */
 	mem = map_anon(LEN, 0);
 	e = serve(src, mem, 0);
@@ -200,9 +201,9 @@ int main(void)
 	uint64_t by_faults = st.pages_copied + st.pages_zeroed -
 			     st.pages_background - st.pages_prefetched;
 
-	ok(by_faults > st.faults * 64,
-	   "dense random: faults fill more than 256 KiB each on average "
-	   "(%llu pages in %llu faults: 2 MiB once dense)",
+	ok(by_faults <= st.faults * 32,
+	   "dense random: faults fill their chunk only, 64 KiB, doubled "
+	   "now and then by two in a row (%llu pages in %llu faults)",
 	   (unsigned long long)by_faults, (unsigned long long)st.faults);
 	munmap(mem, LEN);
 
@@ -221,16 +222,22 @@ int main(void)
 	}
 	fl_engine_stats(e, &st);
 	ok(st.restore_complete, "background: restore completed while idle");
-	ok(st.restore_ms >= 100 && st.restore_ms < 3000,
-	   "background: restore_ms %llu (after the 100 ms quiet period)",
+	ok(st.restore_ms < 3000, "background: restore_ms %llu",
 	   (unsigned long long)st.restore_ms);
-	is_int(st.faults, 1, "background: no fault but the first");
-	is_int(st.pages_copied, LEN / PAGE - 256,
-	       "background: every page but the removed ones filled");
+	/* Background starts at once: it may fill the first page first. */
+	ok(st.faults <= 1, "background: no fault but maybe the first (%llu)",
+	   (unsigned long long)st.faults);
+	ok(st.pages_copied + st.pages_zeroed >= LEN / PAGE - 256,
+	   "background: every page but the removed ones filled (%llu + %llu)",
+	   (unsigned long long)st.pages_copied,
+	   (unsigned long long)st.pages_zeroed);
 	ok(is_zero_mem(mem + (8 << 20), 1 << 20),
 	   "removed range, touched after the restore, reads zeros");
+	uint64_t zeroed = st.pages_zeroed;
+
 	st = finish(e);
-	is_int(st.pages_zeroed, 256, "removed pages served as zero pages on touch");
+	is_int(st.pages_zeroed - zeroed, 256,
+	       "removed pages served as zero pages on touch");
 	ok(same_as_file(mem, 8 << 20, 0, SEED, 0) &&
 	   same_as_file(mem + (9 << 20), LEN - (9 << 20), 9 << 20, SEED, 0),
 	   "background: every byte right");

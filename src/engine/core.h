@@ -40,13 +40,16 @@ struct ra_job {
 };
 
 #define RA_JOBS 16
+#define FILLERS_MAX 2	/* filler threads: one per CPU, at most this */
 #define WOKEN_SLOTS 256
 
 struct fl_engine {
 	int uffd;
 	bool own_uffd;
 	uint64_t features;	/* negotiated; 0 if adopted (unknown) */
-	uint64_t chunk;
+	uint64_t chunk;		/* bytes per fault: fixed, or where the
+				 * adaptive chunk starts (prefetch.c) */
+	bool chunk_fixed;	/* the caller chose it: never adapted */
 	atomic_bool use_move;	/* in-process: MOVE from the read buffer */
 	int on_error;
 	int client_pid;
@@ -101,8 +104,8 @@ struct fl_engine {
 	pthread_cond_t ra_cond;
 	struct ra_job jobs[RA_JOBS];
 	int njobs;
-	bool filler_running;
-	pthread_t filler;
+	unsigned int nfillers;		/* running */
+	pthread_t fillers[FILLERS_MAX];
 	_Atomic uint64_t last_fault_ns;
 	int bg_region;			/* background cursor */
 	uint64_t bg_page;

@@ -89,6 +89,7 @@ static struct fl_engine *engine_alloc(const struct fl_engine_opts *opts,
 		return NULL;
 	e->uffd = -1;
 	e->chunk = chunk;
+	e->chunk_fixed = opts->chunk_size != 0;
 	e->prefetch = !(opts->flags & FL_ENGINE_NO_PREFETCH);
 	e->background = !(opts->flags & FL_ENGINE_NO_BACKGROUND);
 	e->ra_max = opts->readahead_max ? opts->readahead_max : FL_DEFAULT_READAHEAD;
@@ -374,10 +375,10 @@ int fl_engine_replay(struct fl_engine *e, const char *path)
 	e->replay = t;
 	e->replay_next = 0;
 	e->replay_off = 0;
-	pthread_cond_signal(&e->ra_cond);
+	pthread_cond_broadcast(&e->ra_cond);
 	pthread_mutex_unlock(&e->ra_lock);
 	/* Started without anything for the filler to do: it has now. */
-	if (ret == 0 && e->threads && !e->filler_running)
+	if (ret == 0 && e->threads && !e->nfillers)
 		ret = prefetch_start(e);
 	return ret;
 }

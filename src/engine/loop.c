@@ -298,16 +298,8 @@ static int serve_fault(struct fl_engine *e, struct worker *w, const struct pendi
 		pthread_rwlock_unlock(&e->lock);
 		return ret == -EAGAIN || ret == -ESRCH ? ret : 0;
 	}
-	uint64_t chunk = e->chunk > r->page_size ? e->chunk : r->page_size;
-	/*
-	 * A client faulting all over its memory (background restore already
-	 * streaming it) gets 2 MiB per fault: while it waits, its CPU copies
-	 * beside the filler, and it faults again far later.
-	 */
-	if (e->background && atomic_load(&e->dense))
-		chunk = FL_MAX_CHUNK;
 	uint64_t pg = region_page(r, p->addr);
-	uint64_t per = chunk >> r->page_shift;
+	uint64_t per = prefetch_fault_pages(e, r);
 	uint64_t first = pg & ~(per - 1);
 	uint64_t last = first + per < r->npages ? first + per : r->npages;
 
@@ -321,7 +313,7 @@ static int serve_fault(struct fl_engine *e, struct worker *w, const struct pendi
 	if (ret == 0 && e->rec)
 		trace_add(e->rec, r->src_off + (first << r->page_shift),
 			  (last - first) << r->page_shift);
-	if (ret == 0 && e->prefetch)
+	if (ret == 0)
 		prefetch_after_fault(e, r, pg, first, last);
 	/* r may be gone once the lock is dropped: keep what is needed. */
 	uint64_t pgaddr = region_page_addr(r, pg), psz = r->page_size;

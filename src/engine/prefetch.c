@@ -1,15 +1,21 @@
 /*
- * prefetch.c - copy ahead of the client instead of in its way: readahead
- * of sequential and strided fault streams, working-set replay, and
- * background restore once faults go quiet (or the client is dense).
+ * prefetch.c - copy ahead of the client instead of in its way: the policy
+ * that watches the fault stream (the adaptive chunk, readahead of
+ * sequential and strided streams), working-set replay, and background
+ * restore once faults pause (or the client is dense), on one filler
+ * thread per CPU (at most FILLERS_MAX).
  *
- * Decision: faults come first.  The filler holds the engine lock shared in
+ * Decision: faults come first.  A filler holds the engine lock shared in
  * bounded pieces, copies in runs of YIELD_RUN_BYTES and gives the lock up
- * as soon as a fault reader waits (FILL_YIELD); removed pages are never
- * filled ahead (docs/architecture.md, Threading).
+ * as soon as a fault reader waits (FILL_YIELD); work is handed out in
+ * pieces under ra_lock, so fillers never fill the same piece; removed
+ * pages are never filled ahead (docs/architecture.md, Threading).
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,6 +33,8 @@
  */
 #define DENSE_DIV	128
 #define STRIDE_MAX	(64u << 20)	/* a larger stride is two random faults */
+/* Fillers run a little below the client and its handler threads. */
+#define FILLER_NICE	5
 
 static uint64_t pages_of(const struct region *r, uint64_t bytes)
 {
@@ -35,11 +43,37 @@ static uint64_t pages_of(const struct region *r, uint64_t bytes)
 	return n ? n : 1;
 }
 
+/* Pages a fault on r fills: the adaptive chunk, or the caller's fixed one. */
+uint64_t prefetch_fault_pages(const struct fl_engine *e, const struct region *r)
+{
+	uint64_t base = pages_of(r, e->chunk);
+	uint64_t cur = atomic_load_explicit(&r->fault_pages,
+					    memory_order_relaxed);
+
+	return e->chunk_fixed || cur < base ? base : cur;
+}
+
+/* Faults arrive in order: the next one fills twice as much (ra_lock held). */
+static void chunk_grow(struct fl_engine *e, struct region *r)
+{
+	uint64_t cur = prefetch_fault_pages(e, r);
+	uint64_t max = pages_of(r, FL_MAX_CHUNK);
+
+	atomic_store_explicit(&r->fault_pages, cur * 2 < max ? cur * 2 : max,
+			      memory_order_relaxed);
+}
+
+/* A random fault: back to the engine's chunk (ra_lock held). */
+static void chunk_reset(struct region *r)
+{
+	atomic_store_explicit(&r->fault_pages, 0, memory_order_relaxed);
+}
+
 /* Queue window [start, end) (steps of run pages every stride; ra_lock held). */
 static void queue_window(struct fl_engine *e, struct region *r, uint64_t start,
 			 uint64_t size, uint64_t stride, uint64_t run)
 {
-	if (start >= r->npages || e->njobs == RA_JOBS)
+	if (!e->prefetch || start >= r->npages || e->njobs == RA_JOBS)
 		return;
 	uint64_t steps = stride ? size / run : 0;
 	uint64_t end = stride ? start + steps * stride : start + size;
@@ -60,7 +94,7 @@ static void queue_window(struct fl_engine *e, struct region *r, uint64_t start,
 	e->jobs[e->njobs++] = (struct ra_job){
 		r, start, end, r->ra_marker, r->ra_marker_len, stride, run,
 	};
-	pthread_cond_signal(&e->ra_cond);
+	pthread_cond_broadcast(&e->ra_cond);
 }
 
 /*
@@ -75,7 +109,7 @@ static void random_fault(struct fl_engine *e, struct region *r, uint64_t chunk)
 	if (++r->ra_random * DENSE_DIV * chunk > r->npages &&
 	    !atomic_load(&e->dense)) {
 		atomic_store(&e->dense, true);
-		pthread_cond_signal(&e->ra_cond);
+		pthread_cond_broadcast(&e->ra_cond);
 	}
 }
 
@@ -88,7 +122,11 @@ static void random_fault(struct fl_engine *e, struct region *r, uint64_t chunk)
  *    the window is then that many chunks at that stride;
  *  - random: anything else.
  * A fault on a window's marker (or, sequentially, right after the window)
- * queues the next window, twice as large, up to ra_max bytes of data.
+ * queues the next window, twice as large, up to ra_max bytes of data
+ * (with prefetch on).  The fault chunk doubles, up to FL_MAX_CHUNK, while
+ * faults come in order (a fault inside a window the filler has not
+ * reached is a client outrunning it: its own thread then copies more per
+ * fault, beside the filler) and falls back to the engine's on a random one.
  */
 void prefetch_after_fault(struct fl_engine *e, struct region *r, uint64_t pg,
 			  uint64_t first, uint64_t last)
@@ -112,12 +150,17 @@ void prefetch_after_fault(struct fl_engine *e, struct region *r, uint64_t pg,
 
 		queue_window(e, r, start, r->ra_size * 2 < max ?
 			     r->ra_size * 2 : max, r->ra_stride, chunk);
+		if (!r->ra_stride)
+			chunk_grow(e, r);
 	} else if (in_step) {
 		/* The client outran the filler: still the stream, not random. */
+		if (!r->ra_stride)
+			chunk_grow(e, r);
 	} else if (first && first == r->ra_prev_end) {
 		/* Two chunks in a row: a sequential stream starts. */
 		queue_window(e, r, last, chunk * 4 < max ? chunk * 4 : max,
 			     0, chunk);
+		chunk_grow(e, r);
 	} else if (delta > chunk && delta == r->ra_delta &&
 		   delta <= pages_of(r, STRIDE_MAX)) {
 		/* Three chunks at the same stride: a strided stream starts. */
@@ -125,6 +168,7 @@ void prefetch_after_fault(struct fl_engine *e, struct region *r, uint64_t pg,
 			     chunk * 4 < max ? chunk * 4 : max, delta, chunk);
 	} else {
 		random_fault(e, r, chunk);
+		chunk_reset(r);
 	}
 	r->ra_prev_end = last;
 	r->ra_delta = delta;
@@ -177,7 +221,19 @@ void prefetch_regions_changed(struct fl_engine *e)
 	e->bg_gen++;		/* a scan begun before is stale */
 	e->bg_stopped = false;
 	atomic_store(&e->restored, false);
-	pthread_cond_signal(&e->ra_cond);
+	pthread_cond_broadcast(&e->ra_cond);
+	pthread_mutex_unlock(&e->ra_lock);
+}
+
+/*
+ * Pages of a piece were handed back missing (it yielded to a fault or an
+ * event): a background scan that began before may have passed them busy
+ * and must not call the restore complete.
+ */
+static void piece_yielded(struct fl_engine *e)
+{
+	pthread_mutex_lock(&e->ra_lock);
+	e->bg_gen++;
 	pthread_mutex_unlock(&e->ra_lock);
 }
 
@@ -197,6 +253,8 @@ static int fill_ahead(struct fl_engine *e, struct worker *w, struct region *r,
 
 	engine_wake(e, region_page_addr(r, first),
 		    (last - first) << r->page_shift);
+	if (ret == -EAGAIN || ret == -EINTR)
+		piece_yielded(e);
 	return ret;
 }
 
@@ -214,11 +272,25 @@ static int fill_around_marker(struct fl_engine *e, struct worker *w,
 	return ret ? ret : fill_ahead(e, w, j->r, m1 < b ? m1 : b, b, c);
 }
 
+/* Put the rest of a piece back first in line (ra_lock not held). */
+static void requeue_front(struct fl_engine *e, const struct ra_job *j)
+{
+	pthread_mutex_lock(&e->ra_lock);
+	if (e->njobs < RA_JOBS) {	/* else background restore will do it */
+		memmove(&e->jobs[1], &e->jobs[0],
+			sizeof(*e->jobs) * (size_t)e->njobs++);
+		e->jobs[0] = *j;
+	}
+	pthread_mutex_unlock(&e->ra_lock);
+}
+
 /*
  * One piece of the oldest readahead job: PIECE_BYTES of data, contiguous
- * or in steps.  Engine lock held shared.  Returns -EAGAIN when an event is
- * pending or -EINTR when a fault waits: the rest of the piece is done
- * again later (what was filled is skipped).
+ * or in steps, taken off the job under ra_lock so that another filler goes
+ * on with the next piece.  Engine lock held shared (so the job's region
+ * stays).  Returns -EAGAIN when an event is pending or -EINTR when a fault
+ * waits: the rest of the piece is queued again, first (what was filled is
+ * skipped).
  */
 static int readahead_piece(struct fl_engine *e, struct worker *w)
 {
@@ -227,19 +299,18 @@ static int readahead_piece(struct fl_engine *e, struct worker *w)
 		pthread_mutex_unlock(&e->ra_lock);
 		return 0;
 	}
-	/*
-	 * Only this thread removes jobs, and nothing moves them while the
-	 * engine lock is held shared: jobs[0] is still this job afterwards.
-	 */
 	struct ra_job j = e->jobs[0];
 	uint64_t piece = pages_of(j.r, PIECE_BYTES);
 	uint64_t stop = j.stride ? j.next + (piece > j.run ? piece / j.run : 1) *
 				   j.stride : j.next + piece;
-
 	uint64_t end = j.end < j.r->npages ? j.end : j.r->npages;
 
 	if (stop > end)
 		stop = end;
+	e->jobs[0].next = stop;
+	if (stop == end)
+		memmove(&e->jobs[0], &e->jobs[1],
+			sizeof(*e->jobs) * (size_t)--e->njobs);
 	pthread_mutex_unlock(&e->ra_lock);
 
 	int ret = 0;
@@ -258,18 +329,11 @@ static int readahead_piece(struct fl_engine *e, struct worker *w)
 						 a + j.run : j.r->npages);
 	}
 	if (ret == -EAGAIN || ret == -EINTR) {
-		/* The rest of the piece again, later (steps done stay done). */
-		pthread_mutex_lock(&e->ra_lock);
-		e->jobs[0].next = resume;
-		pthread_mutex_unlock(&e->ra_lock);
-		return ret;
+		/* The rest of the piece again, first (steps done stay done). */
+		j.next = resume;
+		j.end = stop;
+		requeue_front(e, &j);
 	}
-	pthread_mutex_lock(&e->ra_lock);
-	e->jobs[0].next = stop;
-	if (stop == end)
-		memmove(&e->jobs[0], &e->jobs[1],
-			sizeof(*e->jobs) * (size_t)--e->njobs);
-	pthread_mutex_unlock(&e->ra_lock);
 	return ret;
 }
 
@@ -336,10 +400,16 @@ static int replay_piece(struct fl_engine *e, struct worker *w)
 				     &e->st.pages_replayed);
 
 		if (ret == -EAGAIN || ret == -EINTR) {
-			/* An event or a fault is pending: do it again. */
+			/*
+			 * An event or a fault is pending: do it again, unless
+			 * another filler has gone back further already.
+			 */
 			pthread_mutex_lock(&e->ra_lock);
-			e->replay_next = at;
-			e->replay_off = at_off;
+			if (at < e->replay_next || (at == e->replay_next &&
+						    at_off < e->replay_off)) {
+				e->replay_next = at;
+				e->replay_off = at_off;
+			}
 			pthread_mutex_unlock(&e->ra_lock);
 			return ret;
 		}
@@ -348,48 +418,84 @@ static int replay_piece(struct fl_engine *e, struct worker *w)
 }
 
 /*
- * One background piece: the next missing pages from the cursor.  Returns
- * 1 while there is more, 0 when no region has a missing page left, or
- * -ENOMEM when the hugetlb pool is empty.  Engine lock held shared.
+ * The first missing page from the cursor (ri, pg) on, wrapping round
+ * once: its region's index and page in *ri, *pg, and 1; else 2 if pages
+ * are still being filled (busy: the restore is not complete until they
+ * are), 0 if none.  Reads page states only (engine lock held shared).
+ */
+static int next_missing(struct fl_engine *e, int *ri, uint64_t *pg)
+{
+	bool busy = false;
+
+	for (int scanned = 0; scanned <= e->nregions; scanned++) {
+		if (*ri >= e->nregions) {
+			*ri = 0;
+			*pg = 0;
+		}
+		struct region *r = e->regions[*ri];
+		enum page_state s = PG_PRESENT;
+
+		while (*pg < r->npages &&
+		       (s = region_get(r, *pg)) != PG_MISSING) {
+			busy |= s == PG_BUSY;
+			(*pg)++;
+		}
+		if (*pg < r->npages)
+			return 1;
+		(*ri)++;
+		*pg = 0;
+	}
+	return busy ? 2 : 0;
+}
+
+/*
+ * One background piece: BG_BYTES from the next missing page after the
+ * cursor, which moves past it before the fill (another filler takes the
+ * next piece; pages a piece hands back are found when the cursor comes
+ * round again).  Returns 1 while there is more, 2 when only pages being
+ * filled are left (by another filler, or a fault), 0 when no region has
+ * a page missing or busy, or -ENOMEM when the hugetlb pool is empty.
+ * Engine lock held shared.
  */
 static int background_piece(struct fl_engine *e, struct worker *w)
 {
-	pthread_mutex_lock(&e->ra_lock);
-	int ri = e->bg_region;
-	uint64_t pg = e->bg_page;
+	int ri;
+	uint64_t pg;
 
-	pthread_mutex_unlock(&e->ra_lock);
-	for (int scanned = 0; scanned <= e->nregions; scanned++) {
-		if (ri >= e->nregions) {
-			ri = 0;
-			pg = 0;
-		}
-		if (!e->nregions)
-			return 0;
+	if (!e->nregions)
+		return 0;
+	for (;;) {
+		pthread_mutex_lock(&e->ra_lock);
+		int ri0 = e->bg_region;
+		uint64_t pg0 = e->bg_page;
+
+		pthread_mutex_unlock(&e->ra_lock);
+		ri = ri0;
+		pg = pg0;
+		int found = next_missing(e, &ri, &pg);
+
+		if (found != 1)
+			return found;
 		struct region *r = e->regions[ri];
+		uint64_t end = pg + pages_of(r, BG_BYTES);
 
-		while (pg < r->npages && region_get(r, pg) != PG_MISSING)
-			pg++;
-		if (pg < r->npages) {
-			uint64_t end = pg + pages_of(r, BG_BYTES);
+		if (end > r->npages)
+			end = r->npages;
+		/* Take the piece, unless another filler moved the cursor. */
+		pthread_mutex_lock(&e->ra_lock);
+		bool mine = e->bg_region == ri0 && e->bg_page == pg0;
 
-			if (end > r->npages)
-				end = r->npages;
-			int ret = fill_ahead(e, w, r, pg, end,
-					     &e->st.pages_background);
-
-			if (ret == -ENOMEM)
-				return -ENOMEM;	/* pool empty: faults only */
-			pthread_mutex_lock(&e->ra_lock);
+		if (mine) {
 			e->bg_region = ri;
-			e->bg_page = ret == -EAGAIN || ret == -EINTR ? pg : end;
-			pthread_mutex_unlock(&e->ra_lock);
-			return 1;
+			e->bg_page = end;
 		}
-		ri++;
-		pg = 0;
+		pthread_mutex_unlock(&e->ra_lock);
+		if (!mine)
+			continue;
+		int ret = fill_ahead(e, w, r, pg, end, &e->st.pages_background);
+
+		return ret == -ENOMEM ? -ENOMEM : 1;	/* pool empty: faults only */
 	}
-	return 0;
 }
 
 static void wait_ns(struct fl_engine *e, uint64_t ns)
@@ -411,10 +517,25 @@ static bool filler_stopped(struct fl_engine *e)
 	return atomic_load(&e->stopping) || atomic_load(&e->finished);
 }
 
+/*
+ * How long faults (and replay) must have paused before background
+ * restore: the engine's quiet_ns once the client has faulted (not to
+ * compete with it while it runs) or a trace is replayed (its working set
+ * first), none before (nothing of it runs on that memory yet).  A dense
+ * client does not wait (filler()).  ra_lock held.
+ */
+static uint64_t bg_quiet_ns(struct fl_engine *e)
+{
+	return atomic_load(&e->st.faults) || e->replay.n ? e->quiet_ns : 0;
+}
+
 static void *filler(void *arg)
 {
 	struct worker *w = arg;
 	struct fl_engine *e = w->e;
+
+	/* Below the client's threads and the fault handlers (nice raised). */
+	setpriority(PRIO_PROCESS, (id_t)gettid(), FILLER_NICE);
 	pthread_mutex_lock(&e->ra_lock);
 	while (!filler_stopped(e)) {
 		if (e->njobs || e->replay_next < e->replay.n) {
@@ -438,9 +559,10 @@ static void *filler(void *arg)
 			continue;
 		}
 		uint64_t since = now_ns() - atomic_load(&e->last_fault_ns);
+		uint64_t quiet = bg_quiet_ns(e);
 
-		if (since < e->quiet_ns && !atomic_load(&e->dense)) {
-			wait_ns(e, e->quiet_ns - since);
+		if (since < quiet && !atomic_load(&e->dense)) {
+			wait_ns(e, quiet - since);
 			continue;
 		}
 		uint64_t gen = e->bg_gen;
@@ -453,6 +575,8 @@ static void *filler(void *arg)
 		pthread_mutex_lock(&e->ra_lock);
 		if (more < 0)		/* hugetlb pool empty: faults only */
 			e->bg_stopped = true;
+		if (more == 2)		/* the last pieces are being filled */
+			wait_ns(e, 1000000ull);
 		if (more || gen != e->bg_gen)	/* regions added meanwhile */
 			continue;
 		if (!atomic_load(&e->restored))
@@ -463,25 +587,41 @@ static void *filler(void *arg)
 	return NULL;
 }
 
+/* Fillers to run: one per CPU this process may use, at most FILLERS_MAX. */
+static unsigned int fillers_wanted(void)
+{
+	cpu_set_t set;
+	int n = sched_getaffinity(0, sizeof(set), &set) == 0 ?
+		CPU_COUNT(&set) : 1;
+
+	return n < 1 ? 1 : n > FILLERS_MAX ? FILLERS_MAX : (unsigned int)n;
+}
+
 int prefetch_start(struct fl_engine *e)
 {
-	atomic_store(&e->last_fault_ns, now_ns());
-	struct worker *w = engine_worker(e);
-	int ret = w ? pthread_create(&e->filler, NULL, filler, w) : ENOMEM;
+	unsigned int n = fillers_wanted();
 
-	if (ret)
-		return -ret;
-	e->filler_running = true;
+	atomic_store(&e->last_fault_ns, now_ns());
+	while (e->nfillers < n) {
+		struct worker *w = engine_worker(e);
+		int ret = w ? pthread_create(&e->fillers[e->nfillers], NULL,
+					     filler, w) : ENOMEM;
+
+		if (ret)	/* one filler is enough to restore */
+			return e->nfillers ? 0 : -ret;
+		e->nfillers++;
+	}
 	return 0;
 }
 
 void prefetch_stop(struct fl_engine *e)
 {
-	if (!e->filler_running)
+	if (!e->nfillers)
 		return;
 	pthread_mutex_lock(&e->ra_lock);
 	pthread_cond_broadcast(&e->ra_cond);
 	pthread_mutex_unlock(&e->ra_lock);
-	pthread_join(e->filler, NULL);
-	e->filler_running = false;
+	for (unsigned int i = 0; i < e->nfillers; i++)
+		pthread_join(e->fillers[i], NULL);
+	e->nfillers = 0;
 }

@@ -51,6 +51,12 @@ struct region {
 	uint64_t ra_marker;	/* pages left unfilled: a fault there = progress */
 	uint64_t ra_marker_len;
 	uint64_t ra_random;	/* faults that started no stream (density) */
+	/*
+	 * Pages a fault fills (adaptive chunk): grown while faults arrive in
+	 * order, back to the engine's chunk on a random one.  Written under
+	 * ra_lock, read by faults without it.
+	 */
+	_Atomic uint64_t fault_pages;
 };
 
 int region_new(const struct fl_region_desc *d, struct fl_source *src,

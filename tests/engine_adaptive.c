@@ -1,0 +1,272 @@
+/*
+ * engine_adaptive.c - the adaptive policy serves exactly the snapshot: one
+ * table of access patterns (linear, random, mixed runs and jumps) run with
+ * the defaults (adaptive chunk, readahead, background restore on every
+ * filler) and with the adaptive chunk alone; every byte is checked.  Then
+ * what the policy decides: the chunk grows for a linear client and stays
+ * small for a random one, a chunk the caller fixed never changes, and
+ * readahead never fills past its region into the next one.  And with
+ * several fillers, a restore said complete is: destroyed at that moment,
+ * the memory holds every byte.
+ */
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "faultline.h"
+#include "tap.h"
+#include "util.h"
+
+#define SEED 0xada9
+#define LEN (64ull << 20)
+#define NPAGES (LEN / PAGE)
+#define NOFILL (FL_ENGINE_NO_PREFETCH | FL_ENGINE_NO_BACKGROUND)
+
+enum pattern { P_LINEAR, P_RANDOM, P_MIXED, P_N };
+
+static const char *const pattern_name[P_N] = { "linear", "random", "mixed" };
+
+/* The order pages are touched in: n page indices, each page once. */
+static uint64_t *touch_order(enum pattern p, unsigned int *seed)
+{
+	uint64_t *o = malloc(NPAGES * sizeof(*o));
+
+	for (uint64_t i = 0; i < NPAGES; i++)
+		o[i] = i;
+	if (p == P_LINEAR)
+		return o;
+	/*
+	 * Random: a permutation of pages.  Mixed: of 256 KiB runs, each
+	 * touched in order: streams that keep starting somewhere else.
+	 */
+	uint64_t unit = p == P_RANDOM ? 1 : 64, n = NPAGES / unit;
+
+	for (uint64_t i = n - 1; i > 0; i--) {
+		uint64_t j = (uint64_t)rand_r(seed) % (i + 1);
+
+		for (uint64_t k = 0; k < unit; k++) {
+			uint64_t t = o[i * unit + k];
+
+			o[i * unit + k] = o[j * unit + k];
+			o[j * unit + k] = t;
+		}
+	}
+	return o;
+}
+
+static struct fl_engine *serve(struct fl_source *src, uint8_t *mem,
+			       uint64_t chunk, unsigned int flags)
+{
+	struct fl_engine_opts o = { .uffd = -1, .chunk_size = chunk,
+				    .flags = flags };
+	struct fl_region_desc d = { .addr = (uintptr_t)mem, .len = LEN,
+				    .page_size = PAGE,
+				    .flags = FL_REGION_REGISTER };
+	struct fl_engine *e;
+
+	if (fl_engine_create(&o, &e) < 0 || fl_engine_add_region(e, &d, src) < 0 ||
+	    fl_engine_start(e, 1) < 0)
+		BAIL("engine: %s", fl_last_error());
+	return e;
+}
+
+static struct fl_stats finish(struct fl_engine *e)
+{
+	struct fl_stats st;
+
+	fl_engine_stats(e, &st);
+	fl_engine_destroy(e);
+	return st;
+}
+
+/* Touch every page in the pattern's order, checking each; then the whole. */
+static bool touch_all(uint8_t *mem, enum pattern p, unsigned int *seed)
+{
+	uint64_t *o = touch_order(p, seed);
+	bool good = true;
+
+	for (uint64_t i = 0; i < NPAGES; i++)
+		good &= same_as_file(mem + o[i] * PAGE, PAGE, o[i] * PAGE,
+				     SEED, 0);
+	free(o);
+	return good && same_as_file(mem, LEN, 0, SEED, 0);
+}
+
+/* Pages filled by faults: everything but what the fillers did. */
+static uint64_t by_faults(const struct fl_stats *st)
+{
+	return st->pages_copied + st->pages_zeroed - st->pages_prefetched -
+	       st->pages_background - st->pages_replayed;
+}
+
+static void exactness(struct fl_source *src, unsigned int *seed)
+{
+	static const struct {
+		unsigned int flags;
+		const char *name;
+	} modes[] = {
+		{ 0, "defaults" },
+		{ NOFILL, "adaptive chunk alone" },
+	};
+
+	for (size_t m = 0; m < sizeof(modes) / sizeof(*modes); m++) {
+		for (int p = 0; p < P_N; p++) {
+			uint8_t *mem = map_anon(LEN, 0);
+			struct fl_engine *e = serve(src, mem, 0, modes[m].flags);
+			bool good = touch_all(mem, p, seed);
+			struct fl_stats st = finish(e);
+
+			ok(good, "%s, %s: every byte the snapshot's (%llu "
+			   "faults)", pattern_name[p], modes[m].name,
+			   (unsigned long long)st.faults);
+			munmap(mem, LEN);
+		}
+	}
+}
+
+/* The chunk a fault fills grows for streams, not for random touches. */
+static void chunk_policy(struct fl_source *src, unsigned int *seed)
+{
+	uint8_t *mem = map_anon(LEN, 0);
+	struct fl_engine *e = serve(src, mem, 0, NOFILL);
+
+	touch_all(mem, P_LINEAR, seed);
+	struct fl_stats st = finish(e);
+
+	/* 64 KiB chunks would be 1024 faults; doubling to 2 MiB, ~37. */
+	ok(st.faults <= 64, "linear: the chunk grows (%llu faults)",
+	   (unsigned long long)st.faults);
+	munmap(mem, LEN);
+
+	mem = map_anon(LEN, 0);
+	e = serve(src, mem, 0, NOFILL);
+	touch_all(mem, P_RANDOM, seed);
+	st = finish(e);
+	ok(by_faults(&st) <= st.faults * 32,
+	   "random: the chunk stays near 64 KiB (%llu pages, %llu faults)",
+	   (unsigned long long)by_faults(&st), (unsigned long long)st.faults);
+	munmap(mem, LEN);
+
+	mem = map_anon(LEN, 0);
+	e = serve(src, mem, 64 << 10, NOFILL);
+	touch_all(mem, P_LINEAR, seed);
+	st = finish(e);
+	is_int(st.faults, LEN / (64 << 10),
+	       "linear, --chunk 64K: a fixed chunk never grows");
+	munmap(mem, LEN);
+}
+
+static bool none_resident(const uint8_t *p, uint64_t len)
+{
+	unsigned char *v = malloc(len / PAGE);
+	bool none = mincore((void *)p, len, v) == 0;
+
+	for (uint64_t i = 0; none && i < len / PAGE; i++)
+		none = !(v[i] & 1);
+	free(v);
+	return none;
+}
+
+/*
+ * Two regions back to back in one registered mapping, the first an odd
+ * number of pages long, the second from elsewhere in the snapshot: a
+ * linear stream through the first, with readahead on, fills nothing of the
+ * second, and each reads its own part of the snapshot.
+ */
+static void readahead_bounds(struct fl_source *src)
+{
+	const uint64_t a_len = (16ull << 20) + 3 * PAGE, b_off = 32ull << 20;
+	uint8_t *mem = map_anon(LEN, 0);
+	struct fl_engine_opts o = { .uffd = -1,
+				    .flags = FL_ENGINE_NO_BACKGROUND };
+	struct fl_region_desc a = { .addr = (uintptr_t)mem, .len = a_len,
+				    .page_size = PAGE,
+				    .flags = FL_REGION_REGISTER };
+	struct fl_region_desc b = { .addr = (uintptr_t)mem + a_len,
+				    .len = 8ull << 20, .page_size = PAGE,
+				    .src_offset = b_off,
+				    .flags = FL_REGION_REGISTER };
+	struct fl_engine *e;
+
+	if (fl_engine_create(&o, &e) < 0 || fl_engine_add_region(e, &a, src) < 0 ||
+	    fl_engine_add_region(e, &b, src) < 0 || fl_engine_start(e, 1) < 0)
+		BAIL("engine: %s", fl_last_error());
+	bool good = true;
+
+	for (uint64_t off = 0; off < a_len; off += PAGE)
+		good &= same_as_file(mem + off, PAGE, off, SEED, 0);
+	ok(good, "readahead bounds: the first region's bytes");
+	/* Let the last windows finish: nothing is queued past a region. */
+	usleep(200000);
+	ok(none_resident(mem + a_len, b.len),
+	   "readahead bounds: nothing of the next region filled");
+	struct fl_stats st;
+
+	fl_engine_stats(e, &st);
+	ok(st.pages_prefetched > 0 &&
+	   st.pages_prefetched + by_faults(&st) <= a_len / PAGE,
+	   "readahead bounds: %llu pages read ahead, all in the region",
+	   (unsigned long long)st.pages_prefetched);
+	ok(same_as_file(mem + a_len, b.len, b_off, SEED, 0),
+	   "readahead bounds: the next region's own bytes");
+	finish(e);
+	munmap(mem, LEN);
+}
+
+/*
+ * An idle client restored in the background by every filler: the moment
+ * restore_complete says so, destroy the engine (pages not filled by then
+ * would read zeros) and check every byte.  A filler whose scan finds only
+ * pages another filler is still copying must not call it complete.
+ */
+static void complete_means_complete(struct fl_source *src)
+{
+	bool good = true;
+
+	/*
+	 * Whole 2 MiB runs (quiet from the start), read into the staging
+	 * buffer before the MOVE: the widest window between a run's claim
+	 * and its ioctl.
+	 */
+	struct fl_engine_opts o = { .uffd = -1, .quiet_ms = 1,
+				    .flags = FL_ENGINE_NO_PREFETCH |
+					     FL_ENGINE_MOVE };
+	struct fl_region_desc d = { .len = LEN, .page_size = PAGE,
+				    .flags = FL_REGION_REGISTER };
+
+	for (int round = 0; round < 8 && good; round++) {
+		uint8_t *mem = map_anon(LEN, 0);
+		struct fl_engine *e;
+		struct fl_stats st;
+
+		d.addr = (uintptr_t)mem;
+		if (fl_engine_create(&o, &e) < 0 ||
+		    fl_engine_add_region(e, &d, src) < 0 ||
+		    fl_engine_start(e, 1) < 0)
+			BAIL("engine: %s", fl_last_error());
+
+		do {
+			fl_engine_stats(e, &st);
+		} while (!st.restore_complete && !usleep(100));
+		fl_engine_destroy(e);
+		good = same_as_file(mem, LEN, 0, SEED, 0);
+		munmap(mem, LEN);
+	}
+	ok(good, "restore_complete: destroyed then, every byte is there");
+}
+
+int main(void)
+{
+	unsigned int seed = 0xada9;
+	char *path = make_snapshot(LEN, SEED, NULL, 0);
+	struct fl_source *src;
+
+	if (fl_source_open(path, &src) < 0)
+		BAIL("source: %s", fl_last_error());
+	exactness(src, &seed);
+	chunk_policy(src, &seed);
+	readahead_bounds(src);
+	complete_means_complete(src);
+	fl_source_put(src);
+	drop_snapshot(path);
+	return done_testing();
+}
