@@ -693,10 +693,12 @@ int engine_fill_range(struct fl_engine *e, struct worker *w, struct region *r,
 
 	/*
 	 * Prefetch while faults come: short runs, so that one waits little.
-	 * Once they have gone quiet: whole 2 MiB runs (a background restore
-	 * of an idle client, 8 % faster here).
+	 * Before the first fault and once they have gone quiet: whole 2 MiB
+	 * runs (a background restore of an idle client, 8 % faster here; and
+	 * with MOVE, a first short run would split the staging huge page for
+	 * good, and no later run would move a whole PMD).
 	 */
-	if ((how & FILL_YIELD) &&
+	if ((how & FILL_YIELD) && atomic_load(&e->st.faults) &&
 	    now_ns() - atomic_load(&e->last_fault_ns) < e->quiet_ns)
 		max_bytes = YIELD_RUN_BYTES;
 
