@@ -24,8 +24,8 @@
 #define GIB (1ULL << 30)
 #define PMD_SIZE_BYTES (2ULL << 20)
 
-#define BENCH_MAX_ROWS 40
-#define BENCH_MAX_KV 16
+#define BENCH_MAX_ROWS 64
+#define BENCH_MAX_KV 32
 
 struct bench_opts {
 	bool json;		/* print one JSON object instead of a table */
@@ -77,7 +77,7 @@ struct bench_table {
 	struct bench_row rows[BENCH_MAX_ROWS];
 	int nkv;
 	struct bench_kv kv[BENCH_MAX_KV];
-	char notes[768];	/* printed under the table */
+	char notes[1536];	/* printed under the table */
 };
 
 /* ---- timing ------------------------------------------------------------- */
