@@ -56,7 +56,7 @@ static int run(const char *cmd, char **out)
 
 static const char *const populate_keys[] = {
 	"memcpy_thp", "memcpy_nothp", "copy_4k", "copy_64k", "copy_2m",
-	"pread_thp", "pread_move", "daemon_copy", NULL,
+	"copy_2m_2threads", "pread_thp", "pread_move", "daemon_copy", NULL,
 };
 static const char *const move_keys[] = {
 	"move_4k", "move_64k", "move_2m", "move_2m_thp", "move_4k_busy",
@@ -79,7 +79,9 @@ static const char *const restore_keys[] = {
 	"linear_copy_floor", "linear_inproc_2m", "linear_inproc_default",
 	"linear_daemon", "random_daemon", "huge_daemon", "vcpus4_daemon",
 	"compute_daemon", "sparse_copy_floor", "sparse_daemon",
-	"sparse_daemon_trace", NULL,
+	"sparse_daemon_trace", "linear_daemon_64k", "random_daemon_2m",
+	"sparse_daemon_2m", "random_daemon_trace", "random_daemon_trace_sorted",
+	"sparse_daemon_trace_sorted", NULL,
 };
 
 static const char *const remote_keys[] = {

@@ -114,6 +114,11 @@ void bench_unmap(void *p, size_t len);
 /* Populate [p, p+len) for writing in one call (faster than touching it
  * page by page under shadow paging); 0 or -errno. */
 int bench_prefault(void *p, size_t len);
+/*
+ * Wait until every page of [p, p+len) is resident (mincore, every 1 ms):
+ * 0, -ETIMEDOUT after 120 s, or -errno.
+ */
+int bench_wait_resident(const void *p, uint64_t len);
 /* Create an unlinked-on-exit memory file in /tmp holding the pattern for
  * [0, len), synced and read back (warm, clean page cache).  Returns the fd
  * and its path in path (a buffer of 64 bytes), or -errno.  With unlink_it,

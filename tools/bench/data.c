@@ -287,3 +287,33 @@ void bench_busy_stop(struct bench_busy *b)
 	}
 }
 
+/*
+ * Wait until every page of [p, p+len) is resident, polling mincore() every
+ * millisecond from the first page not yet seen resident (a filled page
+ * stays).  0, -ETIMEDOUT after 120 s, or -errno.
+ */
+int bench_wait_resident(const void *addr, uint64_t len)
+{
+	const uint8_t *p = addr;
+	unsigned char vec[4096];
+	double deadline = bench_now() + 120;
+	uint64_t off = 0;
+
+	while (off < len) {
+		uint64_t n = len - off, i = 0;
+
+		if (n > sizeof(vec) * 4096)
+			n = sizeof(vec) * 4096;
+		if (mincore((void *)(p + off), n, vec) < 0)
+			return -errno;
+		while (i < n / 4096 && (vec[i] & 1))
+			i++;
+		off += i * 4096;
+		if (i == n / 4096)
+			continue;
+		if (bench_now() > deadline)
+			return -ETIMEDOUT;
+		usleep(1000);
+	}
+	return 0;
+}

@@ -5,23 +5,36 @@
  * daemon (`faultline serve`, a Firecracker-style client over its socket),
  * beside the kernel's own first-touch faults on anonymous memory (the
  * reference) and on a private mapping of the memory file (Firecracker's File
- * backend).
- *
- * beside the kernel's own first-touch faults on anonymous memory (the
- * reference), and a minimal handler (one thread: read the message,
+ * backend), and a minimal handler (one thread: read the message,
  * UFFDIO_COPY 4 KiB, which wakes; no engine): the kernel's floor for a
- * userfaultfd round trip.
+ * userfaultfd round trip.  Last, a fault during a default restore: a second
+ * daemon with its default flags (64 KiB chunks, prefetch and background
+ * restore on), whose client starts touching as soon as it has connected,
+ * while the daemon fills the region beside it.
  *
  * Decisions: every touch is one write access that keeps the data (an atomic
  * add of 0) to a distinct random page, the value read back verifies it, and
- * the library and the daemon run with prefetch and background restore off,
- * so that a touch is a fault.  Each touch's fault is counted (the thread's
- * page faults before and after it, outside the timing): percentiles are
- * taken over touches that faulted only, and each mode's faulted fraction is
- * reported.  Percentiles are sample values (nearest rank), pooled over runs.
+ * the library and the first daemon run with prefetch and background restore
+ * off, so that a touch is a fault.  Each touch's fault is counted (the
+ * thread's page faults before and after it, outside the timing): percentiles
+ * are taken over touches that faulted only, and only when at least
+ * MIN_FAULTED did; each mode's faulted fraction is reported.  Percentiles
+ * are sample values (nearest rank), pooled over runs.
+ *
+ * During a restore, a page the daemon filled first does not fault, so the
+ * faulted touches are the ones that met the restore still running.  When the
+ * restore ended is measured beside the touches: a thread polls mincore()
+ * every millisecond from the handshake until every page is resident (as
+ * bench_wait_resident() does; a short wakeup each millisecond beside
+ * the touches), which dates the end to within about a millisecond; the
+ * client joins it after its touches, then checks the whole region.
+ * restore_touches_during_restore_fraction is the share of all touches
+ * started before that date (over the faulted touches alone it would be 1 by
+ * construction).
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,22 +51,25 @@
 #include "fc_client.h"
 #include "kernel/uffd.h"
 
-enum lat_mode { L_ANON, L_FILE, L_MIN, L_LIB, L_DAEMON, L_NMODES };
+enum lat_mode { L_ANON, L_FILE, L_MIN, L_LIB, L_DAEMON, L_RESTORE, L_NMODES };
 
 static const struct {
 	const char *key, *label;
 } modes[L_NMODES] = {
-	[L_ANON]   = { "anon", "anon first touch (kernel)" },
-	[L_FILE]   = { "file", "mmap of memory file (File backend)" },
-	[L_MIN]    = { "minimal", "minimal handler (read, COPY 4K)" },
-	[L_LIB]    = { "lib", "library in-process, chunk 4K" },
-	[L_DAEMON] = { "daemon", "faultline serve, FC client, 4K" },
+	[L_ANON]    = { "anon", "anon first touch (kernel)" },
+	[L_FILE]    = { "file", "mmap of memory file (File backend)" },
+	[L_MIN]     = { "minimal", "minimal handler (read, COPY 4K)" },
+	[L_LIB]     = { "lib", "library in-process, chunk 4K" },
+	[L_DAEMON]  = { "daemon", "faultline serve, FC client, 4K" },
+	[L_RESTORE] = { "restore", "serve default, touch during restore" },
 };
 
 static const double pcts[] = { 50, 90, 99, 100 };
 static const char *const pct_names[] = { "p50", "p90", "p99", "max" };
 
 #define NPCT 4
+/* Fewer faulted touches than this: no percentiles (they would say little). */
+#define MIN_FAULTED 50
 
 struct lat_ctx {
 	uint64_t len;		/* region size */
@@ -65,7 +81,12 @@ struct lat_ctx {
 	int nsamples[L_NMODES];		/* touches that faulted */
 	int ntouches[L_NMODES];
 	bool ok[L_NMODES];
-	const char *daemon_why;	/* why the daemon mode did not run */
+	const char *why[L_NMODES];	/* why a mode was left out */
+	double *when;		/* each touch's start, of the last touch() */
+	uint64_t want;		/* checksum of the whole memory file */
+	double *restore_ms;	/* per run: handshake to all pages resident */
+	int nrestores;		/* runs that measured it */
+	int ntouched_during;	/* touches started before the restore ended */
 };
 
 static uint64_t rng_state;
@@ -94,7 +115,7 @@ static void shuffle(struct lat_ctx *c)
 	}
 }
 
-/* Touch the first nfaults pages of the permutation, timing each one. */
+/* Page faults this thread has taken so far. */
 static uint64_t thread_faults(void)
 {
 	struct rusage ru;
@@ -103,11 +124,14 @@ static uint64_t thread_faults(void)
 	return ru.ru_minflt + ru.ru_majflt;
 }
 
+/*
+ * Touch the first nfaults pages of the permutation, timing each one; data:
+ * the pages must hold the memory file's pattern (else zeros).
+ */
 static void touch(struct lat_ctx *c, enum lat_mode m, uint8_t *p, bool data)
 {
 	double *s = c->samples[m] + c->nsamples[m];
 	bool ok = true;
-
 	int n = 0;
 
 	for (int i = 0; i < c->nfaults; i++) {
@@ -118,6 +142,7 @@ static void touch(struct lat_ctx *c, enum lat_mode m, uint8_t *p, bool data)
 		uint64_t v = __atomic_fetch_add(w, 0, __ATOMIC_RELAXED);
 		double t1 = bench_now();
 
+		c->when[i] = t0;
 		if (thread_faults() != f0)	/* a touch that did not fault
 						 * says nothing of a fault */
 			s[n++] = t1 - t0;
@@ -248,7 +273,8 @@ static int run_minimal(struct lat_ctx *c)
 	madvise(p, c->len, MADV_NOHUGEPAGE);
 	h.base = (uintptr_t)p;
 	h.uffd = bench_uffd_range(p, c->len, false);
-	ret = h.uffd < 0 ? h.uffd : -pthread_create(&th, NULL, minimal_main, &h);
+	ret = h.uffd < 0 ? h.uffd :
+	      -pthread_create(&th, NULL, minimal_main, &h);
 	if (ret == 0) {
 		touch(c, L_MIN, p, true);
 		if (write(h.stop, &one, sizeof(one)) != sizeof(one))
@@ -266,6 +292,33 @@ out:
 	return ret;
 }
 
+/*
+ * Start a daemon for mode m with args (NULL terminated) and hand it a
+ * Firecracker-style client of one 4 KiB-page region over the memory file.
+ * 0 or -errno (said on stderr); either way the caller closes fc and stops d.
+ */
+static int daemon_client(const struct lat_ctx *c, enum lat_mode m,
+			 const char *const *args, struct bench_daemon *d,
+			 struct fc_client *fc)
+{
+	uint64_t size = c->len;
+	int ret;
+
+	fc_client_init(fc);
+	ret = bench_daemon_start(d, "fault-latency", m, args);
+	if (ret < 0)
+		return ret;	/* it said why */
+	ret = fc_client_map(fc, 1, &size, 4096);
+	if (ret == 0) {
+		madvise(fc->regions[0].addr, size, MADV_NOHUGEPAGE);
+		ret = bench_daemon_connect(fc, d->sock);
+	}
+	if (ret < 0)
+		fprintf(stderr, "faultline bench fault-latency: %s: %s\n",
+			modes[m].key, strerror(-ret));
+	return ret;
+}
+
 static int run_daemon(struct lat_ctx *c)
 {
 	/* Not --once: bench_daemon_start()'s readiness probe is a session. */
@@ -273,23 +326,88 @@ static int run_daemon(struct lat_ctx *c)
 			       "--no-prefetch", "--no-background", NULL };
 	struct bench_daemon d = { 0 };
 	struct fc_client fc;
-	uint64_t size = c->len;
-	int ret;
+	int ret = daemon_client(c, L_DAEMON, args, &d, &fc);
 
-	fc_client_init(&fc);
-	ret = bench_daemon_start(&d, "fault-latency", 0, args);
-	if (ret < 0)
-		return ret;
-	ret = fc_client_map(&fc, 1, &size, 4096);
-	if (ret == 0) {
-		madvise(fc.regions[0].addr, size, MADV_NOHUGEPAGE);
-		ret = bench_daemon_connect(&fc, d.sock);
-	}
 	if (ret == 0)
 		touch(c, L_DAEMON, fc.regions[0].addr, true);
-	else
-		fprintf(stderr, "faultline bench fault-latency: daemon: %s\n",
-			strerror(-ret));
+	fc_client_close(&fc);
+	bench_daemon_stop(&d);
+	return ret;
+}
+
+/* A thread waiting beside the touches for the restore to end. */
+struct restore_watch {
+	const uint8_t *p;
+	uint64_t len;
+	pthread_t thread;
+	int ret;		/* bench_wait_resident()'s */
+	double start, end;	/* bench_now(): started; all pages resident */
+};
+
+static void *watch_main(void *arg)
+{
+	struct restore_watch *w = arg;
+
+	w->ret = bench_wait_resident(w->p, w->len);
+	w->end = bench_now();
+	return NULL;
+}
+
+static int watch_start(struct restore_watch *w, const uint8_t *p,
+		       uint64_t len)
+{
+	*w = (struct restore_watch){ .p = p, .len = len, .start = bench_now() };
+	return -pthread_create(&w->thread, NULL, watch_main, w);
+}
+
+/* Wait for the restore to end; 0 or -errno. */
+static int watch_join(struct restore_watch *w)
+{
+	pthread_join(w->thread, NULL);
+	return w->ret;
+}
+
+/* The touches just made by touch(): how many started before t. */
+static int touches_before(const struct lat_ctx *c, double t)
+{
+	int n = 0;
+
+	for (int i = 0; i < c->nfaults; i++)
+		n += c->when[i] < t;
+	return n;
+}
+
+/*
+ * A daemon with its default flags: touch at once, while it restores the
+ * region in the background, then wait for the restore to end and check
+ * the whole region.
+ */
+static int run_restore(struct lat_ctx *c)
+{
+	const char *args[] = { "--mem-file", c->path, NULL };
+	struct bench_daemon d = { 0 };
+	struct restore_watch w;
+	struct fc_client fc;
+	uint8_t *p;
+	int ret = daemon_client(c, L_RESTORE, args, &d, &fc);
+
+	if (ret < 0)
+		goto out;
+	p = fc.regions[0].addr;
+	ret = watch_start(&w, p, c->len);
+	if (ret < 0)
+		goto out;
+	touch(c, L_RESTORE, p, true);
+	ret = watch_join(&w);
+	if (ret < 0) {
+		fprintf(stderr, "faultline bench fault-latency: restore: "
+			"waiting for every page: %s\n", strerror(-ret));
+		goto out;
+	}
+	c->restore_ms[c->nrestores++] = (w.end - w.start) * 1e3;
+	c->ntouched_during += touches_before(c, w.end);
+	c->ok[L_RESTORE] &= bench_sum(p, c->len) == c->want;
+out:
 	fc_client_close(&fc);
 	bench_daemon_stop(&d);
 	return ret;
@@ -307,11 +425,146 @@ static double pct(const double *v, int n, double p)
 	return n ? v[i] : 0;
 }
 
+/* Did enough of mode m's touches fault for percentiles? */
+static bool enough(const struct lat_ctx *c, enum lat_mode m)
+{
+	return c->nsamples[m] >= MIN_FAULTED;
+}
+
+/* Append a line to the notes printed under the table. */
+static void __attribute__((format(printf, 2, 3)))
+add_note(struct bench_table *t, const char *fmt, ...)
+{
+	size_t len = strlen(t->notes);
+	va_list ap;
+
+	if (len && len + 1 < sizeof(t->notes))
+		t->notes[len++] = '\n';
+	va_start(ap, fmt);
+	vsnprintf(t->notes + len, sizeof(t->notes) - len, fmt, ap);
+	va_end(ap);
+}
+
+/* Mode m's p50/p90/p99/max rows; sorts its samples. */
+static void add_rows(struct bench_table *t, struct lat_ctx *c,
+		     enum lat_mode m)
+{
+	static char keys[L_NMODES][NPCT][32], labels[L_NMODES][NPCT][64];
+	int n = c->nsamples[m];
+
+	bench_median(c->samples[m], n);	/* sorts */
+	for (int k = 0; k < NPCT; k++) {
+		double v = pct(c->samples[m], n, pcts[k]);
+
+		snprintf(keys[m][k], sizeof(keys[m][k]), "%s_%s",
+			 modes[m].key, pct_names[k]);
+		snprintf(labels[m][k], sizeof(labels[m][k]), "%s %s",
+			 modes[m].label, pct_names[k]);
+		int i = bench_add_row(t, keys[m][k], labels[m][k], &v, 1,
+				      c->ok[m], -1);
+
+		/* Compare each percentile with the kernel's own. */
+		t->rows[i].cmp = m == L_ANON ? -1 : k;
+		if (m == L_ANON && k == 0)
+			t->ref = i;
+		if ((m == L_LIB || m == L_DAEMON) && k == 0) {
+			t->rows[i].seed = 2228e3 / 32768;
+			t->rows[i].seed_note = "(mean, in-guest)";
+		}
+	}
+}
+
+/* Fact M_PCT_vs_minimal: mode m's percentile k over the minimal handler's. */
+static void add_vs_minimal(struct bench_table *t, const struct lat_ctx *c,
+			   enum lat_mode m, int k)
+{
+	static char keys[L_NMODES][NPCT][40];
+
+	if (!enough(c, m) || !enough(c, L_MIN))
+		return;
+	snprintf(keys[m][k], sizeof(keys[m][k]), "%s_%s_vs_minimal",
+		 modes[m].key, pct_names[k]);
+	bench_add_kv(t, keys[m][k],
+		     pct(c->samples[m], c->nsamples[m], pcts[k]) /
+		     pct(c->samples[L_MIN], c->nsamples[L_MIN], pcts[k]));
+}
+
+/* The facts under the table (after add_rows(): samples sorted). */
+static void add_facts(struct bench_table *t, struct lat_ctx *c)
+{
+	static char fk[L_NMODES][32];
+
+	bench_add_kv(t, "faults_per_run", c->nfaults);
+	/* The floor for a userfaultfd round trip: how far above it each is. */
+	add_vs_minimal(t, c, L_LIB, 0);
+	add_vs_minimal(t, c, L_DAEMON, 0);
+	add_vs_minimal(t, c, L_RESTORE, 0);
+	add_vs_minimal(t, c, L_RESTORE, 2);
+	for (int m = 0; m < L_NMODES; m++) {
+		snprintf(fk[m], sizeof(fk[m]), "%s_faulted_fraction",
+			 modes[m].key);
+		if (c->ntouches[m])
+			bench_add_kv(t, fk[m], (double)c->nsamples[m] /
+				     c->ntouches[m]);
+	}
+	if (c->nrestores) {
+		bench_add_kv(t, "restore_complete_ms",
+			     bench_median(c->restore_ms, c->nrestores));
+		bench_add_kv(t, "restore_touches_during_restore_fraction",
+			     (double)c->ntouched_during /
+			     ((double)c->nrestores * c->nfaults));
+	}
+}
+
+static void add_notes(struct bench_table *t, const struct lat_ctx *c,
+		      int runs)
+{
+	add_note(t, "reference: first write to fresh anonymous memory (each "
+		 "percentile vs the same percentile of it).");
+	add_note(t, "Every touch is one write to a distinct random page, %d "
+		 "per run, pooled over %d run%s; percentiles are over the "
+		 "touches that faulted (*_faulted_fraction); lib and daemon: "
+		 "prefetch and background restore off.",
+		 c->nfaults, runs, runs == 1 ? "" : "s");
+	add_note(t, "restore: a second daemon, default flags (64K chunks, "
+		 "prefetch and background on), touched from the handshake "
+		 "on; only touches meeting the restore running fault.  "
+		 "restore_complete_ms: handshake to all pages resident "
+		 "(mincore); restore_touches_during_restore_fraction: touches "
+		 "started before then.");
+	for (int m = 0; m < L_NMODES; m++) {
+		if (c->why[m])
+			add_note(t, "%s mode left out: %s", modes[m].key,
+				 c->why[m]);
+		else if (c->ntouches[m] && !enough(c, m))
+			add_note(t, "%s: %d of %d touches faulted, fewer than "
+				 "%d: no percentiles", modes[m].key,
+				 c->nsamples[m], c->ntouches[m], MIN_FAULTED);
+	}
+}
+
+/* Every mode once, in order; a daemon mode that fails is left out. */
+static int run_all_modes(struct lat_ctx *c)
+{
+	static const char why[] = "faultline serve did not serve the client "
+				  "(see above)";
+	int ret;
+
+	shuffle(c);
+	if ((ret = run_anon(c)) < 0 || (ret = run_file(c)) < 0 ||
+	    (ret = run_minimal(c)) < 0 || (ret = run_lib(c)) < 0)
+		return ret;
+	if (!c->why[L_DAEMON] && run_daemon(c) < 0)
+		c->why[L_DAEMON] = why;
+	if (!c->why[L_RESTORE] && run_restore(c) < 0)
+		c->why[L_RESTORE] = why;
+	return 0;
+}
+
 int bench_fault_latency(const struct bench_opts *o, struct bench_table *t)
 {
 	struct lat_ctx c = { .fd = -1 };
 	int runs = o->runs, ret = 0;
-	bool daemon = true;
 
 	c.len = o->size ? o->size : o->quick ? 16 * MIB : 256 * MIB;
 	c.nfaults = o->quick ? 500 : 10000;
@@ -319,6 +572,8 @@ int bench_fault_latency(const struct bench_opts *o, struct bench_table *t)
 		c.nfaults = (int)(c.len / 4096);
 	rng_state = 0x2545f4914f6cdd1dULL;
 	c.order = malloc(c.len / 4096 * sizeof(*c.order));
+	c.when = malloc((size_t)c.nfaults * sizeof(*c.when));
+	c.restore_ms = malloc((size_t)runs * sizeof(*c.restore_ms));
 	for (int m = 0; m < L_NMODES; m++) {
 		c.samples[m] = malloc((size_t)runs * (size_t)c.nfaults *
 				      sizeof(double));
@@ -326,7 +581,7 @@ int bench_fault_latency(const struct bench_opts *o, struct bench_table *t)
 		if (!c.samples[m])
 			ret = -ENOMEM;
 	}
-	if (!c.order || ret < 0) {
+	if (!c.order || !c.when || !c.restore_ms || ret < 0) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -335,17 +590,12 @@ int bench_fault_latency(const struct bench_opts *o, struct bench_table *t)
 		ret = c.fd;
 		goto out;
 	}
+	c.want = bench_pattern_sum(c.len);
 
 	for (int r = 0; r < runs; r++) {
-		shuffle(&c);
-		if ((ret = run_anon(&c)) < 0 || (ret = run_file(&c)) < 0 ||
-		    (ret = run_minimal(&c)) < 0 || (ret = run_lib(&c)) < 0)
+		ret = run_all_modes(&c);
+		if (ret < 0)
 			goto out;
-		if (daemon && run_daemon(&c) < 0) {
-			daemon = false;
-			c.daemon_why = "faultline serve did not serve the "
-				       "client (see the message above)";
-		}
 	}
 
 	t->title = "one 4 KiB fault at a random address: round trip, "
@@ -359,64 +609,17 @@ int bench_fault_latency(const struct bench_opts *o, struct bench_table *t)
 	t->runs = runs;
 	t->ref = 0;
 	for (int m = 0; m < L_NMODES; m++) {
-		int n = c.nsamples[m];
-		static char keys[L_NMODES][NPCT][32], labels[L_NMODES][NPCT][64];
-
-		if (!n)
-			continue;
-		bench_median(c.samples[m], n);	/* sorts */
-		for (int k = 0; k < NPCT; k++) {
-			double v = pct(c.samples[m], n, pcts[k]);
-
-			snprintf(keys[m][k], sizeof(keys[m][k]), "%s_%s",
-				 modes[m].key, pct_names[k]);
-			snprintf(labels[m][k], sizeof(labels[m][k]), "%s %s",
-				 modes[m].label, pct_names[k]);
-			int i = bench_add_row(t, keys[m][k], labels[m][k], &v,
-					      1, c.ok[m], -1);
-
-			/* Compare each percentile with the kernel's own. */
-			t->rows[i].cmp = m == L_ANON ? -1 : k;
-			if (m == L_ANON && k == 0)
-				t->ref = i;
-			if ((m == L_LIB || m == L_DAEMON) && k == 0) {
-				t->rows[i].seed = 2228e3 / 32768;
-				t->rows[i].seed_note = "(mean, in-guest)";
-			}
+		if (enough(&c, m)) {
+			add_rows(t, &c, m);
+		} else if (!c.ok[m]) {	/* no row to say so */
+			fprintf(stderr, "faultline bench fault-latency: %s "
+				"read wrong bytes\n", modes[m].label);
+			ret = -EIO;
+			goto out;
 		}
 	}
-	bench_add_kv(t, "faults_per_run", c.nfaults);
-	/* The floor for a userfaultfd round trip: how far above it each is. */
-	if (c.nsamples[L_MIN]) {
-		double floor = pct(c.samples[L_MIN], c.nsamples[L_MIN], 50);
-
-		if (c.nsamples[L_LIB])
-			bench_add_kv(t, "lib_p50_vs_minimal", pct(c.samples[L_LIB],
-				     c.nsamples[L_LIB], 50) / floor);
-		if (c.nsamples[L_DAEMON])
-			bench_add_kv(t, "daemon_p50_vs_minimal",
-				     pct(c.samples[L_DAEMON],
-					 c.nsamples[L_DAEMON], 50) / floor);
-	}
-	for (int m = 0; m < L_NMODES; m++) {
-		static char fk[L_NMODES][32];
-
-		snprintf(fk[m], sizeof(fk[m]), "%s_faulted_fraction",
-			 modes[m].key);
-		if (c.ntouches[m])
-			bench_add_kv(t, fk[m], (double)c.nsamples[m] /
-				     c.ntouches[m]);
-	}
-	snprintf(t->notes, sizeof(t->notes),
-		 "reference: first write to fresh anonymous memory (each "
-		 "percentile vs the same percentile of it).\n"
-		 "Every touch is one write to a distinct random page, %d per "
-		 "run, pooled over %d run%s; percentiles are over the touches "
-		 "that faulted (*_faulted_fraction), the library and the "
-		 "daemon with prefetch and background restore off.%s%s",
-		 c.nfaults, runs, runs == 1 ? "" : "s",
-		 c.daemon_why ? "\ndaemon mode left out: " : "",
-		 c.daemon_why ? c.daemon_why : "");
+	add_facts(t, &c);
+	add_notes(t, &c, runs);
 	ret = 0;
 out:
 	if (c.fd >= 0) {
@@ -425,6 +628,8 @@ out:
 	}
 	for (int m = 0; m < L_NMODES; m++)
 		free(c.samples[m]);
+	free(c.restore_ms);
+	free(c.when);
 	free(c.order);
 	return ret;
 }

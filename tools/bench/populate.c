@@ -136,36 +136,6 @@ static int engine_restore(struct pop_ctx *c, uint8_t *dst, bool move)
 	return ret;
 }
 
-/*
- * Wait until every page of [p, p+len) is resident, polling mincore() every
- * millisecond from the first page not yet seen resident (a filled page
- * stays).  0, -ETIMEDOUT after 120 s, or -errno.
- */
-static int wait_resident(uint8_t *p, uint64_t len)
-{
-	static unsigned char vec[4096];
-	double deadline = bench_now() + 120;
-	uint64_t off = 0;
-
-	while (off < len) {
-		uint64_t n = len - off, i = 0;
-
-		if (n > sizeof(vec) * 4096)
-			n = sizeof(vec) * 4096;
-		if (mincore(p + off, n, vec) < 0)
-			return -errno;
-		while (i < n / 4096 && (vec[i] & 1))
-			i++;
-		off += i * 4096;
-		if (i == n / 4096)
-			continue;
-		if (bench_now() > deadline)
-			return -ETIMEDOUT;
-		usleep(1000);
-	}
-	return 0;
-}
-
 /* After a run: the destination's THP fraction and whether it holds the file. */
 static void check_dst(const struct pop_ctx *c, const uint8_t *dst, bool *ok,
 		      double *thp)
@@ -193,7 +163,7 @@ static double daemon_restore(struct pop_ctx *c, bool *ok, double *thp)
 	t0 = bench_now();
 	ret = bench_daemon_connect(&fc, c->daemon.sock);
 	if (ret == 0)
-		ret = wait_resident(fc.regions[0].addr, c->len);
+		ret = bench_wait_resident(fc.regions[0].addr, c->len);
 	t1 = bench_now();
 	if (ret == 0) {
 		close(fc.sock);	/* end the session; the memory stays */

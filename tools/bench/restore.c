@@ -10,7 +10,11 @@
  * touches), and the table's first line says which.  Backends: prepopulated
  * (the reference), the File backend, the library engine in-process (the
  * seed's chunk sweep without prefetch, and the default engine), and
- * `faultline serve` through Firecracker's handshake.  "COPY beside" is
+ * `faultline serve` through Firecracker's handshake: with default flags,
+ * with a fixed `--chunk` of 64K and 2M (every workload but hugetlb, whose
+ * chunk is its 2 MiB page), and replaying a working-set trace recorded by
+ * `serve --record` before the rounds, as recorded (first-touch order) and
+ * sorted by offset (random: the two orders differ).  "COPY beside" is
  * prepopulated memory while another thread copies the file once: what a
  * restore's copy costs a guest that never waits for it.  A "copy floor" row
  * times one thread UFFDIO_COPYing just the pages the guest touches, with
@@ -30,6 +34,7 @@
 
 #include "bench.h"
 #include "faultline.h"
+#include "format/trace.h"
 #include "hugetlb.h"
 #include "kernel/uffd.h"
 #include "kvm.h"
@@ -40,21 +45,55 @@ enum rs_group { G_LINEAR, G_RANDOM, G_HUGE, G_VCPUS, G_COMPUTE, G_SPARSE,
 		G_N };
 
 static const struct rs_group_def {
+	const char *name;	/* its keys' prefix, and its facts' */
 	const char *workload;
 	bool huge;
 	unsigned int vcpus;
 	bool big;		/* the sparse memory file */
 } groups[G_N] = {
-	[G_LINEAR] = { "linear", false, 1, false },
-	[G_RANDOM] = { "random", false, 1, false },
-	[G_HUGE] = { "linear", true, 1, false },
-	[G_VCPUS] = { "random", false, 4, false },
-	[G_COMPUTE] = { "compute:8", false, 1, false },
-	[G_SPARSE] = { "sparse", false, 1, true },
+	[G_LINEAR] = { "linear", "linear", false, 1, false },
+	[G_RANDOM] = { "random", "random", false, 1, false },
+	[G_HUGE] = { "huge", "linear", true, 1, false },
+	[G_VCPUS] = { "vcpus4", "random", false, 4, false },
+	[G_COMPUTE] = { "compute", "compute:8", false, 1, false },
+	[G_SPARSE] = { "sparse", "sparse", false, 1, true },
 };
 
-/* The daemons: D_RECORD records the sparse working set D_TRACE replays. */
-enum rs_daemon { D_NONE, D_DEFAULT, D_2M, D_SPARSE, D_TRACE, D_RECORD, D_N };
+/* Working-set traces, each recorded once by a workload of its group. */
+enum rs_trace { T_NONE, T_RANDOM, T_SPARSE, T_N };
+
+static const enum rs_group trace_group[T_N] = {
+	[T_RANDOM] = G_RANDOM, [T_SPARSE] = G_SPARSE,
+};
+
+/*
+ * The daemons, each one `faultline serve` for all rounds but the recording
+ * ones, which serve one run before the rounds to write their trace.
+ */
+enum rs_daemon { D_NONE, D_DEFAULT, D_64K, D_2M, D_SPARSE, D_SPARSE_64K,
+		 D_SPARSE_2M, D_RANDOM_TRACE, D_RANDOM_SORTED,
+		 D_RANDOM_RECORD, D_TRACE, D_SORTED, D_RECORD, D_N };
+
+static const struct rs_daemon_def {
+	bool big;		/* serves the sparse memory file */
+	const char *chunk;	/* --chunk, or NULL: the default */
+	enum rs_trace trace;	/* --prefetch (--record if record) */
+	bool sorted;		/* --prefetch the trace sorted by offset */
+	bool record;
+} daemons[D_N] = {
+	[D_DEFAULT] = { .big = false },
+	[D_64K] = { .chunk = "64K" },
+	[D_2M] = { .chunk = "2M" },
+	[D_SPARSE] = { .big = true },
+	[D_SPARSE_64K] = { .big = true, .chunk = "64K" },
+	[D_SPARSE_2M] = { .big = true, .chunk = "2M" },
+	[D_RANDOM_TRACE] = { .trace = T_RANDOM },
+	[D_RANDOM_SORTED] = { .trace = T_RANDOM, .sorted = true },
+	[D_RANDOM_RECORD] = { .trace = T_RANDOM, .record = true },
+	[D_TRACE] = { .big = true, .trace = T_SPARSE },
+	[D_SORTED] = { .big = true, .trace = T_SPARSE, .sorted = true },
+	[D_RECORD] = { .big = true, .trace = T_SPARSE, .record = true },
+};
 
 enum rs_kind { R_PREPOP, R_BESIDE, R_FLOOR, R_FILE, R_INPROC, R_DAEMON };
 
@@ -73,6 +112,17 @@ static const struct rs_case {
 } cases[] = {
 #define SWEEP(k, c, s) { "linear_inproc_" k, "linear: in-proc " k ", no prefetch", \
 			 G_LINEAR, R_INPROC, c, NO_PF, D_NONE, s, NULL }
+#define DAEMON(k, l, g, d, s) { k, l, g, R_DAEMON, 0, 0, d, s, NULL }
+/* A workload's daemons with a fixed chunk (p: key prefix, l: label's). */
+#define CHUNKS(p, l, g, d64k, d2m, s64k, s2m) \
+	DAEMON(p "_daemon_64k", l " --chunk 64K", g, d64k, s64k), \
+	DAEMON(p "_daemon_2m", l " --chunk 2M", g, d2m, s2m)
+/* Its trace replays: as recorded (first-touch order), sorted by offset. */
+#define TRACES(p, g, dt, ds) \
+	DAEMON(p "_daemon_trace", p ": faultline serve --prefetch TRACE", g, \
+	       dt, -1), \
+	DAEMON(p "_daemon_trace_sorted", \
+	       p ": serve --prefetch TRACE (sorted)", g, ds, -1)
 	{ "linear_prepopulated", "linear: prepopulated (read before)",
 	  G_LINEAR, R_PREPOP, 0, 0, D_NONE, -1, NULL },
 	{ "linear_copy_beside", "linear: prepopulated + COPY beside",
@@ -92,8 +142,8 @@ static const struct rs_case {
 	  G_LINEAR, R_INPROC, 0, 0, D_NONE, 151, PATCHED },
 	{ "linear_daemon", "linear: faultline serve (default)",
 	  G_LINEAR, R_DAEMON, 0, 0, D_DEFAULT, 151, PATCHED },
-	{ "linear_daemon_2m", "linear: faultline serve --chunk 2M",
-	  G_LINEAR, R_DAEMON, 0, 0, D_2M, 513, NULL },
+	CHUNKS("linear", "linear: faultline serve", G_LINEAR, D_64K, D_2M,
+	       645, 513),
 	{ "random_prepopulated", "random: prepopulated",
 	  G_RANDOM, R_PREPOP, 0, 0, D_NONE, -1, NULL },
 	{ "random_copy_beside", "random: prepopulated + COPY beside",
@@ -104,18 +154,26 @@ static const struct rs_case {
 	  G_RANDOM, R_INPROC, 0, 0, D_NONE, -1, NULL },
 	{ "random_daemon", "random: faultline serve (default)",
 	  G_RANDOM, R_DAEMON, 0, 0, D_DEFAULT, -1, NULL },
+	CHUNKS("random", "random: faultline serve", G_RANDOM, D_64K, D_2M,
+	       -1, -1),
+	TRACES("random", G_RANDOM, D_RANDOM_TRACE, D_RANDOM_SORTED),
 	{ "huge_prepopulated", "linear, 2M hugetlb: prepopulated",
 	  G_HUGE, R_PREPOP, 0, 0, D_NONE, -1, NULL },
 	{ "huge_daemon", "linear, 2M hugetlb: faultline serve",
 	  G_HUGE, R_DAEMON, 0, 0, D_DEFAULT, -1, NULL },
+	/* no fixed chunk: a hugetlb page is always filled whole, 2M */
 	{ "vcpus4_prepopulated", "random, 4 vCPUs: prepopulated",
 	  G_VCPUS, R_PREPOP, 0, 0, D_NONE, -1, NULL },
 	{ "vcpus4_daemon", "random, 4 vCPUs: faultline serve",
 	  G_VCPUS, R_DAEMON, 0, 0, D_DEFAULT, -1, NULL },
+	CHUNKS("vcpus4", "random, 4 vCPUs: serve", G_VCPUS, D_64K, D_2M,
+	       -1, -1),
 	{ "compute_prepopulated", "compute:8: prepopulated",
 	  G_COMPUTE, R_PREPOP, 0, 0, D_NONE, -1, NULL },
 	{ "compute_daemon", "compute:8: faultline serve",
 	  G_COMPUTE, R_DAEMON, 0, 0, D_DEFAULT, -1, NULL },
+	CHUNKS("compute", "compute:8: faultline serve", G_COMPUTE, D_64K,
+	       D_2M, -1, -1),
 	{ "sparse_prepopulated", "sparse: prepopulated",
 	  G_SPARSE, R_PREPOP, 0, 0, D_NONE, -1, NULL },
 	{ "sparse_copy_floor", "sparse: copy floor (touched bytes)",
@@ -124,8 +182,12 @@ static const struct rs_case {
 	  G_SPARSE, R_FILE, 0, 0, D_NONE, -1, NULL },
 	{ "sparse_daemon", "sparse: faultline serve (default)",
 	  G_SPARSE, R_DAEMON, 0, 0, D_SPARSE, -1, NULL },
-	{ "sparse_daemon_trace", "sparse: faultline serve --prefetch TRACE",
-	  G_SPARSE, R_DAEMON, 0, 0, D_TRACE, -1, NULL },
+	CHUNKS("sparse", "sparse: faultline serve", G_SPARSE, D_SPARSE_64K,
+	       D_SPARSE_2M, -1, -1),
+	TRACES("sparse", G_SPARSE, D_TRACE, D_SORTED),
+#undef TRACES
+#undef CHUNKS
+#undef DAEMON
 #undef SWEEP
 };
 
@@ -142,7 +204,8 @@ struct rs_ctx {
 	enum vmm_guest guest;	/* the same for every row */
 	struct bench_daemon daemon[D_N];
 	char stats[D_N][64];
-	char trace[64];
+	char trace[T_N][64];	/* as recorded */
+	char sorted[T_N][64];	/* its copy sorted by offset */
 };
 
 /* What a child reports through its pipe. */
@@ -333,48 +396,101 @@ static int run_case(struct rs_ctx *c, const struct rs_case *k,
 
 static int start_daemon(struct rs_ctx *c, enum rs_daemon d)
 {
-	struct rs_mem *m = d == D_DEFAULT || d == D_2M ? &c->small : &c->big;
-	const char *args[8] = { "--mem-file", m->path, "--stats-json",
-				c->stats[d] };
+	const struct rs_daemon_def *dd = &daemons[d];
+	const char *args[8] = { "--mem-file", dd->big ? c->big.path :
+				c->small.path, "--stats-json", c->stats[d] };
 	int argc = 4;
 
 	snprintf(c->stats[d], sizeof(c->stats[d]), "/tmp/flb-%d-%d.json",
 		 (int)getpid(), d);
-	if (d == D_2M) {
+	if (dd->chunk) {
 		args[argc++] = "--chunk";
-		args[argc++] = "2M";
-	} else if (d == D_RECORD || d == D_TRACE) {
-		args[argc++] = d == D_RECORD ? "--record" : "--prefetch";
-		args[argc++] = c->trace;
+		args[argc++] = dd->chunk;
+	}
+	if (dd->trace) {
+		args[argc++] = dd->record ? "--record" : "--prefetch";
+		args[argc++] = dd->sorted ? c->sorted[dd->trace] :
+			       c->trace[dd->trace];
 	}
 	unlink(c->stats[d]);
 	return bench_daemon_start(&c->daemon[d], "kvm-restore", d, args);
 }
 
-/* The daemons the selected cases need (the recording one runs once). */
+static int cmp_run(const void *a, const void *b)
+{
+	const struct trace_run *x = a, *y = b;
+
+	return (x->off > y->off) - (x->off < y->off);
+}
+
+/*
+ * Write the trace at in sorted by offset to out: the runs trace_load()
+ * makes of it (entries that touch the one before merged, as a replay
+ * would), sorted.
+ */
+static int sort_trace(const char *in, const char *out)
+{
+	struct trace t;
+	int ret = trace_init(&t);
+
+	if (ret < 0)
+		return ret;
+	ret = trace_load(&t, in);
+	if (ret == 0) {
+		qsort(t.runs, t.n, sizeof(*t.runs), cmp_run);
+		ret = trace_save(&t, out);
+	}
+	trace_free(&t);
+	return ret;
+}
+
+/*
+ * Record trace tr: one run of its group's workload through a recording
+ * daemon (the trace is written when the session ends), then its sorted
+ * copy.
+ */
+static int record_trace(struct rs_ctx *c, enum rs_trace tr)
+{
+	enum rs_daemon d = D_NONE;
+	struct rs_case k = { .key = "record", .label = "recording a trace",
+			     .g = trace_group[tr], .kind = R_DAEMON,
+			     .seed = -1 };
+	struct rs_result r;
+	int ret;
+
+	while (!daemons[d].record || daemons[d].trace != tr)
+		d++;
+	k.daemon = d;
+	ret = start_daemon(c, d);
+	if (ret == 0)
+		ret = run_case(c, &k, &r);
+	bench_daemon_stop(&c->daemon[d]);
+	if (ret == 0 && access(c->trace[tr], R_OK) < 0)
+		ret = -ENOENT;
+	if (ret == 0)
+		ret = sort_trace(c->trace[tr], c->sorted[tr]);
+	if (ret < 0)
+		fprintf(stderr, "faultline bench kvm-restore: cannot record "
+			"the %s trace: %s\n", groups[k.g].name,
+			strerror(-ret));
+	return ret;
+}
+
+/* The daemons the selected cases need, after the traces they replay. */
 static int start_daemons(struct rs_ctx *c, const bool *sel)
 {
-	bool need[D_N] = { false };
+	bool need[D_N] = { false }, trace[T_N] = { false };
 	int ret = 0;
 
 	for (int i = 0; i < NCASES; i++)
-		if (sel[i])
+		if (sel[i]) {
 			need[cases[i].daemon] = true;
-	if (need[D_TRACE]) {
-		struct rs_case k = { "sparse_record", "sparse: recording",
-				     G_SPARSE, R_DAEMON, 0, 0, D_RECORD, -1,
-				     NULL };
-		struct rs_result r;
-
-		ret = start_daemon(c, D_RECORD);
-		if (ret == 0)
-			ret = run_case(c, &k, &r);
-		/* the trace is written when the session ends */
-		bench_daemon_stop(&c->daemon[D_RECORD]);
-		if (ret == 0 && access(c->trace, R_OK) < 0)
-			ret = -ENOENT;
-	}
-	for (int d = D_DEFAULT; d < D_RECORD && ret == 0; d++)
+			trace[daemons[cases[i].daemon].trace] = true;
+		}
+	for (int tr = T_NONE + 1; tr < T_N && ret == 0; tr++)
+		if (trace[tr])
+			ret = record_trace(c, tr);
+	for (int d = D_NONE + 1; d < D_N && ret == 0; d++)
 		if (need[d])
 			ret = start_daemon(c, d);
 	return ret;
@@ -495,13 +611,30 @@ static int measure(struct rs_ctx *c, const struct bench_opts *o,
 
 /* ---- the table ------------------------------------------------------------ */
 
+/* Case i's value in each round, from v (ms, faults or copied). */
+static void column(const struct rs_results *res, const double *v, int i,
+		   double *out)
+{
+	for (int r = 0; r < res->runs; r++)
+		out[r] = v[r * NCASES + i];
+}
+
 static double median_of(const struct rs_results *res, const double *v, int i)
 {
 	double s[res->runs];
 
-	for (int r = 0; r < res->runs; r++)
-		s[r] = v[r * NCASES + i];
+	column(res, v, i, s);
 	return bench_median(s, res->runs);
+}
+
+/* Case i's time over case j's: the median of per-round ratios. */
+static double paired(const struct rs_results *res, int i, int j)
+{
+	double a[res->runs], b[res->runs];
+
+	column(res, res->ms, i, a);
+	column(res, res->ms, j, b);
+	return bench_paired_ratio(a, b, res->runs);
 }
 
 static int find_case(const char *key)
@@ -510,6 +643,81 @@ static int find_case(const char *key)
 		if (!strcmp(cases[i].key, key))
 			return i;
 	return -1;
+}
+
+/* What a row is to its group's facts. */
+enum rs_role { ROLE_OTHER, ROLE_DEFAULT, ROLE_CHUNK, ROLE_FILE, ROLE_FLOOR,
+	       ROLE_TRACE, ROLE_SORTED, ROLE_N };
+
+static enum rs_role role_of(const struct rs_case *k)
+{
+	const struct rs_daemon_def *d = &daemons[k->daemon];
+
+	if (k->kind == R_FILE)
+		return ROLE_FILE;
+	if (k->kind == R_FLOOR)
+		return ROLE_FLOOR;
+	if (k->kind != R_DAEMON)
+		return ROLE_OTHER;
+	if (d->trace)
+		return d->sorted ? ROLE_SORTED : ROLE_TRACE;
+	return d->chunk ? ROLE_CHUNK : ROLE_DEFAULT;
+}
+
+/* Add the fact "GROUP_what" (its key lives as long as the program). */
+static void group_fact(struct bench_table *t, enum rs_group g,
+		       const char *what, double val)
+{
+	static char keys[BENCH_MAX_KV][48];
+
+	if (t->nkv >= BENCH_MAX_KV)
+		return;
+	snprintf(keys[t->nkv], sizeof(keys[0]), "%s_%s", groups[g].name, what);
+	bench_add_kv(t, keys[t->nkv], val);
+}
+
+/*
+ * A workload's facts, for the rows that were run: the default daemon
+ * against the best fixed chunk (the one with the lowest median) and the
+ * File backend, and the trace replayed as recorded against the trace
+ * sorted by offset and the copy floor.
+ */
+static void add_group_facts(struct bench_table *t,
+			    const struct rs_results *res, enum rs_group g)
+{
+	int at[ROLE_N];
+
+	for (int r = 0; r < ROLE_N; r++)
+		at[r] = -1;
+	for (int i = 0; i < NCASES; i++) {
+		enum rs_role r = role_of(&cases[i]);
+
+		if (!res->sel[i] || cases[i].g != g)
+			continue;
+		if (r != ROLE_CHUNK || at[r] < 0 ||
+		    median_of(res, res->ms, i) <
+		    median_of(res, res->ms, at[r]))
+			at[r] = i;
+	}
+	if (at[ROLE_CHUNK] >= 0)
+		group_fact(t, g, "best_chunk_ms",
+			   median_of(res, res->ms, at[ROLE_CHUNK]));
+	if (at[ROLE_DEFAULT] >= 0 && at[ROLE_CHUNK] >= 0)
+		group_fact(t, g, "default_vs_best_chunk",
+			   paired(res, at[ROLE_DEFAULT], at[ROLE_CHUNK]));
+	if (at[ROLE_DEFAULT] >= 0 && at[ROLE_FILE] >= 0)
+		group_fact(t, g, "default_vs_file",
+			   paired(res, at[ROLE_DEFAULT], at[ROLE_FILE]));
+	if (at[ROLE_TRACE] >= 0 && at[ROLE_SORTED] >= 0) {
+		group_fact(t, g, "trace_vs_sorted",
+			   paired(res, at[ROLE_TRACE], at[ROLE_SORTED]));
+		group_fact(t, g, "trace_copied_vs_sorted",
+			   median_of(res, res->copied, at[ROLE_TRACE]) /
+			   median_of(res, res->copied, at[ROLE_SORTED]));
+	}
+	if (at[ROLE_TRACE] >= 0 && at[ROLE_FLOOR] >= 0)
+		group_fact(t, g, "trace_vs_copy_floor",
+			   paired(res, at[ROLE_TRACE], at[ROLE_FLOOR]));
 }
 
 /*
@@ -536,6 +744,8 @@ static void add_facts(struct bench_table *t, const struct rs_results *res)
 		bench_add_kv(t, "sparse_trace_copied_per_touched",
 			     median_of(res, res->copied, tr) /
 			     (double)res->touched[G_SPARSE]);
+	for (int g = 0; g < G_N; g++)
+		add_group_facts(t, res, g);
 }
 
 static void table_rows(struct bench_table *t, const struct rs_results *res)
@@ -544,18 +754,17 @@ static void table_rows(struct bench_table *t, const struct rs_results *res)
 
 	for (int i = 0; i < NCASES; i++) {
 		const struct rs_case *k = &cases[i];
-		double v[runs], rv[runs], ratio;
+		double v[runs], ratio;
 		int row;
 
 		if (!res->sel[i])
 			continue;
 		if (k->kind == R_PREPOP)
 			refcase = i;
-		for (int r = 0; r < runs; r++) {
-			v[r] = res->ms[r * NCASES + i] * 1e-3;
-			rv[r] = res->ms[r * NCASES + refcase] * 1e-3;
-		}
-		ratio = bench_paired_ratio(v, rv, runs);
+		ratio = paired(res, i, refcase);
+		column(res, res->ms, i, v);
+		for (int r = 0; r < runs; r++)
+			v[r] *= 1e-3;
 		row = bench_add_row(t, k->key, k->label, v, runs, res->ok[i],
 				    k->seed);
 		if (row < 0)
@@ -575,6 +784,7 @@ static void table_head(struct bench_table *t, const struct rs_ctx *c,
 		       int runs)
 {
 	char kvm[96], sparse[64] = "";
+	size_t n;
 
 	kvm_describe(kvm, sizeof(kvm));
 	if (c->big.len)
@@ -612,6 +822,17 @@ static void table_head(struct bench_table *t, const struct rs_ctx *c,
 			 "bytes), which no restoring handler can beat.  Rows vs "
 			 "their workload's prepopulated row (median of "
 			 "per-round ratios).", kvm);
+	n = strlen(t->notes);
+	snprintf(t->notes + n, sizeof(t->notes) - n,
+		 "  X_default_vs_best_chunk: the default daemon over the "
+		 "faster of `serve --chunk 64K` and `--chunk 2M` (none for "
+		 "hugetlb: its pages are filled whole, 2 MiB), "
+		 "X_default_vs_file over the File backend "
+		 "(medians of per-round ratios).  Trace rows replay what "
+		 "`serve --record` wrote before the rounds, in first-touch "
+		 "order or sorted by offset: X_trace_vs_sorted (time) and "
+		 "X_trace_copied_vs_sorted (bytes copied when the guest "
+		 "halted).");
 }
 
 static void rs_free(struct rs_ctx *c, struct rs_results *res)
@@ -624,7 +845,10 @@ static void rs_free(struct rs_ctx *c, struct rs_results *res)
 	}
 	close_mem(&c->small);
 	close_mem(&c->big);
-	unlink(c->trace);
+	for (int tr = T_NONE + 1; tr < T_N; tr++) {
+		unlink(c->trace[tr]);
+		unlink(c->sorted[tr]);
+	}
 	free(res->ms);
 	free(res->faults);
 	free(res->copied);
@@ -642,7 +866,14 @@ int bench_restore(const struct bench_opts *o, struct bench_table *t)
 	if (getenv("FAULTLINE_GUEST") &&
 	    !strcmp(getenv("FAULTLINE_GUEST"), "process"))
 		c.guest = VMM_GUEST_PROCESS;
-	snprintf(c.trace, sizeof(c.trace), "/tmp/flb-%d.trace", (int)getpid());
+	for (int tr = T_NONE + 1; tr < T_N; tr++) {
+		const char *g = groups[trace_group[tr]].name;
+
+		snprintf(c.trace[tr], sizeof(c.trace[tr]),
+			 "/tmp/flb-%d-%s.trace", (int)getpid(), g);
+		snprintf(c.sorted[tr], sizeof(c.sorted[tr]),
+			 "/tmp/flb-%d-%s-sorted.trace", (int)getpid(), g);
+	}
 	for (int i = 0; i < NCASES; i++)
 		res.ok[i] = true;
 	res.ms = calloc(n, sizeof(double));
