@@ -150,6 +150,7 @@ struct worker {
 	struct pending *q;	/* faults read, not yet served */
 	int qhead, qlen, qcap;
 	struct uffd_msg msgs[MSG_BATCH];
+	unsigned int filler;	/* fillers: 0, 1...; else 0 (prefetch.c) */
 	const struct fl_source *pop_src;	/* source blocks last mapped */
 	uint64_t pop_lo, pop_hi;		/* (map_source) */
 };
@@ -161,10 +162,9 @@ static inline void stat_add(_Atomic uint64_t *c, uint64_t v)
 
 /*
  * How to fill: a fault fills removed pages too (as zeros); prefetch fills
- * missing pages only, without waking, and wakes the range once after.
+ * missing pages only.  Every fill wakes the threads waiting in its range.
  */
 #define FILL_REMOVED	(1u << 0)
-#define FILL_DONTWAKE	(1u << 1)
 #define FILL_FROM_MAP	(1u << 2)	/* internal: COPY from source->map() */
 /*
  * Prefetch: runs of at most YIELD_RUN_BYTES while faults come, and stop

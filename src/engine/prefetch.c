@@ -238,21 +238,17 @@ static void piece_yielded(struct fl_engine *e)
 }
 
 /*
- * Fill the missing pages of [first, last) ahead of any fault: no wake per
- * COPY, one WAKE for the range after (for a fault that found a page busy
- * here and left it to us).
+ * Fill the missing pages of [first, last) ahead of any fault.  Each run's
+ * COPY wakes the range it filled: a fault that found a page busy here and
+ * left it to us waits for that run, not for the whole piece.
  */
 static int fill_ahead(struct fl_engine *e, struct worker *w, struct region *r,
 		      uint64_t first, uint64_t last, _Atomic uint64_t *counter)
 {
 	if (first >= last)
 		return 0;
-	int ret = engine_fill_range(e, w, r, first, last,
-				    FILL_DONTWAKE | FILL_YIELD,
-				    counter);
+	int ret = engine_fill_range(e, w, r, first, last, FILL_YIELD, counter);
 
-	engine_wake(e, region_page_addr(r, first),
-		    (last - first) << r->page_shift);
 	if (ret == -EAGAIN || ret == -EINTR)
 		piece_yielded(e);
 	return ret;
@@ -521,12 +517,31 @@ static bool filler_stopped(struct fl_engine *e)
  * How long faults (and replay) must have paused before background
  * restore: the engine's quiet_ns once the client has faulted (not to
  * compete with it while it runs) or a trace is replayed (its working set
- * first), none before (nothing of it runs on that memory yet).  A dense
- * client does not wait (filler()).  ra_lock held.
+ * first), none before (nothing of it runs on that memory yet).  ra_lock
+ * held.
  */
 static uint64_t bg_quiet_ns(struct fl_engine *e)
 {
 	return atomic_load(&e->st.faults) || e->replay.n ? e->quiet_ns : 0;
+}
+
+/*
+ * May filler w run background restore now?  After the quiet period, yes.
+ * Before it, only the first filler, and only for a dense client (one that
+ * waits on faults all over its memory, so the first filler's CPU is not
+ * the client's): the others would take the CPU of a client that runs, and
+ * delay its faults (fault-latency's touches during a restore).
+ */
+static bool bg_go(struct fl_engine *e, const struct worker *w,
+		  uint64_t *wait)
+{
+	uint64_t since = now_ns() - atomic_load(&e->last_fault_ns);
+	uint64_t quiet = bg_quiet_ns(e);
+
+	if (since >= quiet || (!w->filler && atomic_load(&e->dense)))
+		return true;
+	*wait = quiet - since;
+	return false;
 }
 
 static void *filler(void *arg)
@@ -538,9 +553,11 @@ static void *filler(void *arg)
 	setpriority(PRIO_PROCESS, (id_t)gettid(), FILLER_NICE);
 	pthread_mutex_lock(&e->ra_lock);
 	while (!filler_stopped(e)) {
-		if (e->njobs || e->replay_next < e->replay.n) {
-			/* Readahead follows live faults: it goes first. */
-			bool ra = e->njobs;
+		/* Readahead (the first filler's) follows live faults: first. */
+		bool ra = e->njobs && !w->filler;
+		uint64_t wait;
+
+		if (ra || e->replay_next < e->replay.n) {
 
 			pthread_mutex_unlock(&e->ra_lock);
 			pthread_rwlock_rdlock(&e->lock);
@@ -558,11 +575,8 @@ static void *filler(void *arg)
 			wait_ns(e, 1000000000ull);
 			continue;
 		}
-		uint64_t since = now_ns() - atomic_load(&e->last_fault_ns);
-		uint64_t quiet = bg_quiet_ns(e);
-
-		if (since < quiet && !atomic_load(&e->dense)) {
-			wait_ns(e, quiet - since);
+		if (!bg_go(e, w, &wait)) {
+			wait_ns(e, wait);
 			continue;
 		}
 		uint64_t gen = e->bg_gen;
@@ -604,8 +618,13 @@ int prefetch_start(struct fl_engine *e)
 	atomic_store(&e->last_fault_ns, now_ns());
 	while (e->nfillers < n) {
 		struct worker *w = engine_worker(e);
-		int ret = w ? pthread_create(&e->fillers[e->nfillers], NULL,
-					     filler, w) : ENOMEM;
+		int ret = ENOMEM;
+
+		if (w) {
+			w->filler = e->nfillers;
+			ret = pthread_create(&e->fillers[e->nfillers], NULL,
+					     filler, w);
+		}
 
 		if (ret)	/* one filler is enough to restore */
 			return e->nfillers ? 0 : -ret;
