@@ -4,11 +4,13 @@
  * the defaults (adaptive chunk, readahead, background restore on every
  * filler) and with the adaptive chunk alone; every byte is checked.  Then
  * what the policy decides: the chunk grows for a linear client and stays
- * small for a random one, a chunk the caller fixed never changes, and
+ * small for a random one, a stream after a stream starts as long as it,
+ * faults queued behind others fill 2 MiB, a fixed chunk never changes, and
  * readahead never fills past its region into the next one.  And with
  * several fillers, a restore said complete is: destroyed at that moment,
  * the memory holds every byte.
  */
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
@@ -155,6 +157,80 @@ static void chunk_policy(struct fl_source *src, unsigned int *seed)
 	munmap(mem, LEN);
 }
 
+/*
+ * 1 MiB every 16 MiB, each touched in order (no prefetch, no background):
+ * the first stream takes a few faults while the chunk grows; each later
+ * stream starts with a chunk as long as the last one went, one fault.
+ */
+static void stream_policy(struct fl_source *src)
+{
+	uint8_t *mem = map_anon(LEN, 0);
+	struct fl_engine *e = serve(src, mem, 0, NOFILL);
+	bool good = true;
+
+	for (uint64_t off = 0; off < LEN; off += 16 << 20)
+		for (uint64_t pg = 0; pg < 256; pg++)
+			good &= same_as_file(mem + off + pg * PAGE, PAGE,
+					     off + pg * PAGE, SEED, 0);
+	struct fl_stats st = finish(e);
+
+	ok(good, "streams: every byte the snapshot's");
+	/* 5 for the first; growing again from 64 KiB, each other takes 3. */
+	ok(st.faults <= 5 + 3 * 2, "streams: a stream as long as the last "
+	   "starts whole (%llu faults)", (unsigned long long)st.faults);
+	munmap(mem, LEN);
+}
+
+struct toucher {
+	uint8_t *mem;
+	unsigned int seed;
+	bool good;
+};
+
+static void *touch_random(void *arg)
+{
+	struct toucher *t = arg;
+
+	t->good = true;
+	for (int i = 0; i < 2048; i++) {
+		uint64_t pg = (uint64_t)rand_r(&t->seed) % NPAGES;
+
+		t->good &= same_as_file(t->mem + pg * PAGE, PAGE, pg * PAGE,
+					SEED, 0);
+	}
+	return NULL;
+}
+
+/*
+ * Four threads touching at random (no prefetch, no background): faults
+ * that wait behind another are filled 2 MiB at a time, so the pages
+ * filled per fault exceed the 64 KiB chunk on average.
+ */
+static void queued_policy(struct fl_source *src)
+{
+	uint8_t *mem = map_anon(LEN, 0);
+	struct fl_engine *e = serve(src, mem, 0, NOFILL);
+	struct toucher t[4];
+	pthread_t th[4];
+	bool good = true;
+
+	for (int i = 0; i < 4; i++) {
+		t[i] = (struct toucher){ mem, 0x5eed + (unsigned int)i, false };
+		pthread_create(&th[i], NULL, touch_random, &t[i]);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		good &= t[i].good;
+	}
+	struct fl_stats st = finish(e);
+
+	ok(good, "queued faults: every byte the snapshot's");
+	ok(by_faults(&st) > st.faults * 16, "queued faults: filled 2 MiB at "
+	   "a time (%llu pages in %llu faults)",
+	   (unsigned long long)by_faults(&st), (unsigned long long)st.faults);
+	munmap(mem, LEN);
+}
+
 static bool none_resident(const uint8_t *p, uint64_t len)
 {
 	unsigned char *v = malloc(len / PAGE);
@@ -264,6 +340,8 @@ int main(void)
 		BAIL("source: %s", fl_last_error());
 	exactness(src, &seed);
 	chunk_policy(src, &seed);
+	stream_policy(src);
+	queued_policy(src);
 	readahead_bounds(src);
 	complete_means_complete(src);
 	fl_source_put(src);

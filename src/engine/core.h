@@ -166,6 +166,7 @@ static inline void stat_add(_Atomic uint64_t *c, uint64_t v)
  */
 #define FILL_REMOVED	(1u << 0)
 #define FILL_FROM_MAP	(1u << 2)	/* internal: COPY from source->map() */
+#define FILL_BLOCK	(1u << 4)	/* internal: map whole source blocks */
 /*
  * Prefetch: runs of at most YIELD_RUN_BYTES while faults come, and stop
  * between two (-EINTR) when a fault reader waits for the lock, so that a

@@ -518,12 +518,13 @@ static int64_t memfd_fill(int fd, const uint8_t *buf, uint64_t off, size_t len)
 
 /*
  * MADV_POPULATE_READ the source pages of [off, off+len) (map is the
- * source's mapping of off).  For prefetch (block) the 2 MiB blocks around
- * it, once per block and worker: a background piece comes in several runs
- * of the same block.  For a fault only its own pages: each random fault
- * would otherwise map a whole block it does not need (fault-latency during
- * a restore: 16-32 us p50 served instead of 64-128).  Each time (again)
- * for hugetlb, where a source page evicted since would mean ENOMEM.
+ * source's mapping of off).  For a fill of 2 MiB or more (block) the
+ * 2 MiB blocks around it, once per block and worker: a background piece
+ * comes in several runs of the same block.  Else only its own pages: a
+ * random fault, or a replayed run of a random trace, would map a whole
+ * block it does not need (fault-latency during a restore: 16-32 us p50
+ * served instead of 64-128).  Each time (again) for hugetlb, where a
+ * source page evicted since would mean ENOMEM.
  */
 static int map_source(struct worker *w, const struct fl_source *src,
 		      const void *map, uint64_t off, size_t len, bool again,
@@ -591,7 +592,7 @@ int fill_run(struct fl_engine *e, struct worker *w, struct region *r,
 	 * which reports it.
 	 */
 	if (map && map_source(w, src, map, off, len, r->page_size >= HUGE_2M,
-			      how & FILL_YIELD) < 0)
+			      how & FILL_BLOCK) < 0)
 		map = NULL;
 
 	if (map) {
@@ -695,6 +696,9 @@ int engine_fill_range(struct fl_engine *e, struct worker *w, struct region *r,
 	uint64_t i = first;
 	bool ran = false;
 	uint64_t max_bytes = FL_MAX_CHUNK;
+
+	if ((last - first) << r->page_shift >= HUGE_2M)
+		how |= FILL_BLOCK;
 
 	/*
 	 * Prefetch while faults come: short runs, so that one waits little.

@@ -277,8 +277,13 @@ static int fill_unknown(struct fl_engine *e, const struct pending *p)
 	return ret;
 }
 
-/* Serve one fault: its chunk, then make sure its thread is woken. */
-static int serve_fault(struct fl_engine *e, struct worker *w, const struct pending *p)
+/*
+ * Serve one fault: its chunk, then make sure its thread is woken.  Other
+ * faults already waiting behind it (queued > 1: several client threads
+ * wait on this engine at once) make it fill the largest chunk.
+ */
+static int serve_fault(struct fl_engine *e, struct worker *w,
+		       const struct pending *p, int queued)
 {
 	int ret = 0;
 
@@ -299,7 +304,7 @@ static int serve_fault(struct fl_engine *e, struct worker *w, const struct pendi
 		return ret == -EAGAIN || ret == -ESRCH ? ret : 0;
 	}
 	uint64_t pg = region_page(r, p->addr);
-	uint64_t per = prefetch_fault_pages(e, r);
+	uint64_t per = prefetch_fault_pages(e, r, queued);
 	uint64_t first = pg & ~(per - 1);
 	uint64_t last = first + per < r->npages ? first + per : r->npages;
 
@@ -351,7 +356,8 @@ int engine_pump(struct fl_engine *e, struct worker *w)
 	if (total < 0)
 		return total;
 	while (w->qhead < w->qlen) {
-		int ret = serve_fault(e, w, &w->q[w->qhead]);
+		int ret = serve_fault(e, w, &w->q[w->qhead],
+				      w->qlen - w->qhead);
 
 		if (ret == -EAGAIN) {
 			/* An event is pending: apply it, then retry. */

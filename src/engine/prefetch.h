@@ -9,8 +9,12 @@
 
 int prefetch_start(struct fl_engine *e);
 void prefetch_stop(struct fl_engine *e);
-/* Pages a fault on r fills (the adaptive chunk; engine lock shared). */
-uint64_t prefetch_fault_pages(const struct fl_engine *e, const struct region *r);
+/*
+ * Pages a fault on r fills, queued faults waiting with it (the adaptive
+ * chunk; engine lock shared).
+ */
+uint64_t prefetch_fault_pages(const struct fl_engine *e, const struct region *r,
+			      int queued);
 /* A fault on page pg of r was served by filling [first, last). */
 void prefetch_after_fault(struct fl_engine *e, struct region *r, uint64_t pg,
 			  uint64_t first, uint64_t last);

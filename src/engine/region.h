@@ -42,9 +42,11 @@ struct region {
 	bool shared_state;	/* state lives in the engine's state map */
 
 	/* Readahead stream (prefetch.c), under the engine's ra_lock; pages. */
-	uint64_t ra_prev_first;	/* start of the last fault's chunk */
-	uint64_t ra_prev_end;	/* its end */
-	uint64_t ra_delta;	/* distance between the last two chunk starts */
+	uint64_t ra_stream;	/* where the last fault's stream started (a
+				 * run of faults each where the last ended) */
+	uint64_t ra_stream_faults;	/* faults in that stream so far */
+	uint64_t ra_prev_end;	/* the end of the last fault's chunk */
+	uint64_t ra_delta;	/* distance between the last two streams' starts */
 	uint64_t ra_end;	/* end of the current readahead window */
 	uint64_t ra_size;	/* pages it fills */
 	uint64_t ra_stride;	/* 0: contiguous; else its steps' distance */
