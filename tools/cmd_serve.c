@@ -26,8 +26,12 @@ static const char usage[] =
 	"  on a terminal (the default there), otherwise a line each time the\n"
 	"  restore has passed another 10 % mark (a restore done within 250 ms\n"
 	"  shows only its 'restore complete' line)\n"
+	"  --chunk: bytes filled per fault, fixed; without it the chunk adapts:\n"
+	"  64K, doubled up to 2M while faults come in order, 2M when several\n"
+	"  vCPUs wait on faults at once\n"
 	"  --no-prefetch: no readahead of fault streams; --no-background: no\n"
-	"  background restore (both: a naive handler, the chunk per fault)\n";
+	"  background restore (both, with --chunk 4K: a naive handler, one\n"
+	"  page per fault, to compare against)\n";
 
 /* "0,1000": each a number; an empty list or entry is an error. */
 static int parse_uids(const char *arg, struct serve_config *c)
