@@ -86,15 +86,19 @@ enum fl_on_error {
 struct fl_engine_opts {
 	int uffd;		/* with FL_ENGINE_ADOPT: serve this uffd (any
 				 * fd, 0 too); else 0 or -1: create one */
-	uint64_t chunk_size;	/* bytes served per fault; 0: default (FL_DEFAULT_CHUNK) */
+	uint64_t chunk_size;	/* bytes served per fault, fixed; 0: adaptive,
+				 * from FL_DEFAULT_CHUNK up to FL_MAX_CHUNK
+				 * while faults come in order or queue up */
 	int on_error;		/* enum fl_on_error */
 	int client_pid;		/* the client's pid, for FL_ON_ERROR_KILL and to
 				 * look at its memory; 0: this process (or
 				 * unknown); -1: another one, pid unknown */
 	unsigned int flags;	/* FL_ENGINE_* */
 	uint64_t readahead_max;	/* largest prefetch window; 0: FL_DEFAULT_READAHEAD */
-	unsigned int quiet_ms;	/* background restore starts after this long
-				 * without faults; 0: FL_DEFAULT_QUIET_MS */
+	unsigned int quiet_ms;	/* background restore starts at once, and
+				 * once the client has faulted, after this
+				 * long without faults (at once for a client
+				 * faulting all over); 0: FL_DEFAULT_QUIET_MS */
 	int state_fd;		/* FL_ENGINE_SHARED_STATE: a memfd of one byte
 				 * per page of every region, in the order they
 				 * are added, that outlives this process */
@@ -170,9 +174,9 @@ int fl_engine_add_region(struct fl_engine *e, const struct fl_region_desc *r,
  * FL_ENGINE_NO_PREFETCH | FL_ENGINE_NO_BACKGROUND so that every first touch
  * faults.  fl_engine_save_trace() writes the trace.  fl_engine_replay()
  * loads one, keeping the order it was first touched in (runs that touch
- * are merged), and has the filler thread fill those
- * runs (DONTWAKE, one WAKE per piece) as soon as the engine runs; it may be
- * called before or after fl_engine_start().
+ * are merged), and has the filler threads fill those runs, in that order,
+ * as soon as the engine runs; it may be called before or after
+ * fl_engine_start().
  */
 int fl_engine_record(struct fl_engine *e);
 int fl_engine_save_trace(struct fl_engine *e, const char *path);
@@ -180,8 +184,9 @@ int fl_engine_replay(struct fl_engine *e, const char *path);
 
 /*
  * Serve on nthreads threads of the engine's own until fl_engine_stop(), plus
- * one filler thread for prefetch and background restore (unless both are
- * disabled).  The caller-driven mode below has no filler.
+ * filler threads for prefetch and background restore, one per CPU, at most
+ * two (none if both are disabled).  The caller-driven mode below has no
+ * filler.
  */
 int fl_engine_start(struct fl_engine *e, unsigned int nthreads);
 /* Or drive it yourself: poll fl_engine_uffd() for POLLIN, then process. */
