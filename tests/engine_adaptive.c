@@ -179,6 +179,19 @@ static void stream_policy(struct fl_source *src)
 	ok(st.faults <= 5 + 3 * 2, "streams: a stream as long as the last "
 	   "starts whole (%llu faults)", (unsigned long long)st.faults);
 	munmap(mem, LEN);
+
+	/*
+	 * A stream that starts off a chunk boundary (192 KiB in): a grown,
+	 * aligned chunk starts before where the last one ended, and that is
+	 * still the stream (48, 64, 96, 128, 192, 256: six faults).
+	 */
+	mem = map_anon(LEN, 0);
+	e = serve(src, mem, 0, NOFILL);
+	good = same_as_file(mem + 48 * PAGE, 256 * PAGE, 48 * PAGE, SEED, 0);
+	st = finish(e);
+	ok(good && st.faults <= 6, "streams: one off a chunk boundary keeps "
+	   "growing (%llu faults)", (unsigned long long)st.faults);
+	munmap(mem, LEN);
 }
 
 struct toucher {

@@ -220,8 +220,12 @@ void prefetch_after_fault(struct fl_engine *e, struct region *r, uint64_t pg,
 			chunk_grow(e, r);
 		else
 			r->ra_stream = first;
-	} else if (first && first == r->ra_prev_end) {
-		/* Two chunks in a row: a sequential stream goes on. */
+	} else if (r->ra_prev_end && first <= r->ra_prev_end &&
+		   pg >= r->ra_prev_end) {
+		/*
+		 * Where the last chunk ended (this one, grown, may start
+		 * before it: chunks are aligned): a sequential stream.
+		 */
 		queue_window(e, r, last, chunk * 4 < max ? chunk * 4 : max,
 			     0, chunk);
 		chunk_grow(e, r);
