@@ -151,7 +151,7 @@ static void stream_start(struct fl_engine *e, struct region *r,
 	if (delta > extent && delta == r->ra_delta &&
 	    delta <= pages_of(r, STRIDE_MAX)) {
 		uint64_t run = e->chunk_fixed ? chunk :
-			       pow2_within(extent, chunk,
+			       pow2_within(extent, pages_of(r, e->chunk),
 					   pages_of(r, FL_MAX_CHUNK));
 
 		if (!e->chunk_fixed)
@@ -619,7 +619,6 @@ static void *filler(void *arg)
 		uint64_t wait;
 
 		if (ra || e->replay_next < e->replay.n) {
-
 			pthread_mutex_unlock(&e->ra_lock);
 			pthread_rwlock_rdlock(&e->lock);
 			int ret = ra ? readahead_piece(e, w) :
