@@ -46,6 +46,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
 #include "bench.h"
 #include "faultline.h"
 #include "fc_client.h"
@@ -87,6 +89,8 @@ struct lat_ctx {
 	double *restore_ms;	/* per run: handshake to all pages resident */
 	int nrestores;		/* runs that measured it */
 	int ntouched_during;	/* touches started before the restore ended */
+	char stats_path[64];	/* the restore daemon's --stats-json */
+	struct fl_stats served;	/* its fault latency, read to wake, pooled */
 };
 
 static uint64_t rng_state;
@@ -378,13 +382,46 @@ static int touches_before(const struct lat_ctx *c, double t)
 }
 
 /*
+ * Add the fault latency histogram (read to wake, inside the daemon) of
+ * the session the restore daemon wrote to its --stats-json file.
+ */
+static void add_served(struct lat_ctx *c)
+{
+	char line[4096];
+	FILE *f = fopen(c->stats_path, "r");
+	struct json_object *j = NULL, *st, *h, *v;
+
+	if (!f)
+		return;
+	if (fgets(line, sizeof(line), f))
+		j = json_tokener_parse(line);
+	fclose(f);
+	unlink(c->stats_path);
+	if (!j || !json_object_object_get_ex(j, "stats", &st) ||
+	    !json_object_object_get_ex(st, "latency_log2_ns_hist", &h)) {
+		json_object_put(j);
+		return;
+	}
+	for (size_t i = 0; i < FL_LAT_BUCKETS &&
+	     i < json_object_array_length(h); i++)
+		c->served.lat_hist[i] += (uint64_t)json_object_get_int64(
+			json_object_array_get_idx(h, i));
+	if (json_object_object_get_ex(st, "latency_ns_max", &v) &&
+	    (uint64_t)json_object_get_int64(v) > c->served.lat_ns_max)
+		c->served.lat_ns_max = (uint64_t)json_object_get_int64(v);
+	json_object_put(j);
+}
+
+/*
  * A daemon with its default flags: touch at once, while it restores the
  * region in the background, then wait for the restore to end and check
- * the whole region.
+ * the whole region.  Its own account of each fault (read to wake) is
+ * kept beside the client's.
  */
 static int run_restore(struct lat_ctx *c)
 {
-	const char *args[] = { "--mem-file", c->path, NULL };
+	const char *args[] = { "--mem-file", c->path, "--stats-json",
+			       c->stats_path, NULL };
 	struct bench_daemon d = { 0 };
 	struct restore_watch w;
 	struct fc_client fc;
@@ -409,7 +446,8 @@ static int run_restore(struct lat_ctx *c)
 	c->ok[L_RESTORE] &= bench_sum(p, c->len) == c->want;
 out:
 	fc_client_close(&fc);
-	bench_daemon_stop(&d);
+	bench_daemon_stop(&d);	/* the session's stats are written by then */
+	add_served(c);
 	return ret;
 }
 
@@ -507,6 +545,13 @@ static void add_facts(struct bench_table *t, struct lat_ctx *c)
 			bench_add_kv(t, fk[m], (double)c->nsamples[m] /
 				     c->ntouches[m]);
 	}
+	/* Inside the daemon: log2 buckets, so upper bounds (..._le_us). */
+	if (c->served.lat_ns_max) {
+		bench_add_kv(t, "restore_served_p50_le_us",
+			     fl_stats_percentile(&c->served, 50) / 1e3);
+		bench_add_kv(t, "restore_served_p99_le_us",
+			     fl_stats_percentile(&c->served, 99) / 1e3);
+	}
 	if (c->nrestores) {
 		bench_add_kv(t, "restore_complete_ms",
 			     bench_median(c->restore_ms, c->nrestores));
@@ -526,12 +571,14 @@ static void add_notes(struct bench_table *t, const struct lat_ctx *c,
 		 "touches that faulted (*_faulted_fraction); lib and daemon: "
 		 "prefetch and background restore off.",
 		 c->nfaults, runs, runs == 1 ? "" : "s");
-	add_note(t, "restore: a second daemon, default flags (64K chunks, "
-		 "prefetch and background on), touched from the handshake "
-		 "on; only touches meeting the restore running fault.  "
-		 "restore_complete_ms: handshake to all pages resident "
+	add_note(t, "restore: a second daemon, default flags (adaptive "
+		 "chunk, prefetch and background on), touched from the "
+		 "handshake on; only touches meeting the restore running "
+		 "fault.  restore_complete_ms: handshake to all pages resident "
 		 "(mincore); restore_touches_during_restore_fraction: touches "
-		 "started before then.");
+		 "started before then; restore_served_*_le_us: the daemon's "
+		 "own read-to-wake, bucket upper bounds (the rest of a touch "
+		 "is waking its handler and the engine lock).");
 	for (int m = 0; m < L_NMODES; m++) {
 		if (c->why[m])
 			add_note(t, "%s mode left out: %s", modes[m].key,
@@ -591,6 +638,9 @@ int bench_fault_latency(const struct bench_opts *o, struct bench_table *t)
 		goto out;
 	}
 	c.want = bench_pattern_sum(c.len);
+	snprintf(c.stats_path, sizeof(c.stats_path), "/tmp/flb-lat-%d.json",
+		 (int)getpid());
+	unlink(c.stats_path);
 
 	for (int r = 0; r < runs; r++) {
 		ret = run_all_modes(&c);
