@@ -113,15 +113,16 @@ static void check(const struct vmm_config *c, const char *what)
 }
 
 static const char *const workloads[] = {
-	"linear", "random", "stride:3", "sparse", "compute:2",
+	"linear", "random", "stride:3", "sparse", "compute:2", "sparse-random",
 };
+#define NWORKLOADS (sizeof(workloads) / sizeof(*workloads))
 
 static void test_matrix(void)
 {
 	struct vmm_config c;
 
 	for (int b = VMM_PREPOPULATED; b <= VMM_INPROC; b++)
-		for (unsigned int w = 0; w < 5; w++)
+		for (unsigned int w = 0; w < NWORKLOADS; w++)
 			for (int write = 0; write < 2; write++) {
 				config(&c, b, workloads[w], write, 1);
 				check(&c, workloads[w]);

@@ -20,7 +20,8 @@ static const char usage[] =
 	"       [--chunk SIZE] [--no-prefetch] [--no-background] [--no-move]\n"
 	"       [--replay TRACE] [--copy-beside]\n"
 	"  W: linear, random, stride:N (every Nth page), sparse (1 MiB every\n"
-	"  16 MiB), compute:N (linear, N steps of work after each touch)\n"
+	"  16 MiB), sparse-random (those runs in random order), compute:N\n"
+	"  (linear, N steps of work after each touch)\n"
 	"  --discard: a second pass after madvise(DONTNEED) of that range\n"
 	"  --chunk, --no-*, --replay: the inproc engine's options\n"
 	"  --copy-beside: another thread copies the file once meanwhile\n";
@@ -137,8 +138,8 @@ int cmd_vmm(int argc, char **argv)
 		case 'w':
 			if (vmm_workload_parse(optarg, &c.wl) < 0)
 				return bad("--workload", optarg, "not linear, "
-					   "random, stride:N, sparse or "
-					   "compute:N");
+					   "random, stride:N, sparse, "
+					   "sparse-random or compute:N");
 			have_wl = true;
 			break;
 		case 'W': write = true; break;

@@ -64,7 +64,7 @@
 	leal	GUEST_MEM_BASE(%esi, %eax, 4), %esi
 .endm
 
-/* The four orders, each with touch T; all end at pass_done. */
+/* The five orders, each with touch T; all end at pass_done. */
 .macro	PATTERNS name, T
 \name\()_linear:
 	/* Runs of pages up to the next multiple of 1024, where the word's
@@ -120,6 +120,35 @@
 	jb	.Lsparse\@
 	jmp	pass_done
 
+\name\()_sparsernd:
+	/* sparse's runs, the runs in the order of the LCG over their index. */
+	movl	P_ARG(%ebx), %eax
+	incl	%eax
+	movl	%eax, P_LEFT(%ebx)
+	movl	P_SEED(%ebx), %eax
+	movl	%eax, P_X(%ebx)
+.Lsr_run\@:
+	movl	P_X(%ebx), %eax
+	imull	$WL_LCG_A, %eax, %eax
+	addl	$WL_LCG_C, %eax
+	andl	P_ARG(%ebx), %eax
+	movl	%eax, P_X(%ebx)
+	shll	$WL_SPARSE_SHIFT, %eax
+	movl	%eax, %ecx
+	movl	$WL_SPARSE_RUN, %ebp
+.Lsr_page\@:
+	cmpl	P_NPAGES(%ebx), %ecx
+	jae	.Lsr_next\@
+	ADDR
+	\T
+	incl	%ecx
+	decl	%ebp
+	jnz	.Lsr_page\@
+.Lsr_next\@:
+	decl	P_LEFT(%ebx)
+	jnz	.Lsr_run\@
+	jmp	pass_done
+
 \name\()_random:
 	/* 2^k steps of x = x * A + C (mod 2^k) visit each x once. */
 	movl	P_ARG(%ebx), %ebp
@@ -145,12 +174,12 @@
 _start:
 pass:
 	xorl	%edi, %edi
-	/* variant = write + 2 * (compute != 0); entry = 4 * variant + kind */
+	/* variant = write + 2 * (compute != 0); entry = 5 * variant + kind */
 	movl	P_WRITE(%ebx), %eax
 	cmpl	$0, P_COMPUTE(%ebx)
 	je	1f
 	addl	$2, %eax
-1:	shll	$2, %eax
+1:	leal	(%eax, %eax, 4), %eax
 	addl	P_KIND(%ebx), %eax
 	jmp	*entries(, %eax, 4)
 
@@ -174,7 +203,7 @@ halt:
 
 	.balign	4
 entries:	/* in WL_* order within each variant */
-	.long	r_linear, r_stride, r_sparse, r_random
-	.long	w_linear, w_stride, w_sparse, w_random
-	.long	rc_linear, rc_stride, rc_sparse, rc_random
-	.long	wc_linear, wc_stride, wc_sparse, wc_random
+	.long	r_linear, r_stride, r_sparse, r_random, r_sparsernd
+	.long	w_linear, w_stride, w_sparse, w_random, w_sparsernd
+	.long	rc_linear, rc_stride, rc_sparse, rc_random, rc_sparsernd
+	.long	wc_linear, wc_stride, wc_sparse, wc_random, wc_sparsernd

@@ -30,10 +30,13 @@
 #define WL_STRIDE	1
 #define WL_SPARSE	2
 #define WL_RANDOM	3
+#define WL_SPARSE_RANDOM 4	/* sparse's runs, the runs in random order */
+#define WL_KINDS	5
 
 /* Sparse: 1 MiB runs (256 pages) every 16 MiB (4096 pages). */
 #define WL_SPARSE_RUN	256
-#define WL_SPARSE_EVERY	4096
+#define WL_SPARSE_SHIFT	12
+#define WL_SPARSE_EVERY	(1 << WL_SPARSE_SHIFT)
 
 /* Random order: x = (x * A + C) mod 2^k, a full-period permutation. */
 #define WL_LCG_A	1103515245
@@ -43,13 +46,16 @@
 #define P_FIRST		4	/* in: index of that page in guest memory */
 #define P_NPAGES	8	/* in: 4 KiB pages in the slice */
 #define P_KIND		12	/* in: WL_* */
-#define P_ARG		16	/* in: stride; random: 2^k - 1 >= npages - 1 */
+#define P_ARG		16	/* in: stride; random: 2^k - 1 >= npages - 1;
+				 * sparse-random: >= runs - 1 */
 #define P_WRITE		20	/* in: 1: each touch is a read-modify-write */
 #define P_COMPUTE	24	/* in: LCG steps of work after each touch */
 #define P_PASSES	28	/* in: passes over the slice (1 or 2) */
 #define P_SEED		32	/* in: random: first x */
 #define P_PASS		36	/* out: passes done */
 #define P_SUM		40	/* out: checksum of pass i at + 4 * i */
+#define P_X		48	/* guest's: sparse-random's x */
+#define P_LEFT		52	/* guest's: sparse-random's steps left */
 #define P_SIZE		64
 #define P_MAX_PASSES	2
 

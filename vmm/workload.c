@@ -33,6 +33,8 @@ int vmm_workload_parse(const char *spec, struct vmm_workload *w)
 		w->kind = WL_RANDOM;
 	else if (!strcmp(spec, "sparse"))
 		w->kind = WL_SPARSE;
+	else if (!strcmp(spec, "sparse-random"))
+		w->kind = WL_SPARSE_RANDOM;
 	else if (!strncmp(spec, "stride:", 7)) {
 		w->kind = WL_STRIDE;
 		return parse_count(spec + 7, 1, &w->stride);
@@ -53,7 +55,9 @@ const char *vmm_workload_name(const struct vmm_workload *w, char *buf,
 		snprintf(buf, len, "stride:%u", w->stride);
 	else
 		snprintf(buf, len, "%s", w->kind == WL_RANDOM ? "random" :
-			 w->kind == WL_SPARSE ? "sparse" : "linear");
+			 w->kind == WL_SPARSE ? "sparse" :
+			 w->kind == WL_SPARSE_RANDOM ? "sparse-random" :
+			 "linear");
 	return buf;
 }
 
@@ -82,8 +86,12 @@ void vmm_slices(const struct vmm_workload *w, uint32_t npages,
 		s->npages = i + 1 < nvcpus ? each : npages - first;
 		s->kind = w->kind;
 		s->arg = w->kind == WL_STRIDE ? w->stride :
-			 w->kind == WL_RANDOM ? lcg_mask(s->npages) : 0;
-		s->seed = w->kind == WL_RANDOM ? 0x2545f491u * (i + 1) & s->arg : 0;
+			 w->kind == WL_RANDOM ? lcg_mask(s->npages) :
+			 w->kind == WL_SPARSE_RANDOM ?
+			 lcg_mask((s->npages + WL_SPARSE_EVERY - 1) >>
+				  WL_SPARSE_SHIFT) : 0;
+		s->seed = w->kind == WL_RANDOM || w->kind == WL_SPARSE_RANDOM ?
+			  0x2545f491u * (i + 1) & s->arg : 0;
 		s->compute = w->compute;
 		s->write = w->write;
 		first += s->npages;

@@ -29,7 +29,10 @@ struct vmm_slice {
 	bool write;
 };
 
-/* "linear", "random", "stride:N", "sparse", "compute:N": 0 or -EINVAL. */
+/*
+ * "linear", "random", "stride:N", "sparse", "sparse-random", "compute:N":
+ * 0 or -EINVAL.
+ */
 int vmm_workload_parse(const char *spec, struct vmm_workload *w);
 /* The spec back, for tables and JSON ("stride:4"). */
 const char *vmm_workload_name(const struct vmm_workload *w, char *buf,
@@ -81,6 +84,16 @@ static inline void vmm_walk(const struct vmm_slice *s,
 				continue;
 			}
 			fn(ctx, j);
+		}
+		break;
+	case WL_SPARSE_RANDOM:
+		x = s->seed;
+		for (left = s->arg + 1; left; left--) {
+			x = (x * (uint32_t)WL_LCG_A + WL_LCG_C) & s->arg;
+			for (j = x << WL_SPARSE_SHIFT;
+			     j < (x << WL_SPARSE_SHIFT) + WL_SPARSE_RUN &&
+			     j < s->npages; j++)
+				fn(ctx, j);
 		}
 		break;
 	case WL_RANDOM:

@@ -42,7 +42,7 @@
 
 /* Workload groups: each has its prepopulated reference first. */
 enum rs_group { G_LINEAR, G_RANDOM, G_HUGE, G_VCPUS, G_COMPUTE, G_SPARSE,
-		G_N };
+		G_SPARSE_RND, G_N };
 
 static const struct rs_group_def {
 	const char *name;	/* its keys' prefix, and its facts' */
@@ -57,13 +57,15 @@ static const struct rs_group_def {
 	[G_VCPUS] = { "vcpus4", "random", false, 4, false },
 	[G_COMPUTE] = { "compute", "compute:8", false, 1, false },
 	[G_SPARSE] = { "sparse", "sparse", false, 1, true },
+	[G_SPARSE_RND] = { "sparse_random", "sparse-random", false, 1, true },
 };
 
 /* Working-set traces, each recorded once by a workload of its group. */
-enum rs_trace { T_NONE, T_RANDOM, T_SPARSE, T_N };
+enum rs_trace { T_NONE, T_RANDOM, T_SPARSE, T_SPARSE_RND, T_N };
 
 static const enum rs_group trace_group[T_N] = {
 	[T_RANDOM] = G_RANDOM, [T_SPARSE] = G_SPARSE,
+	[T_SPARSE_RND] = G_SPARSE_RND,
 };
 
 /*
@@ -72,7 +74,8 @@ static const enum rs_group trace_group[T_N] = {
  */
 enum rs_daemon { D_NONE, D_DEFAULT, D_64K, D_2M, D_SPARSE, D_SPARSE_64K,
 		 D_SPARSE_2M, D_RANDOM_TRACE, D_RANDOM_SORTED,
-		 D_RANDOM_RECORD, D_TRACE, D_SORTED, D_RECORD, D_N };
+		 D_RANDOM_RECORD, D_TRACE, D_SORTED, D_RECORD, D_SRND_TRACE,
+		 D_SRND_SORTED, D_SRND_RECORD, D_N };
 
 static const struct rs_daemon_def {
 	bool big;		/* serves the sparse memory file */
@@ -93,6 +96,11 @@ static const struct rs_daemon_def {
 	[D_TRACE] = { .big = true, .trace = T_SPARSE },
 	[D_SORTED] = { .big = true, .trace = T_SPARSE, .sorted = true },
 	[D_RECORD] = { .big = true, .trace = T_SPARSE, .record = true },
+	[D_SRND_TRACE] = { .big = true, .trace = T_SPARSE_RND },
+	[D_SRND_SORTED] = { .big = true, .trace = T_SPARSE_RND,
+			    .sorted = true },
+	[D_SRND_RECORD] = { .big = true, .trace = T_SPARSE_RND,
+			    .record = true },
 };
 
 enum rs_kind { R_PREPOP, R_BESIDE, R_FLOOR, R_FILE, R_INPROC, R_DAEMON };
@@ -185,6 +193,22 @@ static const struct rs_case {
 	CHUNKS("sparse", "sparse: faultline serve", G_SPARSE, D_SPARSE_64K,
 	       D_SPARSE_2M, -1, -1),
 	TRACES("sparse", G_SPARSE, D_TRACE, D_SORTED),
+	/* sparse's runs in random order: first-touch order is not offsets' */
+	{ "sparse_random_prepopulated", "sparse-random: prepopulated",
+	  G_SPARSE_RND, R_PREPOP, 0, 0, D_NONE, -1, NULL },
+	{ "sparse_random_copy_floor", "sparse-random: copy floor",
+	  G_SPARSE_RND, R_FLOOR, 0, 0, D_NONE, -1, NULL },
+	{ "sparse_random_file", "sparse-random: File backend",
+	  G_SPARSE_RND, R_FILE, 0, 0, D_NONE, -1, NULL },
+	{ "sparse_random_daemon", "sparse-random: faultline serve",
+	  G_SPARSE_RND, R_DAEMON, 0, 0, D_SPARSE, -1, NULL },
+	CHUNKS("sparse_random", "sparse-random: serve", G_SPARSE_RND,
+	       D_SPARSE_64K, D_SPARSE_2M, -1, -1),
+	{ "sparse_random_daemon_trace", "sparse-random: serve --prefetch TRACE",
+	  G_SPARSE_RND, R_DAEMON, 0, 0, D_SRND_TRACE, -1, NULL },
+	{ "sparse_random_daemon_trace_sorted",
+	  "sparse-random: TRACE sorted", G_SPARSE_RND, R_DAEMON, 0, 0,
+	  D_SRND_SORTED, -1, NULL },
 #undef TRACES
 #undef CHUNKS
 #undef DAEMON
