@@ -166,7 +166,8 @@ static void stream_start(struct fl_engine *e, struct region *r,
 						  pages_of(r, FL_MAX_CHUNK)),
 				      memory_order_relaxed);
 	} else {
-		random_fault(e, r, chunk);
+		/* Density counts the engine's chunks, whatever this one was. */
+		random_fault(e, r, pages_of(r, e->chunk));
 		chunk_reset(r);
 	}
 	r->ra_delta = delta;
@@ -224,10 +225,15 @@ void prefetch_after_fault(struct fl_engine *e, struct region *r, uint64_t pg,
 		   pg >= r->ra_prev_end) {
 		/*
 		 * Where the last chunk ended (this one, grown, may start
-		 * before it: chunks are aligned): a sequential stream.
+		 * before it: chunks are aligned): a sequential stream.  Its
+		 * first window is four of the engine's chunks, not of this
+		 * grown one: it doubles as the stream proves itself, and a
+		 * stream that stops soon (1 MiB runs in random order) does
+		 * not leave megabytes queued behind it.
 		 */
-		queue_window(e, r, last, chunk * 4 < max ? chunk * 4 : max,
-			     0, chunk);
+		uint64_t size = 4 * pages_of(r, e->chunk);
+
+		queue_window(e, r, last, size < max ? size : max, 0, chunk);
 		chunk_grow(e, r);
 	} else {
 		stream_start(e, r, first, chunk, max);
