@@ -391,7 +391,8 @@ static void test_bad_options(void)
 
 int main(int argc, char **argv)
 {
-	static const char *const files[] = { "build/faultline", NULL };
+	/* The binary the test runs (FAULTLINE_BIN: build-san's under ASan). */
+	const char *const files[] = { serve_bin(), NULL };
 
 	tcg_reexec(argc, argv, files);
 	load_start();
