@@ -340,6 +340,14 @@ int serve_log_find(struct serve *s, long from, int pid,
 			while (fgets(line, sizeof(line), f)) {
 				int hit = !kw || !kw[0];
 
+				/*
+				 * A line without its newline is still being
+				 * written: read it whole on the next pass (a
+				 * refusal matched without its "; client
+				 * killed" tail failed serve_bad once).
+				 */
+				if (!strchr(line, '\n'))
+					break;
 				line[strcspn(line, "\n")] = 0;
 				if (strncmp(line, "faultline:", 10))
 					continue;
