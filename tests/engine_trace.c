@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <string.h>
 
@@ -112,6 +113,45 @@ int main(void)
 	ok(fl_engine_save_trace(e, trace) == 0, "trace saved");
 	fl_engine_destroy(e);
 	munmap(mem, LEN);
+
+	/*
+	 * A replay loaded and started before any region is added: the
+	 * fillers wait for one (no CPU spent), then replay into it.
+	 */
+	{
+		struct fl_engine_opts o = { .uffd = -1, .flags = NOFILL };
+		struct fl_region_desc d = { .len = LEN, .page_size = PAGE,
+					    .flags = FL_REGION_REGISTER };
+		struct rusage r0, r1;
+
+		mem = map_anon(LEN, 0);
+		d.addr = (uintptr_t)mem;
+		if (fl_engine_create(&o, &e) < 0 ||
+		    fl_engine_replay(e, trace) < 0 || fl_engine_start(e, 1) < 0)
+			BAIL("engine: %s", fl_last_error());
+		getrusage(RUSAGE_SELF, &r0);
+		usleep(300 * 1000);
+		getrusage(RUSAGE_SELF, &r1);
+		long us = (r1.ru_utime.tv_sec - r0.ru_utime.tv_sec +
+			   r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) * 1000000L +
+			  r1.ru_utime.tv_usec - r0.ru_utime.tv_usec +
+			  r1.ru_stime.tv_usec - r0.ru_stime.tv_usec;
+
+		ok(us < 100000, "replay with no region yet: the fillers wait "
+		   "(%ld us of CPU in 300 ms)", us);
+		ok(fl_engine_add_region(e, &d, src) == 0, "a region added");
+		for (int i = 0; i < 500; i++) {
+			fl_engine_stats(e, &st);
+			if (st.pages_replayed >= rec.pages_copied)
+				break;
+			usleep(10000);
+		}
+		ok(st.pages_replayed >= rec.pages_copied && touch(mem, 0),
+		   "... then the trace is replayed into it, every byte right "
+		   "(%llu pages)", (unsigned long long)st.pages_replayed);
+		fl_engine_destroy(e);
+		munmap(mem, LEN);
+	}
 
 	/* Replay: the working set is filled before the client touches it. */
 	mem = map_anon(LEN, 0);

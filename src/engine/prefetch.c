@@ -402,15 +402,16 @@ static int readahead_piece(struct fl_engine *e, struct worker *w)
 
 /*
  * One piece of the replayed trace: up to BG_BYTES of the current run, in
- * every region that maps that part of the snapshot.  Engine lock held
- * shared.
+ * every region that maps that part of the snapshot; -ENXIO while there is
+ * no region (the fillers wait for one instead of spinning).  Engine lock
+ * held shared.
  */
 static int replay_piece(struct fl_engine *e, struct worker *w)
 {
 	uint64_t src_end = 0;	/* no region maps the snapshot beyond this */
 
 	if (!e->nregions)
-		return 0;	/* nothing to replay into yet */
+		return -ENXIO;	/* nothing to replay into yet */
 	for (int i = 0; i < e->nregions; i++)
 		if (e->regions[i]->src_off + e->regions[i]->len > src_end)
 			src_end = e->regions[i]->src_off + e->regions[i]->len;
@@ -634,6 +635,8 @@ static void *filler(void *arg)
 			if (ret == -EAGAIN)
 				usleep(100);	/* let a reader apply the event */
 			pthread_mutex_lock(&e->ra_lock);
+			if (ret == -ENXIO)	/* until a region is added */
+				wait_ns(e, 1000000000ull);
 			continue;
 		}
 		if (!e->background || e->bg_stopped ||
