@@ -26,9 +26,10 @@ if "$fl" vmm --help >/dev/null && [[ -r /dev/kvm && -w /dev/kvm ]]; then
 	     "one word read per 4 KiB page)."
 else
 	echo "No usable /dev/kvm here: the guest is threads of a process making" \
-	     "the same touches, so touching memory costs almost nothing and a" \
-	     "restore is bound by copying; the copy floor row is one thread" \
-	     "copying the same bytes once, which no restoring handler can beat."
+	     "the same touches, so a first touch costs what this machine's own" \
+	     "page faults cost, and where that is small a restore is bound by" \
+	     "copying; the copy floor row is one thread copying the same bytes" \
+	     "once, which no restoring handler can beat."
 	rows+=,linear_copy_floor
 fi
 echo "Running 'faultline bench kvm-restore --size 256M --runs 5' on those rows..."
