@@ -92,7 +92,10 @@ struct fl_engine_opts {
 	int on_error;		/* enum fl_on_error */
 	int client_pid;		/* the client's pid, for FL_ON_ERROR_KILL and to
 				 * look at its memory; 0: this process (or
-				 * unknown); -1: another one, pid unknown */
+				 * unknown); -1: another one, pid unknown.
+				 * Pinned when the engine is created: a
+				 * kill never reaches a process that has the
+				 * pid after the client is gone */
 	unsigned int flags;	/* FL_ENGINE_* */
 	uint64_t readahead_max;	/* largest prefetch window; 0: FL_DEFAULT_READAHEAD */
 	unsigned int quiet_ms;	/* background restore starts at once, and
@@ -102,6 +105,9 @@ struct fl_engine_opts {
 	int state_fd;		/* FL_ENGINE_SHARED_STATE: a memfd of one byte
 				 * per page of every region, in the order they
 				 * are added, that outlives this process */
+	int client_pidfd;	/* FL_ENGINE_CLIENT_PIDFD: a pidfd of client_pid
+				 * (the engine keeps a dup), taken earlier
+				 * than the engine could (SO_PEERPIDFD) */
 };
 
 #define FL_DEFAULT_READAHEAD	(32u << 20)
@@ -135,6 +141,8 @@ struct fl_engine_opts {
 #define FL_ENGINE_TAKEOVER	(1u << 5)
 /* Serve opts.uffd, a uffd made elsewhere (a client's, over SCM_RIGHTS). */
 #define FL_ENGINE_ADOPT		(1u << 6)
+/* opts.client_pidfd names the client: else one is opened from client_pid. */
+#define FL_ENGINE_CLIENT_PIDFD	(1u << 7)
 
 #define FL_DEFAULT_CHUNK	(64u << 10)
 #define FL_MAX_CHUNK		(2u << 20)

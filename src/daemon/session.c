@@ -17,13 +17,13 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "daemon/daemon.h"
 #include "daemon/log.h"
 #include "daemon/session.h"
 #include "daemon/supervise.h"
+#include "kernel/proc.h"
 #include "source/source.h"
 #include "util/clock.h"
 #include "util/error.h"
@@ -357,7 +357,7 @@ static ssize_t handshake_recv(struct session *s, char *buf, size_t len,
 void refuse(struct daemon *d, struct session *s, const char *why)
 {
 	char buf[4096], line[480];
-	int flags, trunc = 0, tries = 0;
+	int flags, trunc = 0, tries = 0, err;
 
 	shutdown(s->sock, SHUT_RD);
 	while (handshake_recv(s, buf, sizeof(buf), &flags) > 0 &&
@@ -371,14 +371,13 @@ void refuse(struct daemon *d, struct session *s, const char *why)
 			 "but the client cannot be killed (%s): its faults "
 			 "will hang", why, s->pidfd < 0 ? "no pidfd" :
 			 "it is this process");
-	} else if (syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL,
-			   0) == 0) {
+	} else if ((err = proc_pidfd_signal(s->pidfd, SIGKILL)) == 0) {
 		snprintf(line, sizeof(line), "%s; client killed (its uffd "
 			 "would never be served)", why);
 	} else {
 		snprintf(line, sizeof(line), "%s; its uffd was handed over, "
 			 "and killing the client failed (%s)", why,
-			 errno == ESRCH ? "it had exited" : strerror(errno));
+			 err == -ESRCH ? "it had exited" : strerror(-err));
 	}
 	session_end(d, s, line);
 }
@@ -419,7 +418,7 @@ struct session *session_new(struct daemon *d, int fd, int id,
 
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &s->pidfd,
 			       &pl) < 0)
-			s->pidfd = (int)syscall(SYS_pidfd_open, s->pid, 0);
+			s->pidfd = proc_pidfd_open(s->pid);
 	}
 	s->next = d->sessions;
 	d->sessions = s;
@@ -496,8 +495,10 @@ static int start_serving(struct daemon *d, struct session *s,
 		.on_error = cfg->on_error,
 		/* 0: a peer in a pid namespace we cannot see */
 		.client_pid = s->pid > 0 ? s->pid : -1,
+		.client_pidfd = s->pidfd,	/* taken at connect */
 		.flags = FL_ENGINE_ADOPT | FL_ENGINE_OWN_UFFD |
-			 cfg->engine_flags,
+			 (s->pid > 0 && s->pidfd >= 0 ?
+			  FL_ENGINE_CLIENT_PIDFD : 0) | cfg->engine_flags,
 	};
 	int ret;
 
@@ -534,7 +535,7 @@ static int start_serving(struct daemon *d, struct session *s,
 	if (ret < 0)
 		return ret;
 	s->state = S_SERVING;
-	if (s->pidfd >= 0) {	/* only a refused handshake needed it */
+	if (s->pidfd >= 0) {	/* the engine has its own now */
 		close(s->pidfd);
 		s->pidfd = -1;
 	}

@@ -53,6 +53,8 @@ struct fl_engine {
 	atomic_bool use_move;	/* in-process: MOVE from the read buffer */
 	int on_error;
 	int client_pid;
+	int client_pidfd;	/* another process's pidfd, or -1: the only
+				 * way it is ever killed */
 	int pagemap_fd;		/* /proc/client/pagemap (another process), or -1 */
 
 	/*

@@ -110,6 +110,7 @@ static struct fl_engine *engine_alloc(const struct fl_engine_opts *opts,
 	trace_init(&e->replay);
 	e->on_error = opts->on_error;
 	e->client_pid = opts->client_pid;
+	e->client_pidfd = -1;
 	e->pagemap_fd = -1;
 	if (e->client_pid > 0 && e->client_pid != getpid()) {
 		char path[40];
@@ -119,6 +120,36 @@ static struct fl_engine *engine_alloc(const struct fl_engine_opts *opts,
 	}
 	e->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	return e;
+}
+
+/*
+ * Pin a client named by its pid to a pidfd (the caller's, or one opened
+ * now), so that the kill policy can never reach a process that got the
+ * pid after the client was gone.  A client already gone is not an error:
+ * the engine finds that out from its first fill.
+ */
+static int pin_client(struct fl_engine *e, const struct fl_engine_opts *opts)
+{
+	int fd;
+
+	if (e->client_pid <= 0)
+		return 0;
+	if (opts->flags & FL_ENGINE_CLIENT_PIDFD) {
+		fd = fcntl(opts->client_pidfd, F_DUPFD_CLOEXEC, 3);
+		if (fd < 0)
+			return fl_err(-EBADF, "engine: client_pidfd %d: not an "
+				      "open fd", opts->client_pidfd);
+	} else {
+		fd = proc_pidfd_open(e->client_pid);
+		if (fd == -ESRCH)
+			return 0;
+		if (fd < 0)
+			return fl_err(fd, "engine: cannot open a pidfd for "
+				      "client %d: %s", e->client_pid,
+				      strerror(-fd));
+	}
+	e->client_pidfd = fd;
+	return 0;
 }
 
 /*
@@ -204,6 +235,9 @@ int fl_engine_create(const struct fl_engine_opts *opts, struct fl_engine **out)
 		goto fail;
 	}
 	e->adopted = opts->flags & FL_ENGINE_ADOPT;
+	ret = pin_client(e, opts);
+	if (ret < 0)
+		goto fail;
 	if (e->adopted)
 		ret = adopt_uffd(e, opts);
 	else if (opts->uffd > 0 || (opts->uffd == 0 && fd0_is_uffd()))
@@ -225,6 +259,8 @@ fail:
 		close(e->stopfd);
 	if (e->pagemap_fd >= 0)
 		close(e->pagemap_fd);
+	if (e->client_pidfd >= 0)
+		close(e->client_pidfd);
 	worker_free(e->process_worker);
 	free(e);
 	return ret;
@@ -542,6 +578,8 @@ void fl_engine_destroy(struct fl_engine *e)
 	close(e->stopfd);
 	if (e->pagemap_fd >= 0)
 		close(e->pagemap_fd);
+	if (e->client_pidfd >= 0)
+		close(e->client_pidfd);
 	while (e->workers) {	/* only now: see engine_worker() */
 		struct worker *w = e->workers;
 

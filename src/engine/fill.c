@@ -171,6 +171,23 @@ void note_failure(struct fl_engine *e)
 
 
 /*
+ * Kill another process's client, once, through its pidfd: never a process
+ * that got its pid after it was gone.  Said before it is done (the daemon
+ * learns of the kill from the client's socket closing, which may come
+ * before this thread runs again), and only by the first thread here: a
+ * second one's kill would fail once the client is reaped, and must not
+ * unsay the first.  No pidfd: the client was gone when the engine began.
+ */
+static void kill_client(struct fl_engine *e)
+{
+	if (atomic_exchange(&e->killed, true))
+		return;
+	if (e->client_pidfd < 0 ||
+	    proc_pidfd_signal(e->client_pidfd, SIGKILL) < 0)
+		atomic_store(&e->killed, false);
+}
+
+/*
  * Pages that cannot be served, ever: POISON them (SIGBUS in a thread that
  * touches one) or kill the client, by the engine's on_error policy.  They
  * are never left for a fault or background restore to retry.
@@ -229,15 +246,8 @@ static int fail_pages(struct fl_engine *e, struct region *r, uint64_t pg,
 	if (!npg)
 		return 0;
 	/* Poisoning impossible (or not the policy): the client must go. */
-	/*
-	 * Said before it is done: the daemon learns of the kill from the
-	 * client's socket closing, which may come before this thread runs
-	 * again.
-	 */
 	if (e->client_pid > 0) {
-		atomic_store(&e->killed, true);
-		if (kill(e->client_pid, SIGKILL) < 0)
-			atomic_store(&e->killed, false);
+		kill_client(e);
 	} else if (e->client_pid == 0) {
 		/*
 		 * The client is this process (no UFFDIO_POISON here: Linux

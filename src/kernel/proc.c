@@ -1,12 +1,15 @@
 /*
  * proc.c - what /proc and mincore say about a process's memory: the page
- * size mapped at an address (smaps) and whether a page is resident.
+ * size mapped at an address (smaps) and whether a page is resident; and
+ * pidfds, through which alone another process is ever signalled.
  */
 #define _GNU_SOURCE
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <errno.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "kernel/proc.h"
@@ -113,4 +116,17 @@ int proc_unix_listening(const char *path)
 	}
 	fclose(f);
 	return found;
+}
+
+int proc_pidfd_open(pid_t pid)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+
+	return fd < 0 ? -errno : fd;	/* pidfds are always close-on-exec */
+}
+
+int proc_pidfd_signal(int pidfd, int sig)
+{
+	return syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) < 0 ?
+	       -errno : 0;
 }

@@ -1,5 +1,6 @@
 /*
- * proc.h - a process's memory as /proc describes it.
+ * proc.h - a process's memory as /proc describes it, and pidfds: the one
+ * way to signal another process that cannot reach a pid reused since.
  */
 #ifndef FAULTLINE_KERNEL_PROC_H
 #define FAULTLINE_KERNEL_PROC_H
@@ -35,5 +36,15 @@ int proc_resident(int pagemap_fd, pid_t pid, uint64_t addr);
  * without connecting: a connection would be a client to the server.
  */
 int proc_unix_listening(const char *path);
+
+/*
+ * A pidfd (close-on-exec) for process pid, or -errno (-ESRCH: it is gone).
+ * It names the process that has the pid now: pin a client while it is
+ * known to be alive.
+ */
+int proc_pidfd_open(pid_t pid);
+
+/* Send sig through pidfd: 0, or -errno (-ESRCH: that process is gone). */
+int proc_pidfd_signal(int pidfd, int sig);
 
 #endif
