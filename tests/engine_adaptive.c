@@ -158,6 +158,27 @@ static void chunk_policy(struct fl_source *src, unsigned int *seed)
 }
 
 /*
+ * Random touches with the defaults: once faults have hit enough of the
+ * region to call the client dense, background restore runs beside them
+ * and each random fault fills its own page alone (the first few, before
+ * that, fill 64 KiB).
+ */
+static void dense_policy(struct fl_source *src, unsigned int *seed)
+{
+	uint8_t *mem = map_anon(LEN, 0);
+	struct fl_engine *e = serve(src, mem, 0, 0);
+	bool good = touch_all(mem, P_RANDOM, seed);
+	struct fl_stats st = finish(e);
+
+	ok(good, "dense: every byte the snapshot's");
+	ok(st.faults > 32 && by_faults(&st) <= 16 * 16 + 2 * st.faults,
+	   "dense: a random fault beside background restore fills its page "
+	   "alone (%llu pages in %llu faults)",
+	   (unsigned long long)by_faults(&st), (unsigned long long)st.faults);
+	munmap(mem, LEN);
+}
+
+/*
  * 1 MiB every 16 MiB, each touched in order (no prefetch, no background):
  * the first stream takes a few faults while the chunk grows; each later
  * stream starts with a chunk as long as the last one went, one fault.
@@ -353,6 +374,7 @@ int main(void)
 		BAIL("source: %s", fl_last_error());
 	exactness(src, &seed);
 	chunk_policy(src, &seed);
+	dense_policy(src, &seed);
 	stream_policy(src);
 	queued_policy(src);
 	readahead_bounds(src);
