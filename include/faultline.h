@@ -93,9 +93,10 @@ struct fl_engine_opts {
 	int client_pid;		/* the client's pid, for FL_ON_ERROR_KILL and to
 				 * look at its memory; 0: this process (or
 				 * unknown); -1: another one, pid unknown.
-				 * Pinned when the engine is created: a
-				 * kill never reaches a process that has the
-				 * pid after the client is gone */
+				 * Pinned (pidfd) when the engine is created:
+				 * a kill never reaches a process that has
+				 * the pid after the client is gone; if it
+				 * cannot be pinned, pages are poisoned */
 	unsigned int flags;	/* FL_ENGINE_* */
 	uint64_t readahead_max;	/* largest prefetch window; 0: FL_DEFAULT_READAHEAD */
 	unsigned int quiet_ms;	/* background restore starts at once, and
@@ -107,7 +108,8 @@ struct fl_engine_opts {
 				 * are added, that outlives this process */
 	int client_pidfd;	/* FL_ENGINE_CLIENT_PIDFD: a pidfd of client_pid
 				 * (the engine keeps a dup), taken earlier
-				 * than the engine could (SO_PEERPIDFD) */
+				 * than the engine could (SO_PEERPIDFD); -1:
+				 * none, never kill by pid (poison instead) */
 };
 
 #define FL_DEFAULT_READAHEAD	(32u << 20)

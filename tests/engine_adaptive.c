@@ -10,7 +10,9 @@
  * several fillers, a restore said complete is: destroyed at that moment,
  * the memory holds every byte.
  */
+#include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
@@ -175,6 +177,58 @@ static void dense_policy(struct fl_source *src, unsigned int *seed)
 	   "dense: a random fault beside background restore fills its page "
 	   "alone (%llu pages in %llu faults)",
 	   (unsigned long long)by_faults(&st), (unsigned long long)st.faults);
+	munmap(mem, LEN);
+}
+
+struct driver {
+	struct fl_engine *e;
+	atomic_bool stop;
+};
+
+/* The caller's own loop: poll the uffd, process what is pending. */
+static void *drive(void *arg)
+{
+	struct driver *d = arg;
+
+	while (!atomic_load(&d->stop)) {
+		struct pollfd p = { .fd = fl_engine_uffd(d->e), .events = POLLIN };
+
+		if (poll(&p, 1, 20) > 0 && fl_engine_process(d->e) < 0)
+			break;
+	}
+	return NULL;
+}
+
+/*
+ * The same touches with the caller driving the engine (fl_engine_process:
+ * no filler, so no background restore beside the faults): a dense
+ * client's faults keep filling 64 KiB, or it would fault on every page.
+ */
+static void dense_driven(struct fl_source *src, unsigned int *seed)
+{
+	struct fl_engine_opts o = { .uffd = -1 };
+	struct fl_region_desc d = { .addr = 0, .len = LEN, .page_size = PAGE,
+				    .flags = FL_REGION_REGISTER };
+	uint8_t *mem = map_anon(LEN, 0);
+	struct driver drv = { .stop = false };
+	pthread_t th;
+
+	d.addr = (uintptr_t)mem;
+	if (fl_engine_create(&o, &drv.e) < 0 ||
+	    fl_engine_add_region(drv.e, &d, src) < 0)
+		BAIL("engine: %s", fl_last_error());
+	pthread_create(&th, NULL, drive, &drv);
+	bool good = touch_all(mem, P_RANDOM, seed);
+
+	atomic_store(&drv.stop, true);
+	pthread_join(th, NULL);
+	struct fl_stats st = finish(drv.e);
+
+	ok(good, "dense, caller-driven: every byte the snapshot's");
+	ok(by_faults(&st) >= st.faults * 8,
+	   "dense, caller-driven: no filler beside, faults fill 64 KiB (%llu "
+	   "pages in %llu faults)", (unsigned long long)by_faults(&st),
+	   (unsigned long long)st.faults);
 	munmap(mem, LEN);
 }
 
@@ -375,6 +429,7 @@ int main(void)
 	exactness(src, &seed);
 	chunk_policy(src, &seed);
 	dense_policy(src, &seed);
+	dense_driven(src, &seed);
 	stream_policy(src);
 	queued_policy(src);
 	readahead_bounds(src);

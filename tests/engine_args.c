@@ -38,6 +38,20 @@ int main(void)
 	o.on_error = 7;
 	expect_einval(fl_engine_create(&o, &e), "on_error 7", "on_error");
 	o.on_error = 0;
+	o.flags = FL_ENGINE_CLIENT_PIDFD;
+	o.client_pidfd = -1;
+	expect_einval(fl_engine_create(&o, &e), "a client_pidfd, no pid",
+		      "client's pid");
+	o.client_pid = getppid();
+	o.client_pidfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	ok(fl_engine_create(&o, &e) == -EBADF &&
+	   strstr(fl_last_error(), "not a pidfd"),
+	   "client_pidfd that is no pidfd: -EBADF saying so (%s)",
+	   fl_last_error());
+	close(o.client_pidfd);
+	o.flags = 0;
+	o.client_pid = 0;
+	o.client_pidfd = 0;
 
 	ok(fl_source_open("/nonexistent/snap", &src) == -ENOENT &&
 	   strstr(fl_last_error(), "/nonexistent/snap"),

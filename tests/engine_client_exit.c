@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <linux/sched.h>
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -86,6 +87,14 @@ static void *touch(void *p)
 	return (void *)(uintptr_t)*(volatile uint8_t *)p;
 }
 
+/* A child dies with the test, whatever kills the test. */
+static void die_with_parent(pid_t parent)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(9);
+}
+
 /*
  * Child of a kill session: hand over the uffd, then fault pages the source
  * cannot produce from four threads at once.  The engine must kill it.
@@ -98,6 +107,7 @@ static void doomed_child(int sock)
 
 	if (fc_client_map(&c, 1, &size, PAGE) < 0 || send_uffd(sock, &c))
 		_exit(2);
+	close(c.uffd);	/* the engine's now: it alone answers */
 	for (int i = 0; i < 4; i++)
 		pthread_create(&t[i], NULL, touch, (uint8_t *)c.regions[0].addr +
 			       LEN / 2 + i * (LEN / 8));
@@ -126,36 +136,65 @@ struct client {
 };
 
 /*
+ * Reap pid, waiting at most ms (then SIGKILL it): its wait status, or -1
+ * if it had to be killed.  Polls, so a child is reaped at once.
+ */
+static int reap(pid_t pid, int ms)
+{
+	int st;
+
+	for (int i = 0; i < ms * 10; i++) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return st;
+		usleep(100);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	diag("child %d still running after %d ms: killed", (int)pid, ms);
+	return -1;
+}
+
+/*
  * Fork a client running body, and make an engine for its uffd with the
  * given on_error policy.  0, or -1 with the client killed and reaped.
  */
 static int client_start(struct client *c, void (*body)(int),
 			struct fl_source *src, int on_error)
 {
-	int sv[2], st;
+	pid_t parent = getpid();
+	int sv[2], uffd;
 	uint64_t addr = 0;
 
-	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
 	c->e = NULL;
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+		return -1;
 	c->pid = fork();
 	if (c->pid == 0) {
+		die_with_parent(parent);
 		close(sv[0]);
 		body(sv[1]);
 	}
 	close(sv[1]);
 	c->sock = sv[0];
-	int uffd = recv_fd(c->sock, &addr);
+	if (c->pid < 0) {
+		close(c->sock);
+		return -1;
+	}
+	uffd = recv_fd(c->sock, &addr);
 	struct fl_engine_opts o = { .uffd = uffd, .client_pid = c->pid,
 				    .on_error = on_error,
 				    .flags = FL_ENGINE_ADOPT | FL_ENGINE_OWN_UFFD };
 	struct fl_region_desc d = { .addr = addr, .len = LEN,
 				    .page_size = PAGE };
 
-	if (uffd >= 0 && fl_engine_create(&o, &c->e) == 0 &&
-	    fl_engine_add_region(c->e, &d, src) == 0)
+	if (uffd >= 0 && fl_engine_create(&o, &c->e) < 0) {
+		close(uffd);	/* not the engine's: it was never made */
+		c->e = NULL;
+	}
+	if (c->e && fl_engine_add_region(c->e, &d, src) == 0)
 		return 0;
 	kill(c->pid, SIGKILL);
-	waitpid(c->pid, &st, 0);
+	waitpid(c->pid, NULL, 0);
 	fl_engine_destroy(c->e);
 	close(c->sock);
 	return -1;
@@ -170,22 +209,22 @@ static int client_start(struct client *c, void (*body)(int),
 static int kill_session(struct fl_source *src)
 {
 	struct client c;
-	int st = -1, fin;
+	int st, fin;
 
 	if (client_start(&c, doomed_child, src, FL_ON_ERROR_KILL))
 		return 0;
 	if (fl_engine_start(c.e, 4) < 0)
 		kill(c.pid, SIGKILL);
-	waitpid(c.pid, &st, 0);
-	usleep(20000);	/* other threads may still be failing pages */
+	st = reap(c.pid, 10000);
+	fl_engine_stop(c.e);	/* other threads may still be failing pages */
 	fin = fl_engine_finished(c.e);
 	fl_engine_destroy(c.e);
 	close(c.sock);
-	if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL ||
+	if (st < 0 || !WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL ||
 	    fin != FL_FINISHED_KILLED)
 		diag("kill session: client status 0x%x, engine finished %d "
 		     "(want SIGKILL, %d)", st, fin, FL_FINISHED_KILLED);
-	return WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL &&
+	return st >= 0 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL &&
 	       fin == FL_FINISHED_KILLED;
 }
 
@@ -199,9 +238,11 @@ static pid_t spawn_with_pid(pid_t want)
 	struct clone_args a = { .exit_signal = SIGCHLD,
 				.set_tid = (uintptr_t)&want,
 				.set_tid_size = 1 };
+	pid_t parent = getpid();
 	long pid = syscall(SYS_clone3, &a, sizeof(a));
 
 	if (pid == 0) {
+		die_with_parent(parent);
 		for (;;)
 			pause();
 	}
@@ -224,11 +265,13 @@ static int reused_pid_session(struct fl_source *src)
 	if (client_start(&c, quiet_child, src, FL_ON_ERROR_KILL))
 		return 0;
 	close(c.sock);			/* the client exits... */
-	waitpid(c.pid, &st, 0);		/* ...is reaped: its pid is free */
+	reap(c.pid, 10000);		/* ...is reaped: its pid is free */
 	other = spawn_with_pid(c.pid);
 	if (other > 0 && fl_engine_start(c.e, 1) == 0)
-		for (int i = 0; i < 500 && !(fin = fl_engine_finished(c.e)); i++)
+		for (int i = 0; i < 500 && !fl_engine_finished(c.e); i++)
 			usleep(2000);
+	fl_engine_stop(c.e);	/* a kill under way has said how it went */
+	fin = fl_engine_finished(c.e);
 	fl_engine_destroy(c.e);
 	if (other < 0)
 		return -1;
@@ -256,13 +299,13 @@ static int session(struct fl_source *src, int kill_after_us, int *finished)
 		usleep(kill_after_us);
 		kill(c.pid, SIGKILL);
 	}
-	waitpid(c.pid, &st, 0);
+	st = reap(c.pid, 30000);
 	*finished = fl_engine_finished(c.e);
 	fl_engine_destroy(c.e);	/* must not hang */
 	close(c.sock);
 	/* Killed mid-restore, or done (and right) before the kill landed. */
-	return (kill_after_us && WIFSIGNALED(st)) ||
-	       (WIFEXITED(st) && !WEXITSTATUS(st));
+	return st >= 0 && ((kill_after_us && WIFSIGNALED(st)) ||
+			   (WIFEXITED(st) && !WEXITSTATUS(st)));
 }
 
 int main(void)

@@ -399,9 +399,9 @@ static void test_fd_limit(void)
 	int nheld = 0, sock, r;
 
 	serve_init(&s);
-	s.nofile = 64 + 2 * 5;	/* FD_RESERVE + 2 x FDS_PER_SESSION */
+	s.nofile = 64 + 2 * 6;	/* FD_RESERVE + 2 x FDS_PER_SESSION */
 	if (serve_start(&s, mem.path, NULL)) {
-		ok(0, "daemon with 74 descriptors: cannot start");
+		ok(0, "daemon with 76 descriptors: cannot start");
 		serve_cleanup(&s);
 		return;
 	}

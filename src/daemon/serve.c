@@ -153,11 +153,11 @@ static bool uid_allowed(const struct serve_config *cfg, uid_t uid)
 
 /*
  * Sessions at most: MAX_SESSIONS, or fewer when the descriptor limit is
- * low (a serving session holds its socket, the uffd, the engine's eventfd
- * and the client's pagemap; a handshake also a pidfd), keeping FD_RESERVE
- * for the rest.
+ * low (a serving session holds its socket, the uffd, the engine's eventfd,
+ * the client's pagemap and pidfd, and supervised its state memfd; a
+ * handshake a pidfd too), keeping FD_RESERVE for the rest.
  */
-#define FDS_PER_SESSION	5
+#define FDS_PER_SESSION	6
 #define FD_RESERVE	64
 
 static int max_sessions(void)

@@ -143,13 +143,14 @@ static void teardown_engine(struct daemon *d, struct session *s,
 
 	char killed[200];
 
+	/* Stopped first: a kill under way has said how it went. */
+	fl_engine_stop(s->engine);
 	if (fl_engine_finished(s->engine) == FL_FINISHED_KILLED) {
 		snprintf(killed, sizeof(killed), "client killed by faultline: "
 			 "a page could not be served%s", d->cfg->on_error ==
 			 FL_ON_ERROR_KILL ? " (--on-source-error kill)" : "");
 		why = killed;
 	}
-	fl_engine_stop(s->engine);
 	fl_engine_progress(s->engine, &miss, &all);	/* restored by now? */
 	fl_engine_stats(s->engine, &st);
 	/* Restored since the last progress check: say it now. */
@@ -383,6 +384,20 @@ void refuse(struct daemon *d, struct session *s, const char *why)
 }
 
 /*
+ * The client is signalled (refused, or killed by the engine) through a
+ * pidfd only, never by a pid reused since: the socket's own (SO_PEERPIDFD,
+ * Linux 6.5: taken at connect), or -1.
+ */
+static int peer_pidfd(int sock)
+{
+	int fd = -1;
+	socklen_t len = sizeof(fd);
+
+	return getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &fd, &len) < 0 ?
+	       -1 : fd;
+}
+
+/*
  * A session in the handshake state for the client on fd, its credentials
  * from SO_PEERCRED; on the daemon's list.  NULL (fd closed) if out of
  * memory.
@@ -409,15 +424,9 @@ struct session *session_new(struct daemon *d, int fd, int id,
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0) {
 		s->pid = cred.pid;
 		s->uid = cred.uid;
-		/*
-		 * Signalled through this, never by a pid reused since: the
-		 * socket's own (SO_PEERPIDFD, Linux 6.5: taken at connect),
-		 * else one opened now.
-		 */
-		socklen_t pl = sizeof(s->pidfd);
-
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &s->pidfd,
-			       &pl) < 0)
+		/* Before Linux 6.5, one opened now: the client is waiting. */
+		s->pidfd = peer_pidfd(fd);
+		if (s->pidfd < 0)
 			s->pidfd = proc_pidfd_open(s->pid);
 	}
 	s->next = d->sessions;
@@ -495,10 +504,11 @@ static int start_serving(struct daemon *d, struct session *s,
 		.on_error = cfg->on_error,
 		/* 0: a peer in a pid namespace we cannot see */
 		.client_pid = s->pid > 0 ? s->pid : -1,
-		.client_pidfd = s->pidfd,	/* taken at connect */
+		/* Taken at connect; none: never killed by pid (poisoned) */
+		.client_pidfd = s->pidfd >= 0 ? s->pidfd : -1,
 		.flags = FL_ENGINE_ADOPT | FL_ENGINE_OWN_UFFD |
-			 (s->pid > 0 && s->pidfd >= 0 ?
-			  FL_ENGINE_CLIENT_PIDFD : 0) | cfg->engine_flags,
+			 (s->pid > 0 ? FL_ENGINE_CLIENT_PIDFD : 0) |
+			 cfg->engine_flags,
 	};
 	int ret;
 
@@ -668,7 +678,8 @@ static void adopt_one(struct daemon *d, const struct store_rec *rec,
 		return;
 	}
 	*s = (struct session){ .id = rec->id, .sock = fds[STORE_SOCK],
-			       .uffd = fds[STORE_UFFD], .pidfd = -1,
+			       .uffd = fds[STORE_UFFD],
+			       .pidfd = peer_pidfd(fds[STORE_SOCK]),
 			       .state_fd = fds[STORE_STATE], .pid = rec->pid,
 			       .uid = rec->uid, .t_start = rec->t_start,
 			       .nfds = 1 };

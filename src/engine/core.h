@@ -53,8 +53,8 @@ struct fl_engine {
 	atomic_bool use_move;	/* in-process: MOVE from the read buffer */
 	int on_error;
 	int client_pid;
-	int client_pidfd;	/* another process's pidfd, or -1: the only
-				 * way it is ever killed */
+	int client_pidfd;	/* the client's pidfd, or -1: the only way
+				 * another process is ever killed */
 	int pagemap_fd;		/* /proc/client/pagemap (another process), or -1 */
 
 	/*
@@ -107,6 +107,7 @@ struct fl_engine {
 	struct ra_job jobs[RA_JOBS];
 	int njobs;
 	unsigned int nfillers;		/* running */
+	atomic_bool filling;		/* fillers run (faults read it) */
 	pthread_t fillers[FILLERS_MAX];
 	_Atomic uint64_t last_fault_ns;
 	int bg_region;			/* background cursor */

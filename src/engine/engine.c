@@ -123,32 +123,39 @@ static struct fl_engine *engine_alloc(const struct fl_engine_opts *opts,
 }
 
 /*
- * Pin a client named by its pid to a pidfd (the caller's, or one opened
- * now), so that the kill policy can never reach a process that got the
- * pid after the client was gone.  A client already gone is not an error:
- * the engine finds that out from its first fill.
+ * Pin another process's client to a pidfd, so that the kill policy can
+ * never reach a process that got its pid after the client was gone: the
+ * caller's (FL_ENGINE_CLIENT_PIDFD; -1 there: none, never kill by pid),
+ * or one opened now.  Without one (the client already gone, or pidfd_open
+ * refused) pages that cannot be served are poisoned instead.
  */
 static int pin_client(struct fl_engine *e, const struct fl_engine_opts *opts)
 {
 	int fd;
 
-	if (e->client_pid <= 0)
-		return 0;
 	if (opts->flags & FL_ENGINE_CLIENT_PIDFD) {
+		if (e->client_pid <= 0)
+			return fl_err(-EINVAL, "engine: a client_pidfd needs "
+				      "the client's pid");
+		if (opts->client_pidfd < 0)
+			return 0;
 		fd = fcntl(opts->client_pidfd, F_DUPFD_CLOEXEC, 3);
 		if (fd < 0)
-			return fl_err(-EBADF, "engine: client_pidfd %d: not an "
-				      "open fd", opts->client_pidfd);
-	} else {
-		fd = proc_pidfd_open(e->client_pid);
-		if (fd == -ESRCH)
-			return 0;
-		if (fd < 0)
-			return fl_err(fd, "engine: cannot open a pidfd for "
-				      "client %d: %s", e->client_pid,
-				      strerror(-fd));
+			return fl_err(-errno, "engine: client_pidfd %d: %m",
+				      opts->client_pidfd);
+		if (proc_pidfd_signal(fd, 0) == -EBADF) {
+			close(fd);
+			return fl_err(-EBADF, "engine: client_pidfd %d is not "
+				      "a pidfd", opts->client_pidfd);
+		}
+		e->client_pidfd = fd;
+		return 0;
 	}
-	e->client_pidfd = fd;
+	if (e->client_pid <= 0 || e->client_pid == getpid())
+		return 0;
+	fd = proc_pidfd_open(e->client_pid);
+	if (fd >= 0)
+		e->client_pidfd = fd;
 	return 0;
 }
 

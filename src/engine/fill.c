@@ -174,17 +174,22 @@ void note_failure(struct fl_engine *e)
  * Kill another process's client, once, through its pidfd: never a process
  * that got its pid after it was gone.  Said before it is done (the daemon
  * learns of the kill from the client's socket closing, which may come
- * before this thread runs again), and only by the first thread here: a
- * second one's kill would fail once the client is reaped, and must not
- * unsay the first.  No pidfd: the client was gone when the engine began.
+ * before this thread runs again: it reads fl_engine_finished() after
+ * fl_engine_stop()), and only by the first thread here: a second one's
+ * kill would fail once the client is reaped, and must not unsay the first.
  */
 static void kill_client(struct fl_engine *e)
 {
 	if (atomic_exchange(&e->killed, true))
 		return;
-	if (e->client_pidfd < 0 ||
-	    proc_pidfd_signal(e->client_pidfd, SIGKILL) < 0)
+	if (proc_pidfd_signal(e->client_pidfd, SIGKILL) < 0)
 		atomic_store(&e->killed, false);
+}
+
+/* This process is the client (pid 0, or ours). */
+static bool client_is_us(const struct fl_engine *e)
+{
+	return e->client_pid == 0 || e->client_pid == getpid();
 }
 
 /*
@@ -196,7 +201,12 @@ static int fail_pages(struct fl_engine *e, struct region *r, uint64_t pg,
 		      uint64_t npg)
 {
 	note_failure(e);
-	bool poison = e->on_error == FL_ON_ERROR_POISON || e->client_pid <= 0;
+	/*
+	 * Poison by policy; in-process or for a pid unknown, first; and for
+	 * another process we hold no pidfd of (nobody we may kill).
+	 */
+	bool poison = e->on_error == FL_ON_ERROR_POISON || e->client_pid <= 0 ||
+		      (!client_is_us(e) && e->client_pidfd < 0);
 	uint64_t step = npg;	/* pages per POISON: 1 after an ENOENT */
 
 	while (poison && npg) {
@@ -246,9 +256,9 @@ static int fail_pages(struct fl_engine *e, struct region *r, uint64_t pg,
 	if (!npg)
 		return 0;
 	/* Poisoning impossible (or not the policy): the client must go. */
-	if (e->client_pid > 0) {
+	if (e->client_pidfd >= 0) {
 		kill_client(e);
-	} else if (e->client_pid == 0) {
+	} else if (client_is_us(e)) {
 		/*
 		 * The client is this process (no UFFDIO_POISON here: Linux
 		 * before 6.6): its faulting thread would sleep for ever.

@@ -78,16 +78,17 @@ static void chunk_grow(struct fl_engine *e, struct region *r)
 
 /*
  * A random fault: the next fills the engine's chunk, or for a dense
- * client only its own page: background restore runs beside its faults and
- * fills the rest, and each page more would only make the fault wait
- * longer.  Not while a trace is replayed: the fillers are busy with it,
- * and a fault that outran the replay is better off filling 64 KiB (a
- * random trace replayed: 1.35x prepopulated so, 1.14x not).  ra_lock
- * held.
+ * client only its own page when background restore runs beside its
+ * faults (fillers running, background on and not stopped): it fills the
+ * rest, and each page more would only make the fault wait longer.  Not
+ * while a trace is replayed: the fillers are busy with it, and a fault
+ * that outran the replay is better off filling 64 KiB (a random trace
+ * replayed: 1.35x prepopulated so, 1.14x not).  ra_lock held.
  */
 static void chunk_reset(struct fl_engine *e, struct region *r)
 {
-	bool beside = e->background && atomic_load(&e->dense) &&
+	bool beside = e->background && !e->bg_stopped &&
+		      atomic_load(&e->filling) && atomic_load(&e->dense) &&
 		      e->replay_next >= e->replay.n;
 
 	atomic_store_explicit(&r->fault_pages, beside ? 1 : 0,
@@ -202,7 +203,8 @@ static void stream_start(struct fl_engine *e, struct region *r,
  * (with prefetch on).  The fault chunk doubles, up to FL_MAX_CHUNK, while
  * faults come in order (a fault inside a window the filler has not
  * reached is a client outrunning it: its own thread then copies more per
- * fault, beside the filler) and falls back to the engine's on a random one.
+ * fault, beside the filler) and falls back to the engine's on a random one
+ * (or to one page: chunk_reset()).
  */
 void prefetch_after_fault(struct fl_engine *e, struct region *r, uint64_t pg,
 			  uint64_t first, uint64_t last)
@@ -712,6 +714,7 @@ int prefetch_start(struct fl_engine *e)
 		if (ret)	/* one filler is enough to restore */
 			return e->nfillers ? 0 : -ret;
 		e->nfillers++;
+		atomic_store(&e->filling, true);
 	}
 	return 0;
 }
@@ -720,6 +723,7 @@ void prefetch_stop(struct fl_engine *e)
 {
 	if (!e->nfillers)
 		return;
+	atomic_store(&e->filling, false);
 	pthread_mutex_lock(&e->ra_lock);
 	pthread_cond_broadcast(&e->ra_cond);
 	pthread_mutex_unlock(&e->ra_lock);

@@ -54,9 +54,10 @@ struct region {
 	uint64_t ra_marker_len;
 	uint64_t ra_random;	/* faults that started no stream (density) */
 	/*
-	 * Pages a fault fills (adaptive chunk): grown while faults arrive in
-	 * order, back to the engine's chunk on a random one.  Written under
-	 * ra_lock, read by faults without it.
+	 * Pages a fault fills (adaptive chunk; 0: the engine's): grown while
+	 * faults arrive in order, back to the engine's chunk (or one page,
+	 * chunk_reset()) on a random one.  Written under ra_lock, read by
+	 * faults without it.
 	 */
 	_Atomic uint64_t fault_pages;
 };
