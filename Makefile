@@ -24,7 +24,7 @@ VERSION := $(shell sed -n 's/^\#define FL_VERSION[\t ]*"\(.*\)"/\1/p' include/fa
 SOVERSION := 1
 
 DEB_PKGS := gcc make pkg-config perl libjson-c-dev libzstd-dev libxxhash-dev \
-	    nginx-light iproute2 gnuplot-nox \
+	    nginx-light iproute2 gnuplot-nox strace \
 	    libcurl4-openssl-dev
 PC_LIBS  := json-c libzstd libxxhash libcurl
 # A real KVM where /dev/kvm is missing: QEMU's TCG, Debian's 6.1 kernel

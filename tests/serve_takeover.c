@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 
@@ -253,6 +254,90 @@ static void upgrade_binary(void)
 		unsetenv("FAULTLINE_BIN");
 }
 
+/* Is pid traced (ptrace attached)?  Polls up to ms. */
+static bool traced_within(pid_t pid, int ms)
+{
+	char path[40], line[128];
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	for (int i = 0; i < ms / 10; i++) {
+		FILE *f = fopen(path, "re");
+		bool yes = false;
+
+		while (f && fgets(line, sizeof(line), f))
+			if (!strncmp(line, "TracerPid:", 10))
+				yes = atoi(line + 10) != 0;
+		if (f)
+			fclose(f);
+		if (yes)
+			return true;
+		su_sleep_ms(10);
+	}
+	return false;
+}
+
+/*
+ * The server killed on entering its first read of a handshake, before the
+ * read ran (strace injects EINTR and SIGKILL there: the kernel's own
+ * ptrace, nothing mocked).  The handshake is still queued whole, the uffd
+ * on its first byte: the next server serves the client instead of
+ * killing it as a handshake cut short.
+ */
+static void killed_before_read(void)
+{
+	struct su_client_args a = {
+		.mem = &mem, .nregions = 1, .sizes = { 8 * MIB },
+		.page_size = FC_PAGE_4K, .stop_fd = -1, .result_fd = -1,
+	};
+	const char *kw_unread[] = { "still unread", NULL };
+	const char *kw_cut[] = { "cut short", NULL };
+	struct serve s;
+	char pidarg[16];
+	pid_t server, tracer, client;
+	long mark;
+	int st;
+
+	if (system("strace -V >/dev/null 2>&1") != 0) {
+		skip(2, "no strace to kill the server inside a read");
+		return;
+	}
+	serve_init(&s);
+	if (serve_start(&s, mem.path, NULL)) {
+		ok(0, "daemon for the killed-before-read test");
+		serve_cleanup(&s);
+		return;
+	}
+	server = serve_server_pid(&s);
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)server);
+	tracer = fork();
+	if (tracer == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execlp("strace", "strace", "-qq", "-o", "/dev/null", "-p",
+		       pidarg, "-e", "trace=recvmsg", "-e",
+		       "inject=recvmsg:error=EINTR:signal=KILL:when=1", NULL);
+		_exit(127);
+	}
+	bool attached = traced_within(server, 5000);
+
+	mark = serve_log_mark(&s);
+	a.sock = s.sock;
+	client = su_spawn(su_client_main, &a);
+	st = su_reap(client, SU_CHILD_TIMEOUT * 1000);
+	ok(attached && serve_server_pid(&s) != server && st == 0 &&
+	   serve_log_find(&s, mark, client, kw_unread, 2000, NULL, 0),
+	   "server killed entering a handshake's read: the next server "
+	   "serves that client, every byte right (status %d)", st);
+	ok(!serve_log_find(&s, mark, client, kw_cut, 0, NULL, 0),
+	   "server killed entering a handshake's read: nobody says it was "
+	   "cut short");
+	if (tap_failures())
+		serve_log_dump(&s, mark);
+	kill(tracer, SIGKILL);
+	waitpid(tracer, &st, 0);
+	serve_stop(&s);
+	serve_cleanup(&s);
+}
+
 int main(void)
 {
 	struct serve s;
@@ -266,6 +351,7 @@ int main(void)
 	if (!getenv("TAKEOVER_ONLY8"))
 		crash_run(1, 256 * MIB, 20);
 	crash_run(8, 32 * MIB, 20);
+	killed_before_read();
 
 	upgrade_binary();
 	serve_init(&s);

@@ -703,9 +703,46 @@ static void adopt_one(struct daemon *d, const struct store_rec *rec,
 }
 
 /*
+ * Did the read a dead server had under way take nothing?  Only if it was
+ * the handshake's first and the client's first bytes are still queued
+ * with the uffd on them (a client sends the uffd with its first bytes, as
+ * Firecracker does): a peek shows them.  A read that took a prefix leaves
+ * the rest without the fd; one that took it all leaves nothing.
+ */
+static bool read_took_nothing(struct session *s, const struct store_rec *rec)
+{
+	union handshake_ctl ctl;
+	char c;
+	struct iovec iov = { &c, 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = ctl.b,
+			     .msg_controllen = sizeof(ctl.b) };
+	bool uffd_on_it = false;
+
+	if (rec->nbytes || s->uffd >= 0)
+		return false;
+	if (recvmsg(s->sock, &mh, MSG_PEEK | MSG_DONTWAIT |
+		    MSG_CMSG_CLOEXEC) != 1)
+		return false;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm;
+	     cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		int n = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		int *fds = (int *)CMSG_DATA(cm);
+
+		for (int i = 0; i < n; i++)	/* a peek's copies: ours */
+			close(fds[i]);
+		uffd_on_it |= n > 0;
+	}
+	return uffd_on_it && !(mh.msg_flags & MSG_CTRUNC);
+}
+
+/*
  * A client whose handshake the last server had accepted.  If it had begun
  * reading it, what it read (the uffd, maybe) died with it: the client is
- * killed, as any refused client that may have handed over its uffd.
+ * killed, as any refused client that may have handed over its uffd;
+ * unless that read took nothing (read_took_nothing()).
  */
 static void adopt_pending(struct daemon *d, const struct store_rec *rec,
 			  int fd, int uffd)
@@ -721,6 +758,12 @@ static void adopt_pending(struct daemon *d, const struct store_rec *rec,
 	s->stored = true;
 	s->uffd = uffd;
 	s->nfds = uffd >= 0;
+	if (rec->flags & STORE_WAS_READING && read_took_nothing(s, rec)) {
+		/* Read anew, whole, when its socket polls in. */
+		slog(s, "taken over: its handshake, still unread when the "
+		     "server reading it died");
+		return;
+	}
 	if (rec->flags & STORE_WAS_READING) {
 		s->nfds = 1;	/* may have been handed over, to the dead server */
 		refuse(d, s, "handshake cut short: the server reading it died");
