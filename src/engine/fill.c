@@ -60,14 +60,15 @@ static bool gate_enter(struct fl_engine *e)
 /*
  * Every fill, poison and wake of the engine passes here: once the engine
  * is detached it answers -ESRCH (the client is gone) without an ioctl.
+ * Mode 0 always: every fill wakes the threads waiting in its range.
  */
 int engine_fill(struct fl_engine *e, enum uffd_fill_op op, uint64_t dst,
-		uint64_t src, uint64_t len, uint64_t mode, uint64_t *done)
+		uint64_t src, uint64_t len, uint64_t *done)
 {
 	*done = 0;
 	if (!gate_enter(e))
 		return -ESRCH;
-	int ret = uffd_fill(e->uffd, op, dst, src, len, mode, done);
+	int ret = uffd_fill(e->uffd, op, dst, src, len, 0, done);
 
 	atomic_fetch_sub(&e->in_ioctl, 1);
 	return ret;
@@ -82,8 +83,6 @@ int engine_wake(struct fl_engine *e, uint64_t start, uint64_t len)
 	atomic_fetch_sub(&e->in_ioctl, 1);
 	return ret;
 }
-
-/* ---- workers ------------------------------------------------------------ */
 
 /* ---- workers ------------------------------------------------------------ */
 
@@ -213,7 +212,7 @@ static int fail_pages(struct fl_engine *e, struct region *r, uint64_t pg,
 		uint64_t addr = region_page_addr(r, pg), done = 0;
 		uint64_t n = step < npg ? step : npg;
 		int ret = engine_fill(e, UFFD_OP_POISON, addr,
-				      0, n << r->page_shift, 0, &done);
+				      0, n << r->page_shift, &done);
 		uint64_t k = done >> r->page_shift;
 
 		region_set(r, pg, k, PG_PRESENT);
@@ -457,9 +456,8 @@ static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
 	while (off < len) {
 		uint64_t done = 0;
 
-		/* Mode 0: the fill wakes every thread waiting in the range. */
 		ret = engine_fill(e, op, base + off, src ? src + off : 0,
-				  len - off, 0, &done);
+				  len - off, &done);
 		if (op == UFFD_OP_MOVE && done == 0 && ret != 0 &&
 		    ret != -EEXIST && ret != -EAGAIN && ret != -ESRCH) {
 			/* Not movable here (shmem, EBUSY...): copy from now on. */
@@ -774,12 +772,12 @@ int fill_zeros(struct fl_engine *e, uint64_t page, uint64_t ps)
 {
 	uint64_t done;
 	int ret = ps >= HUGE_2M ?
-		  engine_fill(e, UFFD_OP_COPY, page, (uintptr_t)zero_buf, ps, 0,
+		  engine_fill(e, UFFD_OP_COPY, page, (uintptr_t)zero_buf, ps,
 			      &done) :
-		  engine_fill(e, UFFD_OP_ZEROPAGE, page, 0, ps, 0, &done);
+		  engine_fill(e, UFFD_OP_ZEROPAGE, page, 0, ps, &done);
 
 	if (ret == -EEXIST)	/* in the page cache: map it */
-		ret = engine_fill(e, UFFD_OP_CONTINUE, page, 0, ps, 0, &done);
+		ret = engine_fill(e, UFFD_OP_CONTINUE, page, 0, ps, &done);
 	return ret;
 }
 

@@ -17,7 +17,7 @@ struct worker *engine_worker(struct fl_engine *e);
 
 /* Every fill, poison and wake passes this gate (fl_engine_detach). */
 int engine_fill(struct fl_engine *e, enum uffd_fill_op op, uint64_t dst,
-		uint64_t src, uint64_t len, uint64_t mode, uint64_t *done);
+		uint64_t src, uint64_t len, uint64_t *done);
 int engine_wake(struct fl_engine *e, uint64_t start, uint64_t len);
 
 /* The client is gone or must go: the engine's threads end. */

@@ -336,7 +336,7 @@ static int serve_fault(struct fl_engine *e, struct worker *w,
 		       (unsigned long long)p->addr);
 		note_failure(e);
 		stat_add(&e->st.pages_poisoned, 1);
-		engine_fill(e, UFFD_OP_POISON, pgaddr, 0, psz, 0, &done);
+		engine_fill(e, UFFD_OP_POISON, pgaddr, 0, psz, &done);
 		ret = 0;
 	} else if (ret == 0) {
 		stats_record_latency(&e->st, now_ns() - p->t_read);

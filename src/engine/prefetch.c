@@ -162,12 +162,13 @@ static void stream_start(struct fl_engine *e, struct region *r,
 {
 	uint64_t delta = first > r->ra_stream ? first - r->ra_stream : 0;
 	uint64_t extent = r->ra_prev_end - r->ra_stream;
+	/* How long the last stream went, as a chunk. */
+	uint64_t went = pow2_within(extent, pages_of(r, e->chunk),
+				    pages_of(r, FL_MAX_CHUNK));
 
 	if (delta > extent && delta == r->ra_delta &&
 	    delta <= pages_of(r, STRIDE_MAX)) {
-		uint64_t run = e->chunk_fixed ? chunk :
-			       pow2_within(extent, pages_of(r, e->chunk),
-					   pages_of(r, FL_MAX_CHUNK));
+		uint64_t run = e->chunk_fixed ? chunk : went;
 
 		if (!e->chunk_fixed)
 			atomic_store_explicit(&r->fault_pages, run,
@@ -176,9 +177,7 @@ static void stream_start(struct fl_engine *e, struct region *r,
 			     run * 4 < max ? run * 4 : max, delta, run);
 	} else if (r->ra_stream_faults > 1 && !e->chunk_fixed) {
 		/* After a stream of faults, the next is as long (at first). */
-		atomic_store_explicit(&r->fault_pages,
-				      pow2_within(extent, pages_of(r, e->chunk),
-						  pages_of(r, FL_MAX_CHUNK)),
+		atomic_store_explicit(&r->fault_pages, went,
 				      memory_order_relaxed);
 	} else {
 		/* Density counts the engine's chunks, whatever this one was. */
