@@ -297,23 +297,28 @@ void wait_teardowns(struct daemon *d)
 	pthread_mutex_unlock(&d->lock);
 }
 
-/* Keep the one uffd a handshake may carry; count and close the rest. */
-static void take_fds(struct session *s, struct msghdr *mh)
+/*
+ * The fds mh carries (SCM_RIGHTS): the first kept in *keep if that is -1
+ * (NULL: none kept), the rest closed.  Returns how many there were.
+ */
+static int take_fds(struct msghdr *mh, int *keep)
 {
+	int count = 0;
+
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
 			continue;
 		int n = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
 		int *fds = (int *)CMSG_DATA(c);
 
-		for (int i = 0; i < n; i++) {
-			s->nfds++;
-			if (s->uffd < 0)
-				s->uffd = fds[i];
+		for (int i = 0; i < n; i++, count++) {
+			if (keep && *keep < 0)
+				*keep = fds[i];
 			else
 				close(fds[i]);
 		}
 	}
+	return count;
 }
 
 /*
@@ -341,7 +346,7 @@ static ssize_t handshake_recv(struct session *s, char *buf, size_t len,
 	ssize_t n = recvmsg(s->sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 
 	if (n >= 0)	/* on failure the control buffer holds nothing */
-		take_fds(s, &mh);
+		s->nfds += take_fds(&mh, &s->uffd);	/* the one uffd */
 	*msg_flags = mh.msg_flags;
 	return n;
 }
@@ -717,25 +722,14 @@ static bool read_took_nothing(struct session *s, const struct store_rec *rec)
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
 			     .msg_control = ctl.b,
 			     .msg_controllen = sizeof(ctl.b) };
-	bool uffd_on_it = false;
 
 	if (rec->nbytes || s->uffd >= 0)
 		return false;
 	if (recvmsg(s->sock, &mh, MSG_PEEK | MSG_DONTWAIT |
 		    MSG_CMSG_CLOEXEC) != 1)
 		return false;
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm;
-	     cm = CMSG_NXTHDR(&mh, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		int n = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		int *fds = (int *)CMSG_DATA(cm);
-
-		for (int i = 0; i < n; i++)	/* a peek's copies: ours */
-			close(fds[i]);
-		uffd_on_it |= n > 0;
-	}
-	return uffd_on_it && !(mh.msg_flags & MSG_CTRUNC);
+	/* The peek's copies of the fds are ours: closed. */
+	return take_fds(&mh, NULL) > 0 && !(mh.msg_flags & MSG_CTRUNC);
 }
 
 /*
