@@ -180,25 +180,6 @@ static void dense_policy(struct fl_source *src, unsigned int *seed)
 	munmap(mem, LEN);
 }
 
-struct driver {
-	struct fl_engine *e;
-	atomic_bool stop;
-};
-
-/* The caller's own loop: poll the uffd, process what is pending. */
-static void *drive(void *arg)
-{
-	struct driver *d = arg;
-
-	while (!atomic_load(&d->stop)) {
-		struct pollfd p = { .fd = fl_engine_uffd(d->e), .events = POLLIN };
-
-		if (poll(&p, 1, 20) > 0 && fl_engine_process(d->e) < 0)
-			break;
-	}
-	return NULL;
-}
-
 /*
  * The same touches with the caller driving the engine (fl_engine_process:
  * no filler, so no background restore beside the faults): a dense
@@ -210,19 +191,19 @@ static void dense_driven(struct fl_source *src, unsigned int *seed)
 	struct fl_region_desc d = { .addr = 0, .len = LEN, .page_size = PAGE,
 				    .flags = FL_REGION_REGISTER };
 	uint8_t *mem = map_anon(LEN, 0);
-	struct driver drv = { .stop = false };
+	struct caller_loop l = { .stop = 0 };
 	pthread_t th;
 
 	d.addr = (uintptr_t)mem;
-	if (fl_engine_create(&o, &drv.e) < 0 ||
-	    fl_engine_add_region(drv.e, &d, src) < 0)
+	if (fl_engine_create(&o, &l.e) < 0 ||
+	    fl_engine_add_region(l.e, &d, src) < 0)
 		BAIL("engine: %s", fl_last_error());
-	pthread_create(&th, NULL, drive, &drv);
+	pthread_create(&th, NULL, caller_loop_main, &l);
 	bool good = touch_all(mem, P_RANDOM, seed);
 
-	atomic_store(&drv.stop, true);
+	atomic_store(&l.stop, 1);
 	pthread_join(th, NULL);
-	struct fl_stats st = finish(drv.e);
+	struct fl_stats st = finish(l.e);
 
 	ok(good, "dense, caller-driven: every byte the snapshot's");
 	ok(by_faults(&st) >= st.faults * 8,

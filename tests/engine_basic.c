@@ -139,31 +139,12 @@ static void zero_chunks(void)
 	drop_snapshot(path);
 }
 
-/* The caller's own event loop: poll the fd, call process. */
-struct loop {
-	struct fl_engine *e;
-	atomic_int stop;
-};
-
-static void *caller_loop(void *arg)
-{
-	struct loop *l = arg;
-
-	while (!atomic_load(&l->stop)) {
-		struct pollfd p = { .fd = fl_engine_uffd(l->e), .events = POLLIN };
-
-		if (poll(&p, 1, 20) > 0 && fl_engine_process(l->e) < 0)
-			break;
-	}
-	return NULL;
-}
-
 static void caller_driven(struct fl_source *src)
 {
 	uint64_t len = 8 << 20;
 	struct fl_engine *e;
 	uint8_t *mem = map_anon(len, 0);
-	struct loop l;
+	struct caller_loop l;
 	pthread_t th;
 
 	fl_engine_create(NULL, &e);
@@ -171,7 +152,7 @@ static void caller_driven(struct fl_source *src)
 	fl_engine_add_region(e, &d, src);
 	l.e = e;
 	atomic_init(&l.stop, 0);
-	pthread_create(&th, NULL, caller_loop, &l);
+	pthread_create(&th, NULL, caller_loop_main, &l);
 	ok(same_as_file(mem, len, 4 << 20, SEED, 0),
 	   "caller-driven loop (fd + process) serves every byte");
 	atomic_store(&l.stop, 1);

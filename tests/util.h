@@ -6,12 +6,16 @@
 #define FAULTLINE_TEST_UTIL_H
 
 #include <fcntl.h>
+#include <poll.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#include "faultline.h"
 
 #define PAGE 4096ull
 #define HPAGE (2ull << 20)
@@ -96,6 +100,25 @@ static inline void *map_anon(uint64_t len, int huge)
 		       (huge ? MAP_HUGETLB | (21 << MAP_HUGE_SHIFT) : 0), -1, 0);
 
 	return p == MAP_FAILED ? NULL : p;
+}
+
+/* The caller's own event loop: poll the uffd, process, until stop is set. */
+struct caller_loop {
+	struct fl_engine *e;
+	atomic_int stop;
+};
+
+static inline void *caller_loop_main(void *arg)
+{
+	struct caller_loop *l = arg;
+
+	while (!atomic_load(&l->stop)) {
+		struct pollfd p = { .fd = fl_engine_uffd(l->e), .events = POLLIN };
+
+		if (poll(&p, 1, 20) > 0 && fl_engine_process(l->e) < 0)
+			break;
+	}
+	return NULL;
 }
 
 #endif
