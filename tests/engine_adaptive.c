@@ -167,17 +167,38 @@ static void chunk_policy(struct fl_source *src, unsigned int *seed)
  */
 static void dense_policy(struct fl_source *src, unsigned int *seed)
 {
-	uint8_t *mem = map_anon(LEN, 0);
-	struct fl_engine *e = serve(src, mem, 0, 0);
-	bool good = touch_all(mem, P_RANDOM, seed);
-	struct fl_stats st = finish(e);
+	struct fl_stats st;
+	bool good = true;
 
+	/*
+	 * The background restore races the client from its start: a slow
+	 * client (a sanitizer build) may fault too few times to become
+	 * dense.  Up to three tries for one that faults enough to measure.
+	 */
+	for (int try = 0; try < 3; try++) {
+		uint8_t *mem = map_anon(LEN, 0);
+		struct fl_engine *e = serve(src, mem, 0, 0);
+
+		good &= touch_all(mem, P_RANDOM, seed);
+		st = finish(e);
+		munmap(mem, LEN);
+		if (st.faults > 32)
+			break;
+	}
 	ok(good, "dense: every byte the snapshot's");
-	ok(st.faults > 32 && by_faults(&st) <= 16 * 16 + 2 * st.faults,
+	if (st.faults <= 32) {
+		char why[128];
+
+		snprintf(why, sizeof(why), "background restore outran the "
+			 "client three times (last: %llu faults): no dense "
+			 "faults to measure", (unsigned long long)st.faults);
+		skip(1, why);
+		return;
+	}
+	ok(by_faults(&st) <= 16 * 16 + 2 * st.faults,
 	   "dense: a random fault beside background restore fills its page "
 	   "alone (%llu pages in %llu faults)",
 	   (unsigned long long)by_faults(&st), (unsigned long long)st.faults);
-	munmap(mem, LEN);
 }
 
 /*
