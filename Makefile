@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # faultline — build, install and test.
 #
 # `make` builds build/libfaultline.{a,so} and build/faultline.

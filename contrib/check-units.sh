@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # check-units.sh - check the systemd units in contrib/ as they would be
 # installed: `systemd-analyze verify` on every unit (the plain pair, an
 # instance of the templates, each with the network drop-in too) must print

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # fuzz/fuzz.mk - libFuzzer harnesses (fuzz/fuzz_NAME.c), included by the
 # Makefile after its variables.
 #

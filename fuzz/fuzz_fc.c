@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fuzz_fc.c - the Firecracker handshake parser (daemon/proto_fc.c), fed the
  * message in pieces as a socket delivers it.

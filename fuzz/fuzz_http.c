@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fuzz_http.c - the checks an http(s) source makes of a response before it
  * keeps a byte: source/http_xfer.c's on_header() (status line,

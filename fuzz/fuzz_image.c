@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fuzz_image.c - the image reader (format/image.c): the input is an image
  * file, in a memfd opened by its /proc/self/fd path; its header and index

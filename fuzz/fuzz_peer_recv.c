@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fuzz_peer_recv.c - the tcp:// source (source/peer.c, peer_link.c) facing
  * a sender whose bytes are the input: the open (WELCOME or ERROR, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fuzz_peer_send.c - the live post-copy sender (daemon/send.c) facing a
  * receiver whose bytes are the input, on a demand and a stream connection.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fuzz_trace.c - the working-set trace loader (format/trace.c): the input
  * is the trace file, in a memfd opened by its /proc/self/fd path.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * faultline.h - serve userfaultfd page faults from a snapshot.
  *

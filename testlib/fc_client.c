@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fc_client.c - the Firecracker side of the UFFD handshake, for tests and
  * benchmarks.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fc_client.h - a UFFD client that behaves exactly as Firecracker does.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * http_util.c - the nginx helpers declared in http_util.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * http_util.h - a real nginx for the HTTP tests: started on 127.0.0.1 on a
  * free port with a generated config in a temporary directory (foreground,

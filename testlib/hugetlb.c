@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * hugetlb.c - reserving 2 MiB pages and giving them back, once for every
  * test and benchmark (hugetlb.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hugetlb.h - 2 MiB hugetlb pages for a test or a benchmark, taken from
  * /proc/sys/vm/nr_hugepages and always given back.

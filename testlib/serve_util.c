@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * serve_util.c - the faultline serve test helpers declared in serve_util.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * serve_util.h - helpers for the `faultline serve` tests: start the daemon
  * as a child with its stderr captured to a file, wait until it listens,

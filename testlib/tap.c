@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * tap.c - the TAP producer of tap.h: one count of test points and of
  * failures for the whole program.

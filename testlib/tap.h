@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tap.h - a minimal TAP producer for the test programs (run by prove).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * tcg.c - tcg_reexec(): a KVM test re-run inside qemu-system-x86_64 TCG
  * where this machine has no usable /dev/kvm (tcg.h).

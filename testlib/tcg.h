@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tcg.h - KVM tests on machines without /dev/kvm: the test program re-runs
  * itself, unchanged, inside a small VM (qemu-system-x86_64 -accel tcg

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * bench_quick.c - runs every `faultline bench` once on tiny sizes (--quick
  * --json) so the benchmarks cannot rot: the JSON must have the expected keys,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * cli.c - the faultline command as a user meets it: every option that
  * cannot work is refused at once with one line naming it (exit 2 for a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * engine_adaptive.c - the adaptive policy serves exactly the snapshot: one
  * table of access patterns (linear, random, mixed runs and jumps) run with

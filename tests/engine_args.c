@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * engine_args.c - bad arguments are rejected with -EINVAL and a message that
  * names what was wrong.

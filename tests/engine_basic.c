@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * engine_basic.c - every page equals the snapshot under random
  * multi-threaded access, for several chunk sizes; chunks at region edges and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * engine_client_exit.c - serving another process's uffd (the daemon's case)
  * and that process exiting mid-restore: the engine reports the client gone

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * engine_eexist.c - a page populated behind the engine's back while a fault
  * on it is in flight (the process, or another handler, got there first):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * engine_events.c - non-cooperative events: REMOVE (MADV_DONTNEED, balloon)
  * makes pages read as zeros from then on, UNMAP drops regions, REMAP moves

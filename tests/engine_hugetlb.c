@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * engine_hugetlb.c - 2 MiB hugetlb regions: every huge page equals the
  * snapshot, zero huge pages are served as zeroed copies (ZEROPAGE does not

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * engine_minor.c - minor-fault mode for shared memory: a memfd mapped
  * MAP_SHARED, registered MISSING | MINOR, filled by one write into the page

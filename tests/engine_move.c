@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * engine_move.c - the in-process zero-copy path (FL_ENGINE_MOVE): pages read
  * into the THP staging buffer are moved into place with UFFDIO_MOVE.  Every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * engine_prefetch.c - readahead and background restore fill the right bytes:
  * a linear client gets pages filled ahead of it (and every byte equal to the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * engine_readahead_events.c - a readahead window queued over memory the
  * client then unmaps or moves away is never filled there: the engine

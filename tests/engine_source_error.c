@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * engine_source_error.c - a source that cannot produce pages (its file
  * truncated under the engine), in-process with on_error poison: the

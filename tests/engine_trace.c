@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * engine_trace.c - working-set record and replay: a recording session
  * writes the chunks it faulted in, in order, as snapshot offsets; a replay

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * http.c - the HTTP source against a real nginx: every byte of a raw memory
  * file and of its image read by URL (random ranges across blocks), an

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * tests/image.c - the compressed chunked image: create from random, zero,
  * sparse and mixed files at several chunk sizes, read back through

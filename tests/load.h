@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * load.h - CPU load as a test condition: with FL_LOAD set (to anything but
  * "" or "0"), load_start() forks one process per online CPU that spins

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * peer_bad.c - a tcp:// receiver facing a sender that lies: a WELCOME
  * claiming more memory than a receiver takes is refused with a one-line

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * postcopy.c - live post-copy over real TCP between two network namespaces:
  * `faultline send` in one, tcp:// sources (library, engine, daemon) in the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * probe.c - `faultline probe --json` reports the kernel's userfaultfd
  * features (MOVE among them on this project's machines), hugetlb and KVM.

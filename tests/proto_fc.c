@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * proto_fc.c - the Firecracker handshake parser on its own: what the
  * daemon logs about a bad handshake is plain ASCII whatever the client

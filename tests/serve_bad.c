@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * serve_bad.c - `faultline serve` facing bad clients: every malformed
  * Firecracker handshake gets a one-line log naming the field and that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * serve_basic.c - `faultline serve` against Firecracker-style clients: one
  * and several regions, 4 KiB and real 2 MiB hugetlb pages, 8 concurrent

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * serve_remote.c - `faultline serve` with default flags reading from a
  * faultline image, from that image over HTTP (a real nginx on loopback),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * serve_reuse.c - `faultline serve` and a client that restores at the same
  * addresses again and again: 200 sessions back to back from one process,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * serve_stress.c - `faultline serve` under clients that die: 100 clients
  * SIGKILLed mid-restore (some with two faulting threads, some in the middle

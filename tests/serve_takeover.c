@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * serve_takeover.c - VMs outlive the server process: clients restoring
  * while `faultline serve`'s server is SIGKILLed again and again, and once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * uffd.c - the kernel layer against the real kernel: feature query, the
  * second-API rule, COPY with partial progress stopped by EEXIST, ZEROPAGE,

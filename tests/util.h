@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * util.h - shared helpers for the library tests: snapshot files with a
  * recognisable pattern, page verification, hugetlb reservation.

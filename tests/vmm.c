@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * vmm.c - the test VMM with a real KVM guest over every way of restoring
  * its memory: each backend and workload, reads and writes, gets every word

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * cli.c - what every subcommand shares: exit status and size arguments.
  */

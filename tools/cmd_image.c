@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * cmd_image.c - `faultline image create|inspect|verify`: the command-line
  * face of src/image.c.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * cmd_probe.c - `faultline probe [--json]`: what the running kernel offers
  * (userfaultfd features and ioctls, hugetlb pages, KVM) and what faultline

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * cmd_send.c - `faultline send`: option parsing for the live post-copy
  * sender (src/send.c); the receiving side is `faultline serve --mem-file

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * cmd_serve.c - `faultline serve`: option parsing for the daemon (src/daemon/serve.c).
  */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * cmd_vmm.c - `faultline vmm`: option parsing and output for the test VMM
  * (vmm/vmm.c).  Exit status 0 only when the guest ran and every byte it

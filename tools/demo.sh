@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # demo.sh - `make demo`: what `faultline serve` buys a restored microVM on
 # this machine, in about 20 seconds.  A 256 MiB guest of `faultline vmm`
 # (a real KVM guest where /dev/kvm works) touches all of its memory right

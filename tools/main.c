@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * main.c - the faultline command's entry point: dispatches to subcommands.
  */

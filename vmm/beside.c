@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * beside.c - `faultline vmm --copy-beside`: prepopulated memory, and while
  * the guest runs another thread copies the whole memory file once

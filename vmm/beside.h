@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * beside.h - a copy beside the guest, for benchmarks: the work of any
  * copying restore, done while the guest runs, without the guest ever

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * blob.S - guest.S, assembled and linked for GUEST_CODE by the Makefile
  * (build/vmm/guest.bin), as bytes the host VMM copies into the guest.

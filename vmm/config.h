@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config.h - what one run of the test VMM is asked to do (`faultline vmm`'s
  * options): shared by vmm.c and the backends, state only.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * error.c - the test VMM's last failure message.  One buffer for the whole
  * process, not one per thread: a vCPU thread's failure is the one the

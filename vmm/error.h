@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * error.h - the test VMM's one-line failure messages, from any thread.
  */

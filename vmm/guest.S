@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * guest.S - the test guest: 32-bit protected mode, flat segments, no
  * paging (the VMM sets all of that through KVM_SET_SREGS), one copy of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * guest_abi.h - what the VMM and the guest code (guest.S) agree on: where
  * the guest's code, parameter blocks and stacks sit in guest-physical

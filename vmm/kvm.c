@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * kvm.c - one VM, its memslots and its vCPUs, for the test guest.
  *

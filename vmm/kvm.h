@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kvm.h - the little of KVM the test VMM needs: one VM with guest.S in low
  * memory, memslots, and vCPUs started directly in 32-bit protected mode.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mem.h - guest memory as each backend provides it (vmm.h's enum
  * vmm_backend), from mapping it to handing it back.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * report.c - a run of the test VMM as one JSON object (`faultline vmm
  * --json`, and the kvm-restore benchmark's raw data).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * vmm.c - one run of the test VMM: check the configuration, set up the
  * memory and the VM, run every vCPU at once, and check the guest's sums.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * vmm.h - `faultline vmm`: a minimal KVM VMM whose guest touches its
  * memory in a workload's pattern on 1-8 vCPUs and halts, with its memory

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * workload.c - parsing workloads and cutting guest memory into slices; the
  * walks themselves are inline in workload.h, beside guest.S's definition.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * workload.h - the guest's workloads in C: parsing `--workload`, cutting
  * guest memory into one slice per vCPU, and the walk over a slice that

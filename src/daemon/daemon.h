@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * daemon.h - the state of `faultline serve`'s server, shared by its files:
  * serve.c (listening, the control loop), session.c (a session's life),

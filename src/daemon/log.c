@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * log.c - the server's log lines on stderr, and the progress bar that a
  * log line replaces on a terminal; teardown threads log too, so one lock

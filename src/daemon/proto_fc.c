@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * proto_fc.c - parse and validate Firecracker's UFFD handshake.
  *

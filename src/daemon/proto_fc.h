@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * proto_fc.h - Firecracker's UFFD handshake: the JSON array of regions that
  * arrives with the uffd, parsed incrementally (the socket is never closed,

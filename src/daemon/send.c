@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * send.c - the sending side of live post-copy: serves a memory file to
  * tcp:// sources (src/source/peer.c) over the protocol in peer_proto.h.

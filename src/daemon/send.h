@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * send.h - the live post-copy sender (`faultline send`, src/send.c).
  */

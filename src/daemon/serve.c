@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * serve.c - the server of `faultline serve`: listening, accepting, and the
  * control loop (one thread polls the listener, a signalfd and every

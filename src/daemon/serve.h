@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * serve.h - the page-fault daemon behind `faultline serve`.
  */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * session.c - one client's session, from accept to teardown: refusals
  * (which kill a client whose uffd arrived), the handshake, serving, the

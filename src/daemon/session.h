@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * session.h - a session's life (session.c), for the control loop.
  */

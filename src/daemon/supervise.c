@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * supervise.c - keeps VMs served across the server's crash or upgrade:
  * `faultline serve` starts as this supervisor, runs the server as its

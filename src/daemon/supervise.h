@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * supervise.h - faultline serve's supervisor, and the store protocol it
  * speaks with the server process it runs.

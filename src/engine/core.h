@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core.h - the engine's state, shared by the files of src/engine/: the
  * engine, its workers, the fault queue and the fill flags.  No functions.

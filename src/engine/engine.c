@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * engine.c - an engine's life cycle and public API: create (adopting a
  * uffd or opening one), regions, traces, start, stop, detach, destroy.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fill.c - resolving a claimed run of pages, for faults and prefetch alike.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fill.h - resolving claimed runs of pages (fill.c): the engine's only way
  * to the kernel's fills and wakes, and the workers whose buffers they use.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * loop.c - the fault loop: read a batch of uffd messages with the engine
  * lock held exclusively, apply its events, then serve its faults (the

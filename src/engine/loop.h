@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * loop.h - the fault loop (loop.c), for the engine's life cycle.
  */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * prefetch.c - copy ahead of the client instead of in its way: the policy
  * that watches the fault stream (the adaptive chunk, readahead of

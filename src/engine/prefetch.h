@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * prefetch.h - readahead, trace replay and background restore
  * (prefetch.c), driven by the fault loop and the life cycle.

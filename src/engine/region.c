@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * region.c - region life cycle and the range operations events need.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * region.h - one registered range of a client's address space and the state
  * of each of its pages.

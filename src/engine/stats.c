@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * stats.c - engine counters and the fault-latency histogram (fault read to
  * wake, log2 buckets of nanoseconds), exported as a struct or JSON.

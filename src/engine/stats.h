@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * stats.h - the engine's counters and latency histogram (stats.c).
  */

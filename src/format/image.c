@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * image.c - reading a compressed chunked snapshot image, inspecting and
  * verifying it (format in docs/image-format.md; the writer is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * image.h - the compressed chunked snapshot image (docs/image-format.md):
  * on-disk layout constants, a reader shared by the image source and the

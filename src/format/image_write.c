@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * image_write.c - `faultline image create`: a raw memory file into a
  * compressed chunked image (docs/image-format.md).

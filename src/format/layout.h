@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * layout.h - the image's on-disk layout (docs/image-format.md): field
  * offsets and little-endian access, shared by the reader (image.c) and the

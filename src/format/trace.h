@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * trace.h - working-set traces: the order in which a client first touched
  * its memory, recorded as source ranges, and replayed as sorted, coalesced

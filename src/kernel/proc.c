@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * proc.c - what /proc and mincore say about a process's memory: the page
  * size mapped at an address (smaps) and whether a page is resident; and

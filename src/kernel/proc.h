@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * proc.h - a process's memory as /proc describes it, and pidfds: the one
  * way to signal another process that cannot reach a pid reused since.

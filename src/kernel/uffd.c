@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * uffd.c - the kernel layer: open, handshake, register, and the range
  * operations with the kernel's partial-progress rules folded in.

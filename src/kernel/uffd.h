@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * uffd.h - the kernel layer: the only code that issues userfaultfd ioctls.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * file.c - a raw memory file (Firecracker's snapshot layout: the
  * regions' contents concatenated).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * http.c - a raw memory file or an image behind an http:// or https:// URL,
  * read with range requests (transfers in http_xfer.c).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * http_cache.c - a size-bounded local cache of remote blocks, so a second
  * restore on the same host reads nothing remote (`--cache DIR`).

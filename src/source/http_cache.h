@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * http_cache.h - a size-bounded local cache of remote blocks (`--cache DIR`)
  * for the HTTP source.

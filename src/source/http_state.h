@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * http_state.h - an http(s) source's state, shared by http.c (reads, open) and
  * http_xfer.c (the transfers).

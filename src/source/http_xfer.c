@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * http_xfer.c - the transfers of an http(s) source (http.c): one reused
  * curl handle per thread, blocks fetched in parallel on a multi handle,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * image.c - a source backed by a compressed chunked image
  * (src/image.c, docs/image-format.md).

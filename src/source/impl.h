@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * impl.h - the constructors of the source implementations, for open.c
  * (and for a source built on another: http.c over image.c).

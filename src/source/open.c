@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * open.c - the one place that knows every kind of source: a spec string
  * (an http(s) URL, tcp:// for a post-copy peer, an image by its magic, or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * peer.c - a live post-copy source: the memory file is on another host,
  * where `faultline send` serves it (tcp://HOST:PORT[?retry_ms=N]).  This

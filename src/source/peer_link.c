@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * peer_link.c - the connections of a live post-copy source (peer.c): dial
  * the sender, receive blocks into the mapping on the demand link and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * peer_proto.c - the socket helpers both ends of the post-copy protocol
  * (peer_proto.h) share.

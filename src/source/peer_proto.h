@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * peer_proto.h - the live post-copy wire protocol between `faultline send`
  * (src/send.c, the host that has the memory file) and the tcp:// source

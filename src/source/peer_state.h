@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * peer_state.h - a live post-copy source's state, shared by peer.c (the
  * source vtable, open) and peer_link.c (the connections that fill it).

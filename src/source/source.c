@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * source.c - the common part of every source: its size, description and
  * reference count.  Which implementation a spec names is open.c's choice.

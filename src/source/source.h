@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * source.h - where page contents come from, behind one small vtable.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * clock.h - the one monotonic clock every layer times things with, and a
  * clearly named wall clock for what must survive a reboot (cache ages).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * error.c - per-thread last error message, so every -errno a user can cause
  * comes with one line naming the input and what was wrong.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * error.h - one-line error messages for the caller (fl_last_error()).
  */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * io.c - opening a file that must be regular, and transfers that move
  * every byte or say why not: one loop per kind, for every layer.

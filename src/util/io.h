@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * io.h - regular files only, and transfers that move every byte or say why
  * not (files and sockets).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * zero.h - the one all-zero check: a run read from a snapshot is served
  * as zero pages, a chunk stored as a hole, a block sent as "zero".

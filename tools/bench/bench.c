@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * bench.c - `faultline bench`: one table of benchmarks ({name, fn}, so a
  * new one is one line here plus its file), `bench list`, `bench all`.

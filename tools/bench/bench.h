@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench.h - shared plumbing for `faultline bench`: options, timing, the
  * result table every benchmark fills, test data, checksums, the busy

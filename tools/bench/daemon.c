@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * daemon.c - a `faultline serve` daemon for a benchmark to restore
  * through, started from this binary (or $FAULTLINE_BIN) and stopped.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * data.c - what benchmarks restore from and into: pattern memory files,
  * mappings, uffd ranges, and a thread that keeps the other CPU busy.

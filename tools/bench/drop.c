@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * drop.c - `faultline bench drop` (seed 004): discard a large populated
  * range with one madvise(MADV_DONTNEED), one per 2 MiB and one per 4 KiB

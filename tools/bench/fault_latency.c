@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fault_latency.c - `faultline bench fault-latency`: the round trip of one
  * 4 KiB fault at a random address (fault, read, COPY, wake), p50/p90/p99/max,

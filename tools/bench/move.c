@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * move.c - `faultline bench move` (seed 000): UFFDIO_MOVE of populated
  * anonymous memory one 4 KiB page per ioctl versus contiguous runs (64 KiB,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * plot.c - `faultline bench plot`: gnuplot charts from a --json file.
  */

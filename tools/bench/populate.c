@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * populate.c - `faultline bench populate` (seed 002): how fast can memory be
  * filled from a snapshot?  memcpy with THP on and off, UFFDIO_COPY at 4 KiB,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * remote.c - `faultline bench remote` (issue 6): the time for the
  * kvm-restore guest (one touch per 4 KiB page, linear, 128 MiB) to run over

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * restore.c - `faultline bench kvm-restore` (seed 003): how long a guest
  * takes to touch its memory right after a snapshot restore, for each way

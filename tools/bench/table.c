@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * table.c - what a benchmark measures: timing, medians, ratios to the
  * reference measured beside it, and the table rendered as text or JSON

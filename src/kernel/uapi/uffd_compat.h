@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * uffd_compat.h - userfaultfd and KVM definitions newer than the Linux 6.1
  * headers this project builds against.
