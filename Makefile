@@ -40,7 +40,10 @@ CFLAGS  ?= -O2 -g
 SANITIZE ?=
 CFLAGS  += $(SANITIZE) -std=gnu11 -Wall -Wextra -Werror=implicit-function-declaration \
 	   -fPIC -pthread -Iinclude -Isrc -MMD -MP
-SUPPORT_CFLAGS := -Itestlib -Itools -Ivmm
+# The product (tools/, vmm/) sees the library's internals and itself, never
+# testlib/; testlib/ and the tests see everything.
+PRODUCT_CFLAGS := -Itools -Ivmm
+TEST_CFLAGS    := -Itestlib $(PRODUCT_CFLAGS) -Itools/bench -Itests
 # Expanded when a link runs, i.e. after `deps` has installed pkg-config and
 # the libraries on a new machine.
 PKG_LIBS = $(shell pkg-config --libs $(PC_LIBS) 2>/dev/null)
@@ -55,6 +58,8 @@ LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(BUILD)/%.o)
 VMM_OBJ   := $(VMM_SRC:%.c=$(BUILD)/%.o) $(BUILD)/vmm/blob.o
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
+# The CLI's code but main(), for tests that reach it (the nginx helper).
+CLILIB_OBJ := $(filter-out $(BUILD)/tools/main.o,$(CLI_OBJ))
 TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 # Concurrency tests run a second time with every CPU busy (tests/load.h).
 LOAD_TESTS := serve_bad serve_stress engine_events engine_eexist engine_adaptive \
@@ -121,10 +126,14 @@ $(BUILD)/src/%.o: src/%.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-# The CLI and the support library may use testlib/ (bench, tests).
+$(BUILD)/testlib/%.o: testlib/%.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(TEST_CFLAGS) -c -o $@ $<
+
+# The CLI and the VMM: product code, which cannot include testlib/.
 $(BUILD)/%.o: %.c | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(SUPPORT_CFLAGS) -c -o $@ $<
+	$(CC) $(CFLAGS) $(PRODUCT_CFLAGS) -c -o $@ $<
 
 $(BUILD)/libfaultline.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -151,17 +160,21 @@ $(BUILD)/vmm/blob.o: vmm/blob.S $(BUILD)/vmm/guest.bin
 $(BUILD)/libflvmm.a: $(VMM_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/faultline: $(CLI_OBJ) $(BUILD)/libflvmm.a $(BUILD)/libfltest.a \
-		    $(BUILD)/libfaultline.a
+$(BUILD)/libflcli.a: $(CLILIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+# No testlib/ object: tests/symbols checks.
+$(BUILD)/faultline: $(CLI_OBJ) $(BUILD)/libflvmm.a $(BUILD)/libfaultline.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # Each tests/NAME.c is one TAP program; tests/tap.h and tests/*.h are shared.
-$(BUILD)/tests/%: tests/%.c $(BUILD)/libflvmm.a $(BUILD)/libfltest.a \
-		  $(BUILD)/libfaultline.a $(wildcard tests/*.h testlib/*.h vmm/*.h) \
-		  | deps
+# Archives in layer order: testlib uses vmm, the CLI uses vmm.
+TEST_LIBS := $(BUILD)/libfltest.a $(BUILD)/libflcli.a $(BUILD)/libflvmm.a \
+	     $(BUILD)/libfaultline.a
+$(BUILD)/tests/%: tests/%.c $(TEST_LIBS) \
+		  $(wildcard tests/*.h testlib/*.h vmm/*.h tools/bench/*.h) | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(SUPPORT_CFLAGS) -Itests -o $@ $< $(BUILD)/libflvmm.a \
-		$(BUILD)/libfltest.a $(BUILD)/libfaultline.a $(LDLIBS)
+	$(CC) $(CFLAGS) $(TEST_CFLAGS) -o $@ $< $(TEST_LIBS) $(LDLIBS)
 
 tests: $(TEST_BIN)
 

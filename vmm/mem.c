@@ -3,7 +3,7 @@
  * mem.c - guest memory for each backend.
  *
  * Decision: the uffd backend is Firecracker's, not a convenient variant:
- * testlib's fc_client maps MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE (and
+ * fc_client.c maps MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE (and
  * MAP_HUGETLB for 2 MiB pages), asks only for EVENT_REMOVE, registers
  * MISSING and sends the one-message handshake, so what a handler serves
  * here it serves to Firecracker.  Guest memory is always MAP_NORESERVE,

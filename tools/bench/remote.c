@@ -8,7 +8,7 @@
  * HTTP without a cache, and live post-copy from `faultline send` (tcp://).
  *
  * Decisions: the HTTP server is a real nginx on loopback, started and
- * configured as tests/http.c does (tests/http_util.h), so the numbers
+ * configured as tests/http.c does (http_util.h), so the numbers
  * include real HTTP range requests; without nginx the HTTP rows are left
  * out with a note.  The sender is a forked child running send_run(), the
  * code of `faultline send`.  Each restore opens its source, creates an

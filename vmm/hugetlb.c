@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * hugetlb.c - reserving 2 MiB pages and giving them back, once for every
- * test and benchmark (hugetlb.h).
+ * hugetlb.c - reserving 2 MiB pages and giving them back, once for the VMM,
+ * every benchmark and test (hugetlb.h).
  */
 #include <errno.h>
 #include <stdio.h>

@@ -2,12 +2,12 @@
 /*
  * fc_client.h - a UFFD client that behaves exactly as Firecracker does.
  *
- * Used by the daemon tests and by benchmarks: map the guest regions private
- * and anonymous (hugetlb for 2 MiB pages), create a uffd asking only for
- * UFFD_FEATURE_EVENT_REMOVE, register every region MISSING only, connect a
- * Unix stream socket and send ONE message: the JSON array describing the
- * regions with the uffd in SCM_RIGHTS.  The socket then stays open for the
- * life of the "VM", as Firecracker keeps it.
+ * Used by `faultline vmm`, the benchmarks and the daemon tests: map the
+ * guest regions private and anonymous (hugetlb for 2 MiB pages), create a
+ * uffd asking only for UFFD_FEATURE_EVENT_REMOVE, register every region
+ * MISSING only, connect a Unix stream socket and send ONE message: the JSON
+ * array describing the regions with the uffd in SCM_RIGHTS.  The socket then
+ * stays open for the life of the "VM", as Firecracker keeps it.
  *
  * Every function returns 0 (or a count) on success and -errno on failure.
  */

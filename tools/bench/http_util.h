@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * http_util.h - a real nginx for the HTTP tests: started on 127.0.0.1 on a
- * free port with a generated config in a temporary directory (foreground,
- * single process, so SIGKILL stops it outright), serving DIR/www, with an
- * access log of one line per request ("URI STATUS RANGE BYTES") that the
- * tests count.  Under /slow/ each response is limited to 256 KiB/s (nginx lets
+ * http_util.h - a real nginx for `faultline bench remote` and the HTTP
+ * tests: started on 127.0.0.1 on a free port with a generated config in a
+ * temporary directory (foreground, single process, so SIGKILL stops it
+ * outright), serving DIR/www, with an access log of one line per request
+ * ("URI STATUS RANGE BYTES") that the tests count.  Under /slow/ each response is limited to 256 KiB/s (nginx lets
  * the first second's worth go at once: a 512 KiB block takes up to 1 s); under
  * /noetag/ no ETag is sent (Last-Modified only).
  */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * fc_client.c - the Firecracker side of the UFFD handshake, for tests and
- * benchmarks.
+ * fc_client.c - the Firecracker side of the UFFD handshake, for
+ * `faultline vmm`, `faultline bench` and the tests.
  *
  * Decision: copy Firecracker (v1.12, src/vmm/src/persist.rs) literally, not
  * what would be convenient for faultline: the same mmap flags, a uffd that

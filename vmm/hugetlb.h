@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * hugetlb.h - 2 MiB hugetlb pages for a test or a benchmark, taken from
- * /proc/sys/vm/nr_hugepages and always given back.
+ * hugetlb.h - 2 MiB hugetlb pages for the VMM, a benchmark or a test, taken
+ * from /proc/sys/vm/nr_hugepages and always given back.
  */
-#ifndef FAULTLINE_TESTLIB_HUGETLB_H
-#define FAULTLINE_TESTLIB_HUGETLB_H
+#ifndef FAULTLINE_VMM_HUGETLB_H
+#define FAULTLINE_VMM_HUGETLB_H
 
 /*
  * Make sure at least n free 2 MiB pages exist: raise nr_hugepages by what
