@@ -5,10 +5,23 @@
 # `make check` installs missing Debian packages (as root), builds, and runs
 # every tests/*.c program under prove (TAP).
 #
-# src/LAYER/*.c is the library (layers in docs/architecture.md); testlib/
-# is the test and benchmark support library (a Firecracker-style client,
-# nginx and memory-file helpers), linked into the tests and `faultline`'s
-# bench, never into libfaultline; tools/ (and tools/bench/) is the CLI.
+# What goes where (layers in docs/architecture.md):
+#   libfaultline.{a,so}  src/{kernel,util,format,source,engine}: the library,
+#                        shipped; nothing else
+#   libfldaemon.a        src/daemon (faultline serve, send)
+#   libflvmm.a           vmm/ (faultline vmm, the Firecracker-style client,
+#                        hugetlb)
+#   faultline            tools/ (the CLI, tools/bench/) + the archives above
+#   libfltest.a          testlib/: tests only (TAP, serve_util, tcg); no
+#                        product object includes or links it
+#
+# Decision: the shipped libfaultline.a is one object, the library's objects
+# prelinked (ld -r) with every global not in src/libfaultline.map made local
+# (objcopy --keep-global-symbols), as the .so's version script does, so no
+# internal name (uffd_fill, open_regular) can clash with a user's program;
+# this needs no change to the sources.  The daemon, the CLI and the tests
+# call internals: they link libfaultline-internal.a, the plain objects,
+# which is never installed.  tests/symbols checks both artifacts with nm.
 
 CC      ?= cc
 PREFIX  ?= /usr/local
@@ -36,6 +49,7 @@ TCG_KMODS := arch/x86/kvm/kvm.ko arch/x86/kvm/kvm-amd.ko \
 	     virt/lib/irqbypass.ko drivers/crypto/ccp/ccp.ko
 
 CFLAGS  ?= -O2 -g
+OBJCOPY ?= objcopy
 # `make check-sanitize` builds everything again in build-san/ with these.
 SANITIZE ?=
 CFLAGS  += $(SANITIZE) -std=gnu11 -Wall -Wextra -Werror=implicit-function-declaration \
@@ -49,12 +63,15 @@ TEST_CFLAGS    := -Itestlib $(PRODUCT_CFLAGS) -Itools/bench -Itests
 PKG_LIBS = $(shell pkg-config --libs $(PC_LIBS) 2>/dev/null)
 LDLIBS   = $(PKG_LIBS) -lpthread -lm
 
-LIB_SRC   := $(sort $(wildcard src/*/*.c))
+LIB_DIRS  := kernel util format source engine
+LIB_SRC   := $(sort $(wildcard $(LIB_DIRS:%=src/%/*.c)))
+DAEMON_SRC := $(sort $(wildcard src/daemon/*.c))
 TESTLIB_SRC := $(sort $(wildcard testlib/*.c))
 VMM_SRC   := $(sort $(wildcard vmm/*.c))
 CLI_SRC   := $(sort $(wildcard tools/*.c tools/bench/*.c))
 TEST_SRC  := $(sort $(wildcard tests/*.c))
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
+DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
 TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(BUILD)/%.o)
 VMM_OBJ   := $(VMM_SRC:%.c=$(BUILD)/%.o) $(BUILD)/vmm/blob.o
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
@@ -135,7 +152,28 @@ $(BUILD)/%.o: %.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PRODUCT_CFLAGS) -c -o $@ $<
 
-$(BUILD)/libfaultline.a: $(LIB_OBJ)
+# The map's global names, one a line (no wildcards in the map): comments
+# out, then every word before a ';' between "global:" and "local:" or '}'.
+MAP_GLOBALS := s{/\*.*?\*/}{}gs; while (/global:(.*?)(?:local:|\})/gs) { my $$g = $$1; print "$$1\n" while $$g =~ /(\w+)\s*;/g }
+$(BUILD)/libfaultline.syms: src/libfaultline.map
+	@mkdir -p $(dir $@)
+	perl -0777 -ne '$(MAP_GLOBALS)' $< > $@.tmp
+	test -s $@.tmp && mv $@.tmp $@
+
+# The shipped archive: one prelinked object, only the map's names global.
+$(BUILD)/libfaultline.o: $(LIB_OBJ) $(BUILD)/libfaultline.syms
+	$(LD) -r -o $@.tmp $(LIB_OBJ)
+	$(OBJCOPY) --keep-global-symbols=$(BUILD)/libfaultline.syms $@.tmp $@
+	rm -f $@.tmp
+
+$(BUILD)/libfaultline.a: $(BUILD)/libfaultline.o
+	rm -f $@ && ar rcs $@ $^
+
+# The same objects as they are, for the daemon, the CLI and the tests.
+$(BUILD)/libfaultline-internal.a: $(LIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/libfldaemon.a: $(DAEMON_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 # Only the public API (fl_*) is exported: src/libfaultline.map.
@@ -164,17 +202,26 @@ $(BUILD)/libflcli.a: $(CLILIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 # No testlib/ object: tests/symbols checks.
-$(BUILD)/faultline: $(CLI_OBJ) $(BUILD)/libflvmm.a $(BUILD)/libfaultline.a
+$(BUILD)/faultline: $(CLI_OBJ) $(BUILD)/libflvmm.a $(BUILD)/libfldaemon.a \
+		    $(BUILD)/libfaultline-internal.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # Each tests/NAME.c is one TAP program; tests/tap.h and tests/*.h are shared.
 # Archives in layer order: testlib uses vmm, the CLI uses vmm.
 TEST_LIBS := $(BUILD)/libfltest.a $(BUILD)/libflcli.a $(BUILD)/libflvmm.a \
-	     $(BUILD)/libfaultline.a
+	     $(BUILD)/libfldaemon.a $(BUILD)/libfaultline-internal.a
 $(BUILD)/tests/%: tests/%.c $(TEST_LIBS) \
 		  $(wildcard tests/*.h testlib/*.h vmm/*.h tools/bench/*.h) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(TEST_CFLAGS) -o $@ $< $(TEST_LIBS) $(LDLIBS)
+
+# This one links the shipped archive and reads the artifacts it checks.
+$(BUILD)/tests/symbols: tests/symbols.c $(BUILD)/libfltest.a \
+			$(BUILD)/libfaultline.a $(BUILD)/libfaultline.so \
+			$(BUILD)/faultline | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(TEST_CFLAGS) -o $@ $< $(BUILD)/libfltest.a \
+		$(BUILD)/libfaultline.a $(LDLIBS)
 
 tests: $(TEST_BIN)
 

@@ -10,11 +10,12 @@
 # -timeout-, -oom-), the run's log as build/fuzz/NAME.log.  `make
 # fuzz-NAME` runs one harness; `make -j2 fuzz` two at a time.
 #
-# Decision: the library is compiled a second time, with clang, into
-# build/fuzz/ (-fsanitize=fuzzer-no-link,address,undefined, every UBSan
-# report fatal) and archived there, so that a harness that includes a .c to
-# reach its static functions (send.c, http_xfer.c, http.c) makes the linker
-# leave that member out instead of clashing with it.
+# Decision: the library and the daemon are compiled a second time, with
+# clang, into build/fuzz/ (-fsanitize=fuzzer-no-link,address,undefined,
+# every UBSan report fatal) and archived there as plain objects (harnesses
+# reach internals: nothing is localized), so that a harness that includes a
+# .c to reach its static functions (send.c, http_xfer.c, http.c) makes the
+# linker leave that member out instead of clashing with it.
 
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
@@ -26,7 +27,8 @@ FUZZ_CFLAGS  := -O1 -g -fno-omit-frame-pointer -std=gnu11 -Wall -Wextra \
 		-pthread -Iinclude -Isrc -MMD -MP \
 		-fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_NAMES   := $(patsubst fuzz/fuzz_%.c,%,$(sort $(wildcard fuzz/fuzz_*.c)))
-FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o) \
+		$(DAEMON_SRC:%.c=$(FUZZ_BUILD)/%.o)
 
 .PHONY: fuzz fuzz-build fuzz-deps $(FUZZ_NAMES:%=fuzz-%)
 
