@@ -11,7 +11,9 @@
 #   libfldaemon.a        src/daemon (faultline serve, send)
 #   libflvmm.a           vmm/ (faultline vmm, the Firecracker-style client,
 #                        hugetlb)
-#   faultline            tools/ (the CLI, tools/bench/) + the archives above
+#   faultline            tools/ (the CLI, tools/bench/) + libflvmm.a,
+#                        libfldaemon.a, libfaultline-internal.a
+#   libflcli.a           tools/ but main.o, for tests (the nginx helper)
 #   libfltest.a          testlib/: tests only (TAP, serve_util, tcg); no
 #                        product object includes or links it
 #
