@@ -53,7 +53,9 @@ struct fl_engine {
 	bool chunk_fixed;	/* the caller chose it: never adapted */
 	atomic_bool use_move;	/* in-process: MOVE from the read buffer */
 	int on_error;
-	int client_pid;
+	int client_pid;		/* > 0: that process; 0: this one; -1:
+				 * another of unknown pid (as proc.h takes
+				 * it; FL_ENGINE_CLIENT_REMOTE) */
 	int client_pidfd;	/* the client's pidfd, or -1: the only way
 				 * another process is ever killed */
 	int pagemap_fd;		/* /proc/client/pagemap (another process), or -1 */

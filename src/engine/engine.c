@@ -23,6 +23,15 @@
 #include "kernel/proc.h"
 #include "source/source.h"
 #include "util/error.h"
+#include "util/zero.h"
+
+/* Every FL_ENGINE_* flag this library knows: others are -EINVAL. */
+#define ENGINE_FLAGS	(FL_ENGINE_OWN_UFFD | FL_ENGINE_NO_PREFETCH |	\
+			 FL_ENGINE_NO_BACKGROUND | FL_ENGINE_MOVE |	\
+			 FL_ENGINE_SHARED_STATE | FL_ENGINE_TAKEOVER |	\
+			 FL_ENGINE_ADOPT | FL_ENGINE_CLIENT_PIDFD |	\
+			 FL_ENGINE_CLIENT_REMOTE)
+#define REGION_FLAGS	(FL_REGION_REGISTER | FL_REGION_MINOR)
 
 const char *fl_engine_error(struct fl_engine *e)
 {
@@ -63,10 +72,30 @@ static int share_state(struct fl_engine *e, struct region *r)
 	return 0;
 }
 
-/* The options a caller may get wrong: the chunk size, or -EINVAL. */
+/*
+ * The options a caller may get wrong: the chunk size, or -EINVAL.  Space
+ * and flags this library does not know must be zero: they are options of
+ * a newer one, which this one would otherwise silently ignore.
+ */
 static int64_t check_opts(const struct fl_engine_opts *opts)
 {
 	uint64_t chunk = opts->chunk_size ? opts->chunk_size : FL_DEFAULT_CHUNK;
+
+	if (!is_zero(opts->reserved, sizeof(opts->reserved)))
+		return fl_err(-EINVAL, "engine options: reserved space is not "
+			      "zero (options of a newer libfaultline than %s?)",
+			      FL_VERSION);
+	if (opts->flags & ~ENGINE_FLAGS)
+		return fl_err(-EINVAL, "engine flags 0x%x: unknown to "
+			      "libfaultline %s", opts->flags & ~ENGINE_FLAGS,
+			      FL_VERSION);
+	if (opts->client_pid < 0 ||
+	    ((opts->flags & FL_ENGINE_CLIENT_REMOTE) &&
+	     opts->client_pid == getpid()))
+		return fl_err(-EINVAL, "client_pid %d: must be 0 (this process, "
+			      "or with FL_ENGINE_CLIENT_REMOTE another one, pid "
+			      "unknown) or another process's pid",
+			      opts->client_pid);
 
 	if (chunk < 4096 || chunk > FL_MAX_CHUNK || (chunk & (chunk - 1)))
 		return fl_err(-EINVAL,
@@ -110,7 +139,10 @@ static struct fl_engine *engine_alloc(const struct fl_engine_opts *opts,
 	pthread_rwlockattr_destroy(&attr);
 	trace_init(&e->replay);
 	e->on_error = opts->on_error;
-	e->client_pid = opts->client_pid;
+	/* Internally -1 names the remote client of unknown pid (proc.h). */
+	e->client_pid = opts->client_pid == 0 &&
+			(opts->flags & FL_ENGINE_CLIENT_REMOTE) ? -1 :
+			opts->client_pid;
 	e->client_pidfd = -1;
 	e->pagemap_fd = -1;
 	if (e->client_pid > 0 && e->client_pid != getpid()) {
@@ -284,6 +316,10 @@ static int check_region(struct fl_engine *e, const struct fl_region_desc *d,
 {
 	uint64_t ps = d->page_size;
 
+	if (d->flags & ~REGION_FLAGS)
+		return fl_err(-EINVAL, "region flags 0x%x: unknown to "
+			      "libfaultline %s", d->flags & ~REGION_FLAGS,
+			      FL_VERSION);
 	if (ps != 4096 && ps != HUGE_2M)
 		return fl_err(-EINVAL, "region page_size %llu: must be 4096 or 2097152",
 			      (unsigned long long)ps);
@@ -335,14 +371,19 @@ static int check_region(struct fl_engine *e, const struct fl_region_desc *d,
 	return 0;
 }
 
-int fl_engine_add_region(struct fl_engine *e, const struct fl_region_desc *d,
+int fl_engine_add_region(struct fl_engine *e, const struct fl_region_desc *rd,
 			 struct fl_source *src)
 {
+	struct fl_region_desc desc;
+	const struct fl_region_desc *d = &desc;
 	struct region *r;
 	int ret;
 
-	if (!e || !d || !src)
+	if (!e || !rd || !src)
 		return fl_err(-EINVAL, "add_region: missing argument");
+	desc = *rd;
+	if (!desc.page_size)	/* a zeroed descriptor: 4 KiB pages */
+		desc.page_size = 4096;
 	pthread_rwlock_wrlock(&e->lock);
 	ret = check_region(e, d, src);
 	if (ret == 0 && (d->flags & FL_REGION_REGISTER)) {
@@ -356,12 +397,11 @@ int fl_engine_add_region(struct fl_engine *e, const struct fl_region_desc *d,
 			       (unsigned long long)d->len, strerror(-ret));
 	}
 	/*
-	 * Whose memory it is is known for a uffd made here (this process)
-	 * or a client with a pid; an adopted uffd with client_pid 0 may be
-	 * another process's (a forked child's), so it is not checked.
+	 * Whose memory it is is known unless the caller said it is another
+	 * process's of unknown pid (FL_ENGINE_CLIENT_REMOTE, client_pid 0).
 	 */
 	if (ret == 0 && !(d->flags & FL_REGION_REGISTER) &&
-	    (e->client_pid > 0 || !e->adopted) &&
+	    e->client_pid >= 0 &&
 	    proc_uffd_registered(e->client_pid, d->addr, d->len) == 0)
 		ret = fl_err(-EINVAL, "region 0x%llx+%llu: not registered with "
 			     "userfaultfd (no 'um' in its smaps VmFlags): "
