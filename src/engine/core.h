@@ -68,8 +68,7 @@ struct fl_engine {
 	 * COPY with EAGAIN as soon as the event is read).
 	 */
 	pthread_rwlock_t lock;
-	struct region **regions;
-	int nregions, cap;
+	struct region_list regions;	/* region.c */
 
 	int stopfd;		/* eventfd: wakes pollers on stop */
 	pthread_t *threads;

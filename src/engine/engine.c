@@ -343,8 +343,8 @@ static int check_region(struct fl_engine *e, const struct fl_region_desc *d,
 			      (unsigned long long)d->src_offset,
 			      (unsigned long long)d->len, src->desc,
 			      (unsigned long long)src->size);
-	for (int i = 0; i < e->nregions; i++) {
-		struct region *r = e->regions[i];
+	for (int i = 0; i < e->regions.n; i++) {
+		struct region *r = e->regions.v[i];
 
 		if (d->addr < r->addr + r->len && r->addr < d->addr + d->len)
 			return fl_err(-EINVAL,
@@ -413,9 +413,11 @@ int fl_engine_add_region(struct fl_engine *e, const struct fl_region_desc *rd,
 	if (ret == 0 && (ret = share_state(e, r)) < 0)
 		region_free(r);
 	if (ret == 0) {
-		ret = engine_add_region_locked(e, r);
+		ret = region_insert(&e->regions, r);
 		if (ret < 0)
 			region_free(r);
+		else
+			prefetch_regions_changed(e);
 	}
 	pthread_rwlock_unlock(&e->lock);
 	return ret;
@@ -501,8 +503,8 @@ int fl_engine_start(struct fl_engine *e, unsigned int nthreads)
 	}
 	/* Taken over: faults the dead server read are asleep; fault again. */
 	pthread_rwlock_rdlock(&e->lock);
-	for (int i = 0; e->takeover && i < e->nregions; i++)
-		engine_wake(e, e->regions[i]->addr, e->regions[i]->len);
+	for (int i = 0; e->takeover && i < e->regions.n; i++)
+		engine_wake(e, e->regions.v[i]->addr, e->regions.v[i]->len);
 	pthread_rwlock_unlock(&e->lock);
 	return 0;
 }
@@ -558,8 +560,8 @@ int fl_engine_progress(struct fl_engine *e, uint64_t *missing,
 
 	if (pthread_rwlock_tryrdlock(&e->lock))
 		return -EBUSY;
-	for (int i = 0; i < e->nregions; i++) {
-		const struct region *r = e->regions[i];
+	for (int i = 0; i < e->regions.n; i++) {
+		const struct region *r = e->regions.v[i];
 		uint64_t c[PG_NSTATES];
 
 		region_count(r, c);
@@ -618,9 +620,7 @@ void fl_engine_destroy(struct fl_engine *e)
 		return;
 	fl_engine_detach(e);
 	fl_engine_stop(e);
-	for (int i = 0; i < e->nregions; i++)
-		region_free(e->regions[i]);
-	free(e->regions);
+	region_list_free(&e->regions, NULL, NULL);
 	if (e->own_uffd)
 		close(e->uffd);
 	close(e->stopfd);

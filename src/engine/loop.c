@@ -43,91 +43,46 @@ static int queue_reserve(struct worker *w, int n)
 
 /* ---- events ------------------------------------------------------------- */
 
-
-/* ---- events ------------------------------------------------------------- */
-
-static void drop_region(struct fl_engine *e, int i)
+/* A region leaves the list: no queued work may name it any more. */
+static void drop_region(void *arg, struct region *r)
 {
-	prefetch_forget(e, e->regions[i]);
-	region_free(e->regions[i]);
-	e->regions[i] = e->regions[--e->nregions];
-}
-
-int engine_add_region_locked(struct fl_engine *e, struct region *r)
-{
-	if (e->nregions == e->cap) {
-		int cap = e->cap ? e->cap * 2 : 8;
-		struct region **v = realloc(e->regions, sizeof(*v) * (size_t)cap);
-
-		if (!v)
-			return -ENOMEM;
-		e->regions = v;
-		e->cap = cap;
-	}
-	e->regions[e->nregions++] = r;
-	prefetch_regions_changed(e);
-	return 0;
-}
-
-/* Add r, or free it if there is no room. */
-static void add_or_free(struct fl_engine *e, struct region *r)
-{
-	if (r && engine_add_region_locked(e, r) < 0)
-		region_free(r);
+	prefetch_forget(arg, r);
+	region_free(r);
 }
 
 /*
- * Cut [start, end) out of every region (UNMAP, or the old range of a
- * REMAP): regions shrink, split or go, so none covers memory the client
- * may map anew there.
+ * After UNMAP or REMAP: regions may be shorter (no readahead past their
+ * end) or new (split off: background restore starts over).
  */
-static void apply_cut(struct fl_engine *e, uint64_t start, uint64_t end)
+static void regions_changed(struct fl_engine *e, unsigned int added)
 {
-	/* Tails appended here lie past the range: cutting them is a no-op. */
-	for (int i = 0; i < e->nregions; i++) {
-		struct region *tail;
-		int gone = region_cut(e->regions[i], start, end, &tail);
-
-		add_or_free(e, tail);
-		if (gone == 1)
-			drop_region(e, i--);	/* the last one takes slot i */
-		else
-			prefetch_clip(e, e->regions[i]);	/* may be shorter */
-	}
-}
-
-static void apply_remap(struct fl_engine *e, uint64_t from, uint64_t to,
-			uint64_t len)
-{
-	int n = e->nregions;
-
-	/* First the moved parts, at their new addresses... */
-	for (int i = 0; i < n; i++) {
-		struct region *nr;
-
-		if (region_remap(e->regions[i], from, len, to, &nr) == 0)
-			add_or_free(e, nr);
-	}
-	/* ...then what stayed behind no longer covers the old range. */
-	apply_cut(e, from, from + len);
+	for (int i = 0; i < e->regions.n; i++)
+		prefetch_clip(e, e->regions.v[i]);
+	if (added != e->regions.added)
+		prefetch_regions_changed(e);
 }
 
 /* Called with the engine lock held exclusively. */
 static void apply_event(struct fl_engine *e, const struct uffd_msg *m)
 {
 	stat_add(&e->st.events, 1);
+	unsigned int added = e->regions.added;
+
 	switch (m->event) {
 	case UFFD_EVENT_REMOVE:
-		for (int i = 0; i < e->nregions; i++)
-			region_mark_removed(e->regions[i], m->arg.remove.start,
-					    m->arg.remove.end);
+		region_list_removed(&e->regions, m->arg.remove.start,
+				    m->arg.remove.end);
 		break;
 	case UFFD_EVENT_UNMAP:
-		apply_cut(e, m->arg.remove.start, m->arg.remove.end);
+		region_list_cut(&e->regions, m->arg.remove.start,
+				m->arg.remove.end, drop_region, e);
+		regions_changed(e, added);
 		break;
 	case UFFD_EVENT_REMAP:
-		apply_remap(e, m->arg.remap.from, m->arg.remap.to,
-			    m->arg.remap.len);
+		region_list_move(&e->regions, m->arg.remap.from,
+				 m->arg.remap.to, m->arg.remap.len,
+				 drop_region, e);
+		regions_changed(e, added);
 		break;
 	case UFFD_EVENT_FORK:
 		/*
@@ -173,16 +128,6 @@ static int read_msgs(struct fl_engine *e, struct worker *w)
 	}
 	pthread_rwlock_unlock(&e->lock);
 	return n;
-}
-
-/* ---- resolving ---------------------------------------------------------- */
-
-static struct region *find_region(struct fl_engine *e, uint64_t addr)
-{
-	for (int i = 0; i < e->nregions; i++)
-		if (region_contains(e->regions[i], addr))
-			return e->regions[i];
-	return NULL;
 }
 
 /* ---- faults ------------------------------------------------------------- */
@@ -289,7 +234,7 @@ static int serve_fault(struct fl_engine *e, struct worker *w,
 	int ret = 0;
 
 	pthread_rwlock_rdlock(&e->lock);
-	struct region *r = find_region(e, p->addr);
+	struct region *r = region_find(&e->regions, p->addr);
 
 	if (!r) {
 		/*

@@ -426,11 +426,11 @@ static int replay_piece(struct fl_engine *e, struct worker *w)
 {
 	uint64_t src_end = 0;	/* no region maps the snapshot beyond this */
 
-	if (!e->nregions)
+	if (!e->regions.n)
 		return -ENXIO;	/* nothing to replay into yet */
-	for (int i = 0; i < e->nregions; i++)
-		if (e->regions[i]->src_off + e->regions[i]->len > src_end)
-			src_end = e->regions[i]->src_off + e->regions[i]->len;
+	for (int i = 0; i < e->regions.n; i++)
+		if (e->regions.v[i]->src_off + e->regions.v[i]->len > src_end)
+			src_end = e->regions.v[i]->src_off + e->regions.v[i]->len;
 	pthread_mutex_lock(&e->ra_lock);
 	/* A trace of another snapshot: what lies past every region is skipped. */
 	while (e->replay_next < e->replay.n &&
@@ -464,8 +464,8 @@ static int replay_piece(struct fl_engine *e, struct worker *w)
 	}
 	pthread_mutex_unlock(&e->ra_lock);
 
-	for (int i = 0; i < e->nregions; i++) {
-		struct region *r = e->regions[i];
+	for (int i = 0; i < e->regions.n; i++) {
+		struct region *r = e->regions.v[i];
 		uint64_t lo = off > r->src_off ? off : r->src_off;
 		uint64_t hi = off + len < r->src_off + r->len ?
 			      off + len : r->src_off + r->len;
@@ -507,12 +507,12 @@ static int next_missing(struct fl_engine *e, int *ri, uint64_t *pg)
 {
 	bool busy = false;
 
-	for (int scanned = 0; scanned <= e->nregions; scanned++) {
-		if (*ri >= e->nregions) {
+	for (int scanned = 0; scanned <= e->regions.n; scanned++) {
+		if (*ri >= e->regions.n) {
 			*ri = 0;
 			*pg = 0;
 		}
-		struct region *r = e->regions[*ri];
+		struct region *r = e->regions.v[*ri];
 		enum page_state s = PG_PRESENT;
 
 		while (*pg < r->npages &&
@@ -542,7 +542,7 @@ static int background_piece(struct fl_engine *e, struct worker *w)
 	int ri;
 	uint64_t pg;
 
-	if (!e->nregions)
+	if (!e->regions.n)
 		return 0;
 	for (;;) {
 		pthread_mutex_lock(&e->ra_lock);
@@ -556,7 +556,7 @@ static int background_piece(struct fl_engine *e, struct worker *w)
 
 		if (found != 1)
 			return found;
-		struct region *r = e->regions[ri];
+		struct region *r = e->regions.v[ri];
 		uint64_t end = pg + pages_of(r, BG_BYTES);
 
 		if (end > r->npages)

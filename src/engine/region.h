@@ -135,4 +135,40 @@ int region_cut(struct region *r, uint64_t start, uint64_t end,
 /* Number of pages in each state (for stats and tests). */
 void region_count(const struct region *r, uint64_t counts[PG_NSTATES]);
 
+/*
+ * The engine's regions: never overlapping, in no order.  Changed only with
+ * the engine lock held exclusively; a region leaving the list (cut away
+ * whole, or the list freed) is handed to drop(arg, r), which must forget
+ * it (queued work naming it) and region_free() it.
+ */
+struct region_list {
+	struct region **v;
+	int n, cap;
+	unsigned int added;	/* bumped by every insert (splits too) */
+};
+
+typedef void region_drop_fn(void *arg, struct region *r);
+
+/* The region containing addr, or NULL. */
+struct region *region_find(const struct region_list *l, uint64_t addr);
+/* Add r: 0, or -ENOMEM (r is then still the caller's). */
+int region_insert(struct region_list *l, struct region *r);
+/*
+ * UNMAP: cut [start, end) out of every region (each shrinks, splits in
+ * two or goes), so that none covers memory the client may map anew.
+ */
+void region_list_cut(struct region_list *l, uint64_t start, uint64_t end,
+		     region_drop_fn *drop, void *arg);
+/*
+ * REMAP: [from, from+len) moved to to.  A region wholly inside moves; one
+ * partly inside is split: the moved part becomes a new region at its new
+ * address, and the old range is cut out of what stayed.
+ */
+void region_list_move(struct region_list *l, uint64_t from, uint64_t to,
+		      uint64_t len, region_drop_fn *drop, void *arg);
+/* REMOVE: [start, end) of every region discarded (region_mark_removed). */
+void region_list_removed(struct region_list *l, uint64_t start, uint64_t end);
+/* Drop every region (drop NULL: region_free) and the list's storage. */
+void region_list_free(struct region_list *l, region_drop_fn *drop, void *arg);
+
 #endif
