@@ -565,7 +565,8 @@ int fl_engine_progress(struct fl_engine *e, uint64_t *missing,
 		uint64_t c[PG_NSTATES];
 
 		region_count(r, c);
-		m += (c[PG_MISSING] + c[PG_BUSY]) << r->page_shift;
+		m += (c[PG_MISSING] + c[PG_BUSY] + c[PG_RESET]) <<
+		     r->page_shift;
 		t += r->len;
 	}
 	/*

@@ -500,8 +500,8 @@ static int replay_piece(struct fl_engine *e, struct worker *w)
 /*
  * The first missing page from the cursor (ri, pg) on, wrapping round
  * once: its region's index and page in *ri, *pg, and 1; else 2 if pages
- * are still being filled (busy: the restore is not complete until they
- * are), 0 if none.  Reads page states only (engine lock held shared).
+ * are still being filled or reset (busy: the restore is not complete
+ * until they are), 0 if none.  Reads page states only (engine lock held shared).
  */
 static int next_missing(struct fl_engine *e, int *ri, uint64_t *pg)
 {
@@ -517,7 +517,7 @@ static int next_missing(struct fl_engine *e, int *ri, uint64_t *pg)
 
 		while (*pg < r->npages &&
 		       (s = region_get(r, *pg)) != PG_MISSING) {
-			busy |= s == PG_BUSY;
+			busy |= s == PG_BUSY || s == PG_RESET;
 			(*pg)++;
 		}
 		if (*pg < r->npages)

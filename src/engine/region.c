@@ -57,8 +57,12 @@ void region_share_state(struct region *r, _Atomic uint8_t *mem, bool keep)
 	for (uint64_t i = 0; i < r->npages; i++) {
 		uint8_t s = keep ? atomic_load(&mem[i]) : PG_MISSING;
 
-		/* A fill the last server had under way: EEXIST will tell. */
-		if (s == PG_BUSY || s >= PG_NSTATES)
+		/*
+		 * A fill the last server had under way: EEXIST will tell.
+		 * A reset under way: its drop may not have happened, but
+		 * the page then is mapped and never faults.
+		 */
+		if (s == PG_BUSY || s == PG_RESET || s >= PG_NSTATES)
 			s = PG_MISSING;
 		atomic_store(&mem[i], s);
 	}
@@ -85,14 +89,48 @@ static bool clip_pages(const struct region *r, uint64_t start, uint64_t end,
 	return true;
 }
 
+/* Pages of [first, last) in a state of mask (bits 1 << state) become to. */
+static uint64_t move_pages(struct region *r, uint64_t first, uint64_t last,
+			   unsigned int mask, enum page_state to)
+{
+	uint64_t n = 0;
+
+	for (uint64_t i = first; i < last; i++) {
+		if (!(mask & (1u << region_get(r, i))))
+			continue;
+		atomic_store_explicit(&r->state[i], to, memory_order_release);
+		n++;
+	}
+	return n;
+}
+
 uint64_t region_mark_removed(struct region *r, uint64_t start, uint64_t end)
 {
 	uint64_t first, last;
 
 	if (!clip_pages(r, start, end, &first, &last))
 		return 0;
-	region_set(r, first, last - first, PG_REMOVED);
-	return last - first;
+	/* A reset's own drop is not the client's: those stay RESET. */
+	return move_pages(r, first, last, ~(1u << PG_RESET), PG_REMOVED);
+}
+
+uint64_t region_reset_begin(struct region *r, uint64_t start, uint64_t end)
+{
+	uint64_t first, last;
+
+	if (!clip_pages(r, start, end, &first, &last))
+		return 0;
+	return move_pages(r, first, last, 1u << PG_MISSING |
+			  1u << PG_PRESENT | 1u << PG_REMOVED, PG_RESET);
+}
+
+uint64_t region_reset_end(struct region *r, uint64_t start, uint64_t end)
+{
+	uint64_t first, last;
+
+	if (!clip_pages(r, start, end, &first, &last))
+		return 0;
+	return move_pages(r, first, last, 1u << PG_RESET, PG_MISSING);
 }
 
 /* A new region for pages [first, last) of r, at addr, states copied. */

@@ -3,11 +3,40 @@
  * region.h - one registered range of a client's address space and the state
  * of each of its pages.
  *
- * The state map keeps one byte per page (missing / busy / present /
- * removed), changed only with atomic operations: a resolver claims pages by
- * compare-and-swap to BUSY, so two threads never fill the same page, and
- * events mark pages REMOVED.  A byte per page costs 0.025 % of the memory
- * served and needs no read-modify-write of shared words.
+ * The state map keeps one byte per page, changed only with atomic
+ * operations: a resolver claims pages by compare-and-swap to BUSY, so two
+ * threads never fill the same page, and events mark pages REMOVED.  A byte
+ * per page costs 0.025 % of the memory served and needs no
+ * read-modify-write of shared words.
+ *
+ * Decision: a page dropped by a reset (back to the snapshot) and a page
+ * the client discarded (a balloon: zeros) are different states, since
+ * the kernel reports both with the same REMOVE event.  A reset marks its
+ * pages RESET before it drops them, and REMOVE leaves RESET pages alone.
+ *
+ * Transitions (anything not listed does not happen):
+ *
+ *   from      to        by
+ *   MISSING   BUSY      a resolver claims it (fault, prefetch, background)
+ *   REMOVED   BUSY      a fault claims it (prefetch never does)
+ *   PRESENT,  BUSY      a fault proven fresh (loop.c answer_filled)
+ *   GONE
+ *   BUSY      PRESENT   filled (COPY, ZEROPAGE, CONTINUE, MOVE), EEXIST,
+ *                       or poisoned
+ *   BUSY      GONE      the fill met ENOENT (no mapping there)
+ *   BUSY      MISSING,  handed back as it was (EAGAIN, ESRCH, a yield)
+ *             REMOVED
+ *   MISSING,  REMOVED   a REMOVE event (MADV_DONTNEED/REMOVE by the
+ *   PRESENT,            client): reads as zeros at its next fault
+ *   GONE
+ *   MISSING,  RESET     region_reset_begin(): a reset takes it back to the
+ *   PRESENT,            snapshot (engine lock held exclusively, so no
+ *   REMOVED             page is BUSY); not claimable, and a REMOVE event
+ *                       (the reset's own MADV_DONTNEED) leaves it RESET
+ *   RESET     MISSING   region_reset_end(), after the drop: the next fault
+ *                       fills it from the snapshot
+ *   BUSY,     MISSING   taken over from a dead server (region_share_state)
+ *   RESET
  */
 #ifndef FAULTLINE_REGION_H
 #define FAULTLINE_REGION_H
@@ -26,6 +55,8 @@ enum page_state {
 	PG_GONE,	/* no mapping at the last fill (ENOENT): not filled
 			 * ahead; a fault proven fresh fills it from the
 			 * source */
+	PG_RESET,	/* being reset to the snapshot: dropped, not filled
+			 * until region_reset_end() makes it MISSING */
 	PG_NSTATES
 };
 
@@ -111,7 +142,10 @@ static inline bool region_claim(struct region *r, uint64_t pg,
  */
 void region_share_state(struct region *r, _Atomic uint8_t *mem, bool keep);
 
-/* Mark [start, end) of the address space removed; returns pages marked. */
+/*
+ * Mark [start, end) of the address space removed (pages being reset
+ * excepted); returns pages marked.
+ */
 uint64_t region_mark_removed(struct region *r, uint64_t start, uint64_t end);
 
 /*
@@ -131,6 +165,16 @@ int region_remap(struct region *r, uint64_t start, uint64_t len,
  */
 int region_cut(struct region *r, uint64_t start, uint64_t end,
 	       struct region **tail);
+
+/*
+ * A reset of [start, end) of the address space: region_reset_begin()
+ * makes its MISSING, PRESENT and REMOVED pages RESET (GONE pages have no
+ * mapping to drop), engine lock held exclusively; the caller drops them
+ * (MADV_DONTNEED) without the lock; region_reset_end() makes them
+ * MISSING.  Each returns the pages it changed.
+ */
+uint64_t region_reset_begin(struct region *r, uint64_t start, uint64_t end);
+uint64_t region_reset_end(struct region *r, uint64_t start, uint64_t end);
 
 /* Number of pages in each state (for stats and tests). */
 void region_count(const struct region *r, uint64_t counts[PG_NSTATES]);
