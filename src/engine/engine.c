@@ -18,6 +18,8 @@
 
 #include "engine/core.h"
 #include "engine/fill.h"
+#include "engine/gate.h"
+#include "engine/worker.h"
 #include "engine/loop.h"
 #include "engine/prefetch.h"
 #include "kernel/proc.h"

@@ -16,6 +16,7 @@
 
 #include "engine/core.h"
 #include "engine/fill.h"
+#include "engine/gate.h"
 #include "engine/loop.h"
 #include "engine/prefetch.h"
 #include "engine/stats.h"
@@ -192,7 +193,10 @@ static int answer_filled(struct fl_engine *e, struct worker *w,
 		wake_filled(e, addr, r->page_size);
 		return 0;
 	}
-	return fill_run(e, w, r, pg, 1, s, 0, NULL);
+	struct fill_ctx c = { .e = e, .w = w, .r = r, .pg = pg, .npg = 1,
+			      .prior = s };
+
+	return fill_run(&c);
 }
 
 /*
@@ -259,8 +263,9 @@ static int serve_fault(struct fl_engine *e, struct worker *w,
 	if (s == PG_PRESENT || s == PG_GONE)
 		ret = answer_filled(e, w, r, pg, p);
 	else
-		ret = engine_fill_range(e, w, r, first, last, FILL_REMOVED,
-					NULL);
+		ret = engine_fill_range(&(struct fill_ctx){ .e = e, .w = w,
+					.r = r, .how = FILL_REMOVED },
+					first, last);
 	if (ret == 0 && e->rec)
 		trace_add(e->rec, r->src_off + (first << r->page_shift),
 			  (last - first) << r->page_shift);

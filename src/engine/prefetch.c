@@ -22,6 +22,7 @@
 
 #include "engine/core.h"
 #include "engine/fill.h"
+#include "engine/worker.h"
 #include "engine/prefetch.h"
 #include "kernel/uffd.h"
 
@@ -330,7 +331,9 @@ static int fill_ahead(struct fl_engine *e, struct worker *w, struct region *r,
 {
 	if (first >= last)
 		return 0;
-	int ret = engine_fill_range(e, w, r, first, last, FILL_YIELD, counter);
+	struct fill_ctx job = { .e = e, .w = w, .r = r, .how = FILL_YIELD,
+				.counter = counter };
+	int ret = engine_fill_range(&job, first, last);
 
 	if (ret == -EAGAIN || ret == -EINTR)
 		piece_yielded(e);

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "engine/fill.h"
+#include "engine/gate.h"
 #include "engine/prefetch.h"
 #include "engine/reset.h"
 #include "util/error.h"
