@@ -122,24 +122,17 @@ static struct fl_engine *engine_alloc(const struct fl_engine_opts *opts,
 	e->uffd = -1;
 	e->chunk = chunk;
 	e->chunk_fixed = opts->chunk_size != 0;
-	e->prefetch = !(opts->flags & FL_ENGINE_NO_PREFETCH);
-	e->background = !(opts->flags & FL_ENGINE_NO_BACKGROUND);
-	e->ra_max = opts->readahead_max ? opts->readahead_max : FL_DEFAULT_READAHEAD;
-	e->quiet_ns = (uint64_t)(opts->quiet_ms ? opts->quiet_ms :
-				 FL_DEFAULT_QUIET_MS) * 1000000ull;
+	prefetch_init(e, opts);
 	e->takeover = opts->flags & FL_ENGINE_TAKEOVER;
-	pthread_mutex_init(&e->ra_lock, NULL);
 	pthread_mutex_init(&e->why_lock, NULL);
 	pthread_mutex_init(&e->woken_lock, NULL);
 	pthread_mutex_init(&e->process_lock, NULL);
-	pthread_cond_init(&e->ra_cond, NULL);
 	/* Fault readers (writers here) are never starved by fills. */
 	pthread_rwlockattr_init(&attr);
 	pthread_rwlockattr_setkind_np(&attr,
 			PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
 	pthread_rwlock_init(&e->lock, &attr);
 	pthread_rwlockattr_destroy(&attr);
-	trace_init(&e->replay);
 	e->on_error = opts->on_error;
 	/* Internally -1 names the remote client of unknown pid (proc.h). */
 	e->client_pid = opts->client_pid == 0 &&
@@ -458,17 +451,7 @@ int fl_engine_replay(struct fl_engine *e, const char *path)
 		trace_free(&t);
 		return ret;
 	}
-	pthread_mutex_lock(&e->ra_lock);
-	trace_free(&e->replay);
-	e->replay = t;
-	e->replay_next = 0;
-	e->replay_off = 0;
-	pthread_cond_broadcast(&e->ra_cond);
-	pthread_mutex_unlock(&e->ra_lock);
-	/* Started without anything for the filler to do: it has now. */
-	if (ret == 0 && e->threads && !e->nfillers)
-		ret = prefetch_start(e);
-	return ret;
+	return prefetch_replay(e, &t, e->threads != NULL);
 }
 
 int fl_engine_start(struct fl_engine *e, unsigned int nthreads)
@@ -495,13 +478,11 @@ int fl_engine_start(struct fl_engine *e, unsigned int nthreads)
 		}
 		e->nthreads++;
 	}
-	if (e->prefetch || e->background || e->replay.n) {
-		int ret = prefetch_start(e);
+	int ret = prefetch_start(e);
 
-		if (ret < 0) {
-			fl_engine_stop(e);
-			return fl_err(ret, "cannot start the prefetch thread");
-		}
+	if (ret < 0) {
+		fl_engine_stop(e);
+		return fl_err(ret, "cannot start the prefetch thread");
 	}
 	/* Taken over: faults the dead server read are asleep; fault again. */
 	pthread_rwlock_rdlock(&e->lock);
@@ -640,11 +621,9 @@ void fl_engine_destroy(struct fl_engine *e)
 	worker_free(e->process_worker);
 	pthread_rwlock_destroy(&e->lock);
 	pthread_mutex_destroy(&e->process_lock);
-	pthread_mutex_destroy(&e->ra_lock);
 	pthread_mutex_destroy(&e->why_lock);
 	pthread_mutex_destroy(&e->woken_lock);
-	pthread_cond_destroy(&e->ra_cond);
-	trace_free(&e->replay);
+	prefetch_free(e);
 	if (e->state_map)
 		munmap((void *)e->state_map, e->state_size);
 	if (e->rec) {

@@ -625,21 +625,11 @@ int engine_fill_range(const struct fill_ctx *job, uint64_t first,
 	unsigned int how = job->how;
 	uint64_t i = first;
 	bool ran = false;
-	uint64_t max_bytes = FL_MAX_CHUNK;
+	uint64_t max_bytes = job->max_run && job->max_run < FL_MAX_CHUNK ?
+			     job->max_run : FL_MAX_CHUNK;
 
 	if ((last - first) << r->page_shift >= HUGE_2M)
 		how |= FILL_BLOCK;
-
-	/*
-	 * Prefetch while faults come: short runs, so that one waits little.
-	 * Before the first fault and once they have gone quiet: whole 2 MiB
-	 * runs (a background restore of an idle client, 8 % faster here; and
-	 * with MOVE, a first short run would split the staging huge page for
-	 * good, and no later run would move a whole PMD).
-	 */
-	if ((how & FILL_YIELD) && atomic_load(&e->st.faults) &&
-	    now_ns() - atomic_load(&e->last_fault_ns) < e->quiet_ns)
-		max_bytes = YIELD_RUN_BYTES;
 
 	while (i < last) {
 		enum page_state s = region_get(r, i);

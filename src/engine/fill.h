@@ -12,7 +12,7 @@
 int fill_init(void);
 
 /*
- * What is being filled: set e, w, r, how and counter for
+ * What is being filled: set e, w, r, how, counter and max_run for
  * engine_fill_range(); fill_run() also needs the claimed run (pg, npg,
  * prior).  op and src are fill.c's, chosen per run.
  */
@@ -22,6 +22,7 @@ struct fill_ctx {
 	struct region *r;
 	unsigned int how;		/* FILL_* */
 	_Atomic uint64_t *counter;	/* pages filled are counted here too */
+	uint64_t max_run;		/* bytes per run; 0: FL_MAX_CHUNK */
 	uint64_t pg, npg;		/* the claimed run of r */
 	enum page_state prior;		/* its state before: handed back so */
 	enum uffd_fill_op op;		/* how it is filled */

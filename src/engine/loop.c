@@ -123,7 +123,7 @@ static int read_msgs(struct fl_engine *e, struct worker *w)
 			continue;
 		}
 		stat_add(&e->st.faults, 1);
-		atomic_store_explicit(&e->last_fault_ns, t, memory_order_relaxed);
+		prefetch_fault_read(e, t);
 		w->q[w->qlen++] = (struct pending){ m->arg.pagefault.address,
 						     t, seen };
 	}

@@ -9,7 +9,7 @@
  * Decision: faults come first.  A filler holds the engine lock shared in
  * bounded pieces, copies in runs of YIELD_RUN_BYTES and gives the lock up
  * as soon as a fault reader waits (FILL_YIELD); work is handed out in
- * pieces under ra_lock, so fillers never fill the same piece; removed
+ * pieces under pf.lock, so fillers never fill the same piece; removed
  * pages are never filled ahead (docs/architecture.md, Threading).
  */
 #define _GNU_SOURCE
@@ -24,6 +24,7 @@
 #include "engine/fill.h"
 #include "engine/worker.h"
 #include "engine/prefetch.h"
+#include "util/clock.h"
 #include "kernel/uffd.h"
 
 #define PIECE_BYTES	(512u << 10)	/* readahead work per lock hold */
@@ -37,6 +38,8 @@
 #define STRIDE_MAX	(64u << 20)	/* a larger stride is two random faults */
 /* Fillers run a little below the client and its handler threads. */
 #define FILLER_NICE	5
+/* A prefetch run while faults come: a fault waits for one at most. */
+#define YIELD_RUN_BYTES	(256u << 10)
 
 static uint64_t pages_of(const struct region *r, uint64_t bytes)
 {
@@ -56,7 +59,7 @@ uint64_t prefetch_fault_pages(const struct fl_engine *e, const struct region *r,
 			      int queued)
 {
 	uint64_t base = pages_of(r, e->chunk);
-	uint64_t cur = atomic_load_explicit(&r->fault_pages,
+	uint64_t cur = atomic_load_explicit(&r->ra.fault_pages,
 					    memory_order_relaxed);
 
 	if (e->chunk_fixed)
@@ -66,7 +69,7 @@ uint64_t prefetch_fault_pages(const struct fl_engine *e, const struct region *r,
 	return cur ? cur : base;
 }
 
-/* Faults arrive in order: the next one fills twice as much (ra_lock held). */
+/* Faults arrive in order: the next one fills twice as much (pf.lock held). */
 static void chunk_grow(struct fl_engine *e, struct region *r)
 {
 	uint64_t cur = prefetch_fault_pages(e, r, 1);
@@ -74,7 +77,7 @@ static void chunk_grow(struct fl_engine *e, struct region *r)
 	uint64_t max = pages_of(r, FL_MAX_CHUNK);
 
 	cur = cur < base ? base : cur;
-	atomic_store_explicit(&r->fault_pages, cur * 2 < max ? cur * 2 : max,
+	atomic_store_explicit(&r->ra.fault_pages, cur * 2 < max ? cur * 2 : max,
 			      memory_order_relaxed);
 }
 
@@ -85,44 +88,44 @@ static void chunk_grow(struct fl_engine *e, struct region *r)
  * rest, and each page more would only make the fault wait longer.  Not
  * while a trace is replayed: the fillers are busy with it, and a fault
  * that outran the replay is better off filling 64 KiB (a random trace
- * replayed: 1.35x prepopulated so, 1.14x not).  ra_lock held.
+ * replayed: 1.35x prepopulated so, 1.14x not).  pf.lock held.
  */
 static void chunk_reset(struct fl_engine *e, struct region *r)
 {
-	bool beside = e->background && !e->bg_stopped &&
-		      atomic_load(&e->filling) && atomic_load(&e->dense) &&
-		      e->replay_next >= e->replay.n;
+	bool beside = e->pf.background && !e->pf.bg_stopped &&
+		      atomic_load(&e->pf.filling) && atomic_load(&e->pf.dense) &&
+		      e->pf.replay_next >= e->pf.replay.n;
 
-	atomic_store_explicit(&r->fault_pages, beside ? 1 : 0,
+	atomic_store_explicit(&r->ra.fault_pages, beside ? 1 : 0,
 			      memory_order_relaxed);
 }
 
-/* Queue window [start, end) (steps of run pages every stride; ra_lock held). */
+/* Queue window [start, end) (steps of run pages every stride; pf.lock held). */
 static void queue_window(struct fl_engine *e, struct region *r, uint64_t start,
 			 uint64_t size, uint64_t stride, uint64_t run)
 {
-	if (!e->prefetch || start >= r->npages || e->njobs == RA_JOBS)
+	if (!e->pf.readahead || start >= r->npages || e->pf.njobs == RA_JOBS)
 		return;
 	uint64_t steps = stride ? size / run : 0;
 	uint64_t end = stride ? start + steps * stride : start + size;
 
 	if (end > r->npages)
 		end = r->npages;
-	r->ra_size = size;
-	r->ra_end = end;
-	r->ra_stride = stride;
+	r->ra.size = size;
+	r->ra.end = end;
+	r->ra.stride = stride;
 	if (stride) {
 		/* The middle step is left unfilled, all of it. */
-		r->ra_marker = start + steps / 2 * stride;
-		r->ra_marker_len = run;
+		r->ra.marker = start + steps / 2 * stride;
+		r->ra.marker_len = run;
 	} else {
-		r->ra_marker = start + (end - start) / 2;
-		r->ra_marker_len = 1;
+		r->ra.marker = start + (end - start) / 2;
+		r->ra.marker_len = 1;
 	}
-	e->jobs[e->njobs++] = (struct ra_job){
-		r, start, end, r->ra_marker, r->ra_marker_len, stride, run,
+	e->pf.jobs[e->pf.njobs++] = (struct ra_job){
+		r, start, end, r->ra.marker, r->ra.marker_len, stride, run,
 	};
-	pthread_cond_broadcast(&e->ra_cond);
+	pthread_cond_broadcast(&e->pf.cond);
 }
 
 /*
@@ -130,14 +133,14 @@ static void queue_window(struct fl_engine *e, struct region *r, uint64_t start,
  * chunks, the client is touching all of its memory in no order readahead
  * can follow: waiting for a quiet moment would only leave it faulting on
  * the rest, so background restore starts now.  Streams (sparse runs) count
- * once per run and never get there.  ra_lock held.
+ * once per run and never get there.  pf.lock held.
  */
 static void random_fault(struct fl_engine *e, struct region *r, uint64_t chunk)
 {
-	if (++r->ra_random * DENSE_DIV * chunk > r->npages &&
-	    !atomic_load(&e->dense)) {
-		atomic_store(&e->dense, true);
-		pthread_cond_broadcast(&e->ra_cond);
+	if (++r->ra.random * DENSE_DIV * chunk > r->npages &&
+	    !atomic_load(&e->pf.dense)) {
+		atomic_store(&e->pf.dense, true);
+		pthread_cond_broadcast(&e->pf.cond);
 	}
 }
 
@@ -157,38 +160,38 @@ static uint64_t pow2_within(uint64_t n, uint64_t lo, uint64_t hi)
  * walking an array of large records, or touching 1 MiB every 16): a
  * strided window at that distance, each step as long as the last stream
  * went (a power of two, at most FL_MAX_CHUNK), which faults then fill too.
- * Anything else is random.  ra_lock held.
+ * Anything else is random.  pf.lock held.
  */
 static void stream_start(struct fl_engine *e, struct region *r,
 			 uint64_t first, uint64_t chunk, uint64_t max)
 {
-	uint64_t delta = first > r->ra_stream ? first - r->ra_stream : 0;
-	uint64_t extent = r->ra_prev_end - r->ra_stream;
+	uint64_t delta = first > r->ra.stream ? first - r->ra.stream : 0;
+	uint64_t extent = r->ra.prev_end - r->ra.stream;
 	/* How long the last stream went, as a chunk. */
 	uint64_t went = pow2_within(extent, pages_of(r, e->chunk),
 				    pages_of(r, FL_MAX_CHUNK));
 
-	if (delta > extent && delta == r->ra_delta &&
+	if (delta > extent && delta == r->ra.delta &&
 	    delta <= pages_of(r, STRIDE_MAX)) {
 		uint64_t run = e->chunk_fixed ? chunk : went;
 
 		if (!e->chunk_fixed)
-			atomic_store_explicit(&r->fault_pages, run,
+			atomic_store_explicit(&r->ra.fault_pages, run,
 					      memory_order_relaxed);
 		queue_window(e, r, first + delta,
 			     run * 4 < max ? run * 4 : max, delta, run);
-	} else if (r->ra_stream_faults > 1 && !e->chunk_fixed) {
+	} else if (r->ra.stream_faults > 1 && !e->chunk_fixed) {
 		/* After a stream of faults, the next is as long (at first). */
-		atomic_store_explicit(&r->fault_pages, went,
+		atomic_store_explicit(&r->ra.fault_pages, went,
 				      memory_order_relaxed);
 	} else {
 		/* Density counts the engine's chunks, whatever this one was. */
 		random_fault(e, r, pages_of(r, e->chunk));
 		chunk_reset(e, r);
 	}
-	r->ra_delta = delta;
-	r->ra_stream = first;
-	r->ra_stream_faults = 0;
+	r->ra.delta = delta;
+	r->ra.stream = first;
+	r->ra.stream_faults = 0;
 }
 
 /*
@@ -210,36 +213,36 @@ static void stream_start(struct fl_engine *e, struct region *r,
 void prefetch_after_fault(struct fl_engine *e, struct region *r, uint64_t pg,
 			  uint64_t first, uint64_t last)
 {
-	uint64_t chunk = last - first, max = pages_of(r, e->ra_max);
+	uint64_t chunk = last - first, max = pages_of(r, e->pf.ra_max);
 
-	pthread_mutex_lock(&e->ra_lock);
-	bool on_marker = pg >= r->ra_marker &&
-			 pg < r->ra_marker + r->ra_marker_len;
+	pthread_mutex_lock(&e->pf.lock);
+	bool on_marker = pg >= r->ra.marker &&
+			 pg < r->ra.marker + r->ra.marker_len;
 	/* A step of the strided window that the filler has not reached. */
-	bool in_step = r->ra_stride && r->ra_marker_len && first < r->ra_end &&
-		       r->ra_end - first <= r->ra_size / r->ra_marker_len *
-					    r->ra_stride &&
-		       (r->ra_end - first) % r->ra_stride == 0;
+	bool in_step = r->ra.stride && r->ra.marker_len && first < r->ra.end &&
+		       r->ra.end - first <= r->ra.size / r->ra.marker_len *
+					    r->ra.stride &&
+		       (r->ra.end - first) % r->ra.stride == 0;
 
-	if (r->ra_size && (on_marker || (!r->ra_stride && first == r->ra_end))) {
+	if (r->ra.size && (on_marker || (!r->ra.stride && first == r->ra.end))) {
 		/* Progress through the window: queue the next, larger one. */
-		uint64_t start = r->ra_end > last || r->ra_stride ?
-				 r->ra_end : last;
+		uint64_t start = r->ra.end > last || r->ra.stride ?
+				 r->ra.end : last;
 
-		queue_window(e, r, start, r->ra_size * 2 < max ?
-			     r->ra_size * 2 : max, r->ra_stride, chunk);
-		if (!r->ra_stride)
+		queue_window(e, r, start, r->ra.size * 2 < max ?
+			     r->ra.size * 2 : max, r->ra.stride, chunk);
+		if (!r->ra.stride)
 			chunk_grow(e, r);
 		else
-			r->ra_stream = first;
+			r->ra.stream = first;
 	} else if (in_step) {
 		/* The client outran the filler: still the stream, not random. */
-		if (!r->ra_stride)
+		if (!r->ra.stride)
 			chunk_grow(e, r);
 		else
-			r->ra_stream = first;
-	} else if (r->ra_prev_end && first <= r->ra_prev_end &&
-		   pg >= r->ra_prev_end) {
+			r->ra.stream = first;
+	} else if (r->ra.prev_end && first <= r->ra.prev_end &&
+		   pg >= r->ra.prev_end) {
 		/*
 		 * Where the last chunk ended (this one, grown, may start
 		 * before it: chunks are aligned): a sequential stream.  Its
@@ -255,32 +258,32 @@ void prefetch_after_fault(struct fl_engine *e, struct region *r, uint64_t pg,
 	} else {
 		stream_start(e, r, first, chunk, max);
 	}
-	r->ra_prev_end = last;
-	r->ra_stream_faults++;
-	pthread_mutex_unlock(&e->ra_lock);
+	r->ra.prev_end = last;
+	r->ra.stream_faults++;
+	pthread_mutex_unlock(&e->pf.lock);
 }
 
 void prefetch_forget(struct fl_engine *e, struct region *r)
 {
-	pthread_mutex_lock(&e->ra_lock);
-	for (int i = 0; i < e->njobs; i++) {
-		if (e->jobs[i].r != r)
+	pthread_mutex_lock(&e->pf.lock);
+	for (int i = 0; i < e->pf.njobs; i++) {
+		if (e->pf.jobs[i].r != r)
 			continue;
-		memmove(&e->jobs[i], &e->jobs[i + 1],
-			sizeof(*e->jobs) * (size_t)(e->njobs - i - 1));
-		e->njobs--;
+		memmove(&e->pf.jobs[i], &e->pf.jobs[i + 1],
+			sizeof(*e->pf.jobs) * (size_t)(e->pf.njobs - i - 1));
+		e->pf.njobs--;
 		i--;
 	}
-	e->bg_region = 0;
-	e->bg_page = 0;
-	pthread_mutex_unlock(&e->ra_lock);
+	e->pf.bg_region = 0;
+	e->pf.bg_page = 0;
+	pthread_mutex_unlock(&e->pf.lock);
 }
 
 void prefetch_clip(struct fl_engine *e, struct region *r)
 {
-	pthread_mutex_lock(&e->ra_lock);
-	for (int i = 0; i < e->njobs; i++) {
-		struct ra_job *j = &e->jobs[i];
+	pthread_mutex_lock(&e->pf.lock);
+	for (int i = 0; i < e->pf.njobs; i++) {
+		struct ra_job *j = &e->pf.jobs[i];
 
 		if (j->r != r)
 			continue;
@@ -288,25 +291,25 @@ void prefetch_clip(struct fl_engine *e, struct region *r)
 			j->end = r->npages;
 		if (j->next < j->end)
 			continue;
-		memmove(j, j + 1, sizeof(*j) * (size_t)(e->njobs - i - 1));
-		e->njobs--;
+		memmove(j, j + 1, sizeof(*j) * (size_t)(e->pf.njobs - i - 1));
+		e->pf.njobs--;
 		i--;
 	}
-	if (r->ra_end > r->npages)	/* the stream starts over */
-		r->ra_size = 0;
-	pthread_mutex_unlock(&e->ra_lock);
+	if (r->ra.end > r->npages)	/* the stream starts over */
+		r->ra.size = 0;
+	pthread_mutex_unlock(&e->pf.lock);
 }
 
 void prefetch_regions_changed(struct fl_engine *e)
 {
-	pthread_mutex_lock(&e->ra_lock);
-	e->bg_region = 0;
-	e->bg_page = 0;
-	e->bg_gen++;		/* a scan begun before is stale */
-	e->bg_stopped = false;
+	pthread_mutex_lock(&e->pf.lock);
+	e->pf.bg_region = 0;
+	e->pf.bg_page = 0;
+	e->pf.bg_gen++;		/* a scan begun before is stale */
+	e->pf.bg_stopped = false;
 	atomic_store(&e->restored, false);
-	pthread_cond_broadcast(&e->ra_cond);
-	pthread_mutex_unlock(&e->ra_lock);
+	pthread_cond_broadcast(&e->pf.cond);
+	pthread_mutex_unlock(&e->pf.lock);
 }
 
 /*
@@ -316,9 +319,9 @@ void prefetch_regions_changed(struct fl_engine *e)
  */
 static void piece_yielded(struct fl_engine *e)
 {
-	pthread_mutex_lock(&e->ra_lock);
-	e->bg_gen++;
-	pthread_mutex_unlock(&e->ra_lock);
+	pthread_mutex_lock(&e->pf.lock);
+	e->pf.bg_gen++;
+	pthread_mutex_unlock(&e->pf.lock);
 }
 
 /*
@@ -333,6 +336,17 @@ static int fill_ahead(struct fl_engine *e, struct worker *w, struct region *r,
 		return 0;
 	struct fill_ctx job = { .e = e, .w = w, .r = r, .how = FILL_YIELD,
 				.counter = counter };
+
+	/*
+	 * While faults come: short runs, so that one waits little.  Before
+	 * the first fault and once they have gone quiet: whole 2 MiB runs (a
+	 * background restore of an idle client, 8 % faster here; and with
+	 * MOVE, a first short run would split the staging huge page for
+	 * good, and no later run would move a whole PMD).
+	 */
+	if (atomic_load(&e->st.faults) &&
+	    now_ns() - atomic_load(&e->pf.last_fault_ns) < e->pf.quiet_ns)
+		job.max_run = YIELD_RUN_BYTES;
 	int ret = engine_fill_range(&job, first, last);
 
 	if (ret == -EAGAIN || ret == -EINTR)
@@ -354,21 +368,21 @@ static int fill_around_marker(struct fl_engine *e, struct worker *w,
 	return ret ? ret : fill_ahead(e, w, j->r, m1 < b ? m1 : b, b, c);
 }
 
-/* Put the rest of a piece back first in line (ra_lock not held). */
+/* Put the rest of a piece back first in line (pf.lock not held). */
 static void requeue_front(struct fl_engine *e, const struct ra_job *j)
 {
-	pthread_mutex_lock(&e->ra_lock);
-	if (e->njobs < RA_JOBS) {	/* else background restore will do it */
-		memmove(&e->jobs[1], &e->jobs[0],
-			sizeof(*e->jobs) * (size_t)e->njobs++);
-		e->jobs[0] = *j;
+	pthread_mutex_lock(&e->pf.lock);
+	if (e->pf.njobs < RA_JOBS) {	/* else background restore will do it */
+		memmove(&e->pf.jobs[1], &e->pf.jobs[0],
+			sizeof(*e->pf.jobs) * (size_t)e->pf.njobs++);
+		e->pf.jobs[0] = *j;
 	}
-	pthread_mutex_unlock(&e->ra_lock);
+	pthread_mutex_unlock(&e->pf.lock);
 }
 
 /*
  * One piece of the oldest readahead job: PIECE_BYTES of data, contiguous
- * or in steps, taken off the job under ra_lock so that another filler goes
+ * or in steps, taken off the job under pf.lock so that another filler goes
  * on with the next piece.  Engine lock held shared (so the job's region
  * stays).  Returns -EAGAIN when an event is pending or -EINTR when a fault
  * waits: the rest of the piece is queued again, first (what was filled is
@@ -376,12 +390,12 @@ static void requeue_front(struct fl_engine *e, const struct ra_job *j)
  */
 static int readahead_piece(struct fl_engine *e, struct worker *w)
 {
-	pthread_mutex_lock(&e->ra_lock);
-	if (!e->njobs) {
-		pthread_mutex_unlock(&e->ra_lock);
+	pthread_mutex_lock(&e->pf.lock);
+	if (!e->pf.njobs) {
+		pthread_mutex_unlock(&e->pf.lock);
 		return 0;
 	}
-	struct ra_job j = e->jobs[0];
+	struct ra_job j = e->pf.jobs[0];
 	uint64_t piece = pages_of(j.r, PIECE_BYTES);
 	uint64_t stop = j.stride ? j.next + (piece > j.run ? piece / j.run : 1) *
 				   j.stride : j.next + piece;
@@ -389,11 +403,11 @@ static int readahead_piece(struct fl_engine *e, struct worker *w)
 
 	if (stop > end)
 		stop = end;
-	e->jobs[0].next = stop;
+	e->pf.jobs[0].next = stop;
 	if (stop == end)
-		memmove(&e->jobs[0], &e->jobs[1],
-			sizeof(*e->jobs) * (size_t)--e->njobs);
-	pthread_mutex_unlock(&e->ra_lock);
+		memmove(&e->pf.jobs[0], &e->pf.jobs[1],
+			sizeof(*e->pf.jobs) * (size_t)--e->pf.njobs);
+	pthread_mutex_unlock(&e->pf.lock);
 
 	int ret = 0;
 	uint64_t resume = j.next;	/* strided: the first step not done */
@@ -434,38 +448,38 @@ static int replay_piece(struct fl_engine *e, struct worker *w)
 	for (int i = 0; i < e->regions.n; i++)
 		if (e->regions.v[i]->src_off + e->regions.v[i]->len > src_end)
 			src_end = e->regions.v[i]->src_off + e->regions.v[i]->len;
-	pthread_mutex_lock(&e->ra_lock);
+	pthread_mutex_lock(&e->pf.lock);
 	/* A trace of another snapshot: what lies past every region is skipped. */
-	while (e->replay_next < e->replay.n &&
-	       e->replay.runs[e->replay_next].off + e->replay_off >= src_end) {
-		e->replay_next++;
-		e->replay_off = 0;
+	while (e->pf.replay_next < e->pf.replay.n &&
+	       e->pf.replay.runs[e->pf.replay_next].off + e->pf.replay_off >= src_end) {
+		e->pf.replay_next++;
+		e->pf.replay_off = 0;
 	}
-	if (e->replay_next >= e->replay.n) {
-		pthread_mutex_unlock(&e->ra_lock);
+	if (e->pf.replay_next >= e->pf.replay.n) {
+		pthread_mutex_unlock(&e->pf.lock);
 		return 0;
 	}
-	size_t at = e->replay_next;
-	uint64_t at_off = e->replay_off;
-	struct trace_run run = e->replay.runs[e->replay_next];
-	uint64_t off = run.off + e->replay_off;
-	uint64_t len = run.len - e->replay_off;
+	size_t at = e->pf.replay_next;
+	uint64_t at_off = e->pf.replay_off;
+	struct trace_run run = e->pf.replay.runs[e->pf.replay_next];
+	uint64_t off = run.off + e->pf.replay_off;
+	uint64_t len = run.len - e->pf.replay_off;
 
 	if (len > src_end - off) {	/* the run ends past every region */
 		len = src_end - off;
-		run.len = e->replay_off + len;
+		run.len = e->pf.replay_off + len;
 	}
 
 	if (len > BG_BYTES)
 		len = BG_BYTES;
-	e->replay_off += len;
+	e->pf.replay_off += len;
 	/* Replay is activity: background restore waits until it is over. */
-	atomic_store(&e->last_fault_ns, now_ns());
-	if (e->replay_off >= run.len) {
-		e->replay_next++;
-		e->replay_off = 0;
+	atomic_store(&e->pf.last_fault_ns, now_ns());
+	if (e->pf.replay_off >= run.len) {
+		e->pf.replay_next++;
+		e->pf.replay_off = 0;
 	}
-	pthread_mutex_unlock(&e->ra_lock);
+	pthread_mutex_unlock(&e->pf.lock);
 
 	for (int i = 0; i < e->regions.n; i++) {
 		struct region *r = e->regions.v[i];
@@ -487,13 +501,13 @@ static int replay_piece(struct fl_engine *e, struct worker *w)
 			 * An event or a fault is pending: do it again, unless
 			 * another filler has gone back further already.
 			 */
-			pthread_mutex_lock(&e->ra_lock);
-			if (at < e->replay_next || (at == e->replay_next &&
-						    at_off < e->replay_off)) {
-				e->replay_next = at;
-				e->replay_off = at_off;
+			pthread_mutex_lock(&e->pf.lock);
+			if (at < e->pf.replay_next || (at == e->pf.replay_next &&
+						    at_off < e->pf.replay_off)) {
+				e->pf.replay_next = at;
+				e->pf.replay_off = at_off;
 			}
-			pthread_mutex_unlock(&e->ra_lock);
+			pthread_mutex_unlock(&e->pf.lock);
 			return ret;
 		}
 	}
@@ -548,11 +562,11 @@ static int background_piece(struct fl_engine *e, struct worker *w)
 	if (!e->regions.n)
 		return 0;
 	for (;;) {
-		pthread_mutex_lock(&e->ra_lock);
-		int ri0 = e->bg_region;
-		uint64_t pg0 = e->bg_page;
+		pthread_mutex_lock(&e->pf.lock);
+		int ri0 = e->pf.bg_region;
+		uint64_t pg0 = e->pf.bg_page;
 
-		pthread_mutex_unlock(&e->ra_lock);
+		pthread_mutex_unlock(&e->pf.lock);
 		ri = ri0;
 		pg = pg0;
 		int found = next_missing(e, &ri, &pg);
@@ -565,14 +579,14 @@ static int background_piece(struct fl_engine *e, struct worker *w)
 		if (end > r->npages)
 			end = r->npages;
 		/* Take the piece, unless another filler moved the cursor. */
-		pthread_mutex_lock(&e->ra_lock);
-		bool mine = e->bg_region == ri0 && e->bg_page == pg0;
+		pthread_mutex_lock(&e->pf.lock);
+		bool mine = e->pf.bg_region == ri0 && e->pf.bg_page == pg0;
 
 		if (mine) {
-			e->bg_region = ri;
-			e->bg_page = end;
+			e->pf.bg_region = ri;
+			e->pf.bg_page = end;
 		}
-		pthread_mutex_unlock(&e->ra_lock);
+		pthread_mutex_unlock(&e->pf.lock);
 		if (!mine)
 			continue;
 		int ret = fill_ahead(e, w, r, pg, end, &e->st.pages_background);
@@ -592,7 +606,7 @@ static void wait_ns(struct fl_engine *e, uint64_t ns)
 		ts.tv_sec++;
 		ts.tv_nsec -= 1000000000l;
 	}
-	pthread_cond_timedwait(&e->ra_cond, &e->ra_lock, &ts);
+	pthread_cond_timedwait(&e->pf.cond, &e->pf.lock, &ts);
 }
 
 static bool filler_stopped(struct fl_engine *e)
@@ -604,12 +618,12 @@ static bool filler_stopped(struct fl_engine *e)
  * How long faults (and replay) must have paused before background
  * restore: the engine's quiet_ns once the client has faulted (not to
  * compete with it while it runs) or a trace is replayed (its working set
- * first), none before (nothing of it runs on that memory yet).  ra_lock
+ * first), none before (nothing of it runs on that memory yet).  pf.lock
  * held.
  */
 static uint64_t bg_quiet_ns(struct fl_engine *e)
 {
-	return atomic_load(&e->st.faults) || e->replay.n ? e->quiet_ns : 0;
+	return atomic_load(&e->st.faults) || e->pf.replay.n ? e->pf.quiet_ns : 0;
 }
 
 /*
@@ -622,10 +636,10 @@ static uint64_t bg_quiet_ns(struct fl_engine *e)
 static bool bg_go(struct fl_engine *e, const struct worker *w,
 		  uint64_t *wait)
 {
-	uint64_t since = now_ns() - atomic_load(&e->last_fault_ns);
+	uint64_t since = now_ns() - atomic_load(&e->pf.last_fault_ns);
 	uint64_t quiet = bg_quiet_ns(e);
 
-	if (since >= quiet || (!w->filler && atomic_load(&e->dense)))
+	if (since >= quiet || (!w->filler && atomic_load(&e->pf.dense)))
 		return true;
 	*wait = quiet - since;
 	return false;
@@ -638,14 +652,14 @@ static void *filler(void *arg)
 
 	/* Below the client's threads and the fault handlers (nice raised). */
 	setpriority(PRIO_PROCESS, (id_t)gettid(), FILLER_NICE);
-	pthread_mutex_lock(&e->ra_lock);
+	pthread_mutex_lock(&e->pf.lock);
 	while (!filler_stopped(e)) {
 		/* Readahead (the first filler's) follows live faults: first. */
-		bool ra = e->njobs && !w->filler;
+		bool ra = e->pf.njobs && !w->filler;
 		uint64_t wait;
 
-		if (ra || e->replay_next < e->replay.n) {
-			pthread_mutex_unlock(&e->ra_lock);
+		if (ra || e->pf.replay_next < e->pf.replay.n) {
+			pthread_mutex_unlock(&e->pf.lock);
 			pthread_rwlock_rdlock(&e->lock);
 			int ret = ra ? readahead_piece(e, w) :
 				       replay_piece(e, w);
@@ -653,12 +667,12 @@ static void *filler(void *arg)
 			pthread_rwlock_unlock(&e->lock);
 			if (ret == -EAGAIN)
 				usleep(100);	/* let a reader apply the event */
-			pthread_mutex_lock(&e->ra_lock);
+			pthread_mutex_lock(&e->pf.lock);
 			if (ret == -ENXIO)	/* until a region is added */
 				wait_ns(e, 1000000000ull);
 			continue;
 		}
-		if (!e->background || e->bg_stopped ||
+		if (!e->pf.background || e->pf.bg_stopped ||
 		    atomic_load(&e->restored)) {
 			wait_ns(e, 1000000000ull);
 			continue;
@@ -667,25 +681,25 @@ static void *filler(void *arg)
 			wait_ns(e, wait);
 			continue;
 		}
-		uint64_t gen = e->bg_gen;
+		uint64_t gen = e->pf.bg_gen;
 
-		pthread_mutex_unlock(&e->ra_lock);
+		pthread_mutex_unlock(&e->pf.lock);
 		pthread_rwlock_rdlock(&e->lock);
 		int more = background_piece(e, w);
 
 		pthread_rwlock_unlock(&e->lock);
-		pthread_mutex_lock(&e->ra_lock);
+		pthread_mutex_lock(&e->pf.lock);
 		if (more < 0)		/* hugetlb pool empty: faults only */
-			e->bg_stopped = true;
+			e->pf.bg_stopped = true;
 		if (more == 2)		/* the last pieces are being filled */
 			wait_ns(e, 1000000ull);
-		if (more || gen != e->bg_gen)	/* regions added meanwhile */
+		if (more || gen != e->pf.bg_gen)	/* regions added meanwhile */
 			continue;
 		if (!atomic_load(&e->restored))
 			atomic_store(&e->restored_ns, now_ns());
 		atomic_store(&e->restored, true);
 	}
-	pthread_mutex_unlock(&e->ra_lock);
+	pthread_mutex_unlock(&e->pf.lock);
 	return NULL;
 }
 
@@ -699,38 +713,83 @@ static unsigned int fillers_wanted(void)
 	return n < 1 ? 1 : n > FILLERS_MAX ? FILLERS_MAX : (unsigned int)n;
 }
 
+void prefetch_init(struct fl_engine *e, const struct fl_engine_opts *opts)
+{
+	struct prefetch *pf = &e->pf;
+
+	pf->readahead = !(opts->flags & FL_ENGINE_NO_PREFETCH);
+	pf->background = !(opts->flags & FL_ENGINE_NO_BACKGROUND);
+	pf->ra_max = opts->readahead_max ? opts->readahead_max :
+		     FL_DEFAULT_READAHEAD;
+	pf->quiet_ns = (uint64_t)(opts->quiet_ms ? opts->quiet_ms :
+				  FL_DEFAULT_QUIET_MS) * 1000000ull;
+	pthread_mutex_init(&pf->lock, NULL);
+	pthread_cond_init(&pf->cond, NULL);
+	trace_init(&pf->replay);
+}
+
+void prefetch_free(struct fl_engine *e)
+{
+	pthread_mutex_destroy(&e->pf.lock);
+	pthread_cond_destroy(&e->pf.cond);
+	trace_free(&e->pf.replay);
+}
+
+void prefetch_fault_read(struct fl_engine *e, uint64_t ns)
+{
+	atomic_store_explicit(&e->pf.last_fault_ns, ns, memory_order_relaxed);
+}
+
+int prefetch_replay(struct fl_engine *e, struct trace *t, bool running)
+{
+	pthread_mutex_lock(&e->pf.lock);
+	trace_free(&e->pf.replay);
+	e->pf.replay = *t;
+	e->pf.replay_next = 0;
+	e->pf.replay_off = 0;
+	pthread_cond_broadcast(&e->pf.cond);
+	bool idle = !e->pf.nfillers;
+
+	pthread_mutex_unlock(&e->pf.lock);
+	/* Started without anything for the fillers to do: they have now. */
+	return running && idle ? prefetch_start(e) : 0;
+}
+
 int prefetch_start(struct fl_engine *e)
 {
 	unsigned int n = fillers_wanted();
 
-	atomic_store(&e->last_fault_ns, now_ns());
-	while (e->nfillers < n) {
+	if (!e->pf.readahead && !e->pf.background && !e->pf.replay.n)
+		return 0;	/* nothing for a filler to do */
+
+	atomic_store(&e->pf.last_fault_ns, now_ns());
+	while (e->pf.nfillers < n) {
 		struct worker *w = engine_worker(e);
 		int ret = ENOMEM;
 
 		if (w) {
-			w->filler = e->nfillers;
-			ret = pthread_create(&e->fillers[e->nfillers], NULL,
+			w->filler = e->pf.nfillers;
+			ret = pthread_create(&e->pf.fillers[e->pf.nfillers], NULL,
 					     filler, w);
 		}
 
 		if (ret)	/* one filler is enough to restore */
-			return e->nfillers ? 0 : -ret;
-		e->nfillers++;
-		atomic_store(&e->filling, true);
+			return e->pf.nfillers ? 0 : -ret;
+		e->pf.nfillers++;
+		atomic_store(&e->pf.filling, true);
 	}
 	return 0;
 }
 
 void prefetch_stop(struct fl_engine *e)
 {
-	if (!e->nfillers)
+	if (!e->pf.nfillers)
 		return;
-	atomic_store(&e->filling, false);
-	pthread_mutex_lock(&e->ra_lock);
-	pthread_cond_broadcast(&e->ra_cond);
-	pthread_mutex_unlock(&e->ra_lock);
-	for (unsigned int i = 0; i < e->nfillers; i++)
-		pthread_join(e->fillers[i], NULL);
-	e->nfillers = 0;
+	atomic_store(&e->pf.filling, false);
+	pthread_mutex_lock(&e->pf.lock);
+	pthread_cond_broadcast(&e->pf.cond);
+	pthread_mutex_unlock(&e->pf.lock);
+	for (unsigned int i = 0; i < e->pf.nfillers; i++)
+		pthread_join(e->pf.fillers[i], NULL);
+	e->pf.nfillers = 0;
 }

@@ -8,8 +8,19 @@
 
 #include "engine/core.h"
 
+/* e->pf from the options, and its end (struct prefetch: prefetch.c's). */
+void prefetch_init(struct fl_engine *e, const struct fl_engine_opts *opts);
+void prefetch_free(struct fl_engine *e);
+/* Start the fillers, if there is anything for them to do. */
 int prefetch_start(struct fl_engine *e);
 void prefetch_stop(struct fl_engine *e);
+/* A fault was read at ns: background restore waits for quiet. */
+void prefetch_fault_read(struct fl_engine *e, uint64_t ns);
+/*
+ * Replay t (taken over: t is the engine's now), from its first run;
+ * running: the engine's threads run, so fillers start if none do.
+ */
+int prefetch_replay(struct fl_engine *e, struct trace *t, bool running);
 /*
  * Pages a fault on r fills, queued faults waiting with it (the adaptive
  * chunk; engine lock shared).

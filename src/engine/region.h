@@ -46,6 +46,7 @@
 #include <stdint.h>
 
 #include "faultline.h"
+#include "engine/prefetch_state.h"
 
 enum page_state {
 	PG_MISSING = 0,	/* not yet filled: serve from the source */
@@ -73,25 +74,7 @@ struct region {
 	_Atomic uint8_t *state;	/* npages bytes, enum page_state */
 	bool shared_state;	/* state lives in the engine's state map */
 
-	/* Readahead stream (prefetch.c), under the engine's ra_lock; pages. */
-	uint64_t ra_stream;	/* where the last fault's stream started (a
-				 * run of faults each where the last ended) */
-	uint64_t ra_stream_faults;	/* faults in that stream so far */
-	uint64_t ra_prev_end;	/* the end of the last fault's chunk */
-	uint64_t ra_delta;	/* distance between the last two streams' starts */
-	uint64_t ra_end;	/* end of the current readahead window */
-	uint64_t ra_size;	/* pages it fills */
-	uint64_t ra_stride;	/* 0: contiguous; else its steps' distance */
-	uint64_t ra_marker;	/* pages left unfilled: a fault there = progress */
-	uint64_t ra_marker_len;
-	uint64_t ra_random;	/* faults that started no stream (density) */
-	/*
-	 * Pages a fault fills (adaptive chunk; 0: the engine's): grown while
-	 * faults arrive in order, back to the engine's chunk (or one page,
-	 * chunk_reset()) on a random one.  Written under ra_lock, read by
-	 * faults without it.
-	 */
-	_Atomic uint64_t fault_pages;
+	struct ra_state ra;	/* prefetch.c's: the readahead stream */
 };
 
 int region_new(const struct fl_region_desc *d, struct fl_source *src,
