@@ -19,6 +19,7 @@
 #include "engine/gate.h"
 #include "engine/loop.h"
 #include "engine/prefetch.h"
+#include "engine/readahead.h"
 #include "engine/stats.h"
 #include "kernel/proc.h"
 #include "util/error.h"
@@ -254,7 +255,7 @@ static int serve_fault(struct fl_engine *e, struct worker *w,
 		return ret == -EAGAIN || ret == -ESRCH ? ret : 0;
 	}
 	uint64_t pg = region_page(r, p->addr);
-	uint64_t per = prefetch_fault_pages(e, r, queued);
+	uint64_t per = readahead_fault_pages(e, r, queued);
 	uint64_t first = pg & ~(per - 1);
 	uint64_t last = first + per < r->npages ? first + per : r->npages;
 
@@ -270,7 +271,7 @@ static int serve_fault(struct fl_engine *e, struct worker *w,
 		trace_add(e->rec, r->src_off + (first << r->page_shift),
 			  (last - first) << r->page_shift);
 	if (ret == 0)
-		prefetch_after_fault(e, r, pg, first, last);
+		readahead_after_fault(e, r, pg, first, last);
 	/* r may be gone once the lock is dropped: keep what is needed. */
 	uint64_t pgaddr = region_page_addr(r, pg), psz = r->page_size;
 

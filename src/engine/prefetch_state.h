@@ -6,8 +6,8 @@
  * the engine).
  *
  * Decision: the structs live apart from the region and the engine they
- * are embedded in, and only prefetch.c touches their fields; the rest of
- * the engine goes through prefetch.h's functions.  Embedded, not
+ * are embedded in, and only readahead.c and prefetch.c touch their
+ * fields; the rest of the engine goes through their headers' functions.  Embedded, not
  * allocated, so a region split by an event needs no allocation for it.
  */
 #ifndef FAULTLINE_ENGINE_PREFETCH_STATE_H

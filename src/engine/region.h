@@ -91,6 +91,14 @@ static inline uint64_t region_page(const struct region *r, uint64_t addr)
 	return (addr - r->addr) >> r->page_shift;
 }
 
+/* Pages in bytes of r, at least one. */
+static inline uint64_t region_pages(const struct region *r, uint64_t bytes)
+{
+	uint64_t n = bytes >> r->page_shift;
+
+	return n ? n : 1;
+}
+
 static inline uint64_t region_page_addr(const struct region *r, uint64_t pg)
 {
 	return r->addr + (pg << r->page_shift);
