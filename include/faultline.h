@@ -282,7 +282,8 @@ const char *fl_engine_error(struct fl_engine *e);
  * own atomics, fl_engine_stats() and fl_stats_json() are made from this
  * list.  New counters are appended to its end, never inserted: the list
  * is the struct's tail, and a reader built against an older header reads
- * the prefix it knows (fl_engine_stats() copies by size).  faults: page-fault messages read; events: non-cooperative events
+ * the prefix it knows (fl_engine_stats() copies by size).
+ * faults: page-fault messages read; events: non-cooperative events
  * applied; pages_zeroed: served with ZEROPAGE or a zeroed huge page;
  * pages_prefetched: filled ahead of sequential faults; pages_background:
  * by background restore; pages_replayed: from a working-set trace;
