@@ -6,13 +6,15 @@
  * at its next touch; a page dropped by a plain MADV_DONTNEED (a balloon)
  * reads zeros; a removed page that is then reset reads the snapshot; a
  * thread that faults on a page while it is being reset is woken and reads
- * the snapshot.  In-process engine, internal headers (-Isrc).
+ * the snapshot.  In-process engine, internal headers (-Isrc).  Every
+ * point is bytes or a state, never a timing: it holds under FL_LOAD=1.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <sys/mman.h>
 
 #include "faultline.h"
+#include "load.h"
 #include "tap.h"
 #include "util.h"
 #include "engine/core.h"
@@ -84,6 +86,7 @@ int main(void)
 	char *path = make_snapshot(LEN, SEED, NULL, 0);
 	struct fl_source *src;
 
+	load_start();
 	mem = map_anon(LEN, 0);
 	madvise(mem, LEN, MADV_NOHUGEPAGE);
 	struct fl_region_desc d = { .addr = (uintptr_t)mem, .len = LEN,
