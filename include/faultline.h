@@ -13,12 +13,13 @@
  * fl_last_error() explains the most recent failure on the calling thread in
  * one line.
  *
- * How the ABI grows (decided for 0.3): every options struct a caller fills
- * in (fl_engine_opts, fl_source_opts) ends in reserved space that must be
- * zero, as liburing's io_uring_params does.  A new option takes a field
- * out of that space, so the struct keeps its size and layout, and a
- * zeroed struct (or one with designated initializers, as every caller
- * writes them) stays the working default with no init macro to forget.
+ * How the ABI grows (decided for 0.3): every struct a caller fills in
+ * (fl_engine_opts, fl_source_opts, fl_region_desc) ends in reserved space
+ * that must be zero, as liburing's io_uring_params does.  A new field
+ * takes its place out of that space, so the struct keeps its size and
+ * layout, and a zeroed struct (or one with designated initializers, as
+ * every caller writes them) stays the working default with no init macro
+ * to forget (a size field would have to take 0 as "the old size" anyway).
  * The library refuses non-zero reserved space, and flag bits it does not
  * know, with -EINVAL: a program built against a newer header that sets a
  * new option is told so by an older library instead of being ignored.
@@ -189,6 +190,7 @@ struct fl_region_desc {
 	int memfd;		/* FL_REGION_MINOR: the memfd/shmem file mapped
 				 * MAP_SHARED at addr */
 	uint64_t memfd_offset;	/* file offset of addr in memfd */
+	uint64_t reserved[4];	/* zero (new fields come from here) */
 };
 
 /* Register the range with the engine's uffd (in-process use). */

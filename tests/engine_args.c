@@ -216,6 +216,11 @@ int main(void)
 	expect_einval(fl_engine_add_region(e, &d, src), "an unknown region "
 		      "flag", "region flags");
 	d.flags = FL_REGION_REGISTER;
+	d.reserved[3] = 1;
+	expect_einval(fl_engine_add_region(e, &d, src), "a region with "
+		      "non-zero reserved space", "reserved");
+	d.reserved[3] = 0;
+	d.flags = FL_REGION_REGISTER;
 	ok(fl_engine_add_region(e, &d, src) == 0, "good region added");
 	/* A zeroed descriptor but where and how long: 4 KiB pages. */
 	struct fl_region_desc zd = { 0 };

@@ -311,6 +311,10 @@ static int check_region(struct fl_engine *e, const struct fl_region_desc *d,
 {
 	uint64_t ps = d->page_size;
 
+	if (!is_zero(d->reserved, sizeof(d->reserved)))
+		return fl_err(-EINVAL, "region 0x%llx: reserved space is not "
+			      "zero (fields of a newer libfaultline than %s?)",
+			      (unsigned long long)d->addr, FL_VERSION);
 	if (d->flags & ~REGION_FLAGS)
 		return fl_err(-EINVAL, "region flags 0x%x: unknown to "
 			      "libfaultline %s", d->flags & ~REGION_FLAGS,
