@@ -37,7 +37,12 @@ BUILD   ?= build
 VERSION := $(shell sed -n 's/^\#define FL_VERSION[\t ]*"\(.*\)"/\1/p' include/faultline.h)
 # The shared object's ABI: bumped when a public struct changes layout (1:
 # fl_stats.pages_gone, fl_source_opts.note, FL_ENGINE_ADOPT in 0.2.0).
-SOVERSION := 1
+# 2 (0.3.0), meant as the last: fl_engine_opts, fl_source_opts and
+# fl_region_desc end in reserved space (new fields take it, same size),
+# fl_stats has its counters last and is copied by the caller's size,
+# client_pid -1 became FL_ENGINE_CLIENT_REMOTE; from here options and
+# counters are added without a bump (include/faultline.h says how).
+SOVERSION := 2
 
 DEB_PKGS := gcc make pkg-config perl libjson-c-dev libzstd-dev libxxhash-dev \
 	    nginx-light iproute2 gnuplot-nox strace \

@@ -12,6 +12,19 @@
  * Every function returns 0 (or a count) on success and -errno on failure;
  * fl_last_error() explains the most recent failure on the calling thread in
  * one line.
+ *
+ * How the ABI grows (decided for 0.3): every struct a caller fills in
+ * (fl_engine_opts, fl_source_opts, fl_region_desc) ends in reserved space
+ * that must be zero, as liburing's io_uring_params does.  A new field
+ * takes its place out of that space, so the struct keeps its size and
+ * layout, and a zeroed struct (or one with designated initializers, as
+ * every caller writes them) stays the working default with no init macro
+ * to forget (a size field would have to take 0 as "the old size" anyway).
+ * The library refuses non-zero reserved space, and flag bits it does not
+ * know, with -EINVAL: a program built against a newer header that sets a
+ * new option is told so by an older library instead of being ignored.
+ * Statistics grow at their end and are copied by size (fl_engine_stats()).
+ * Symbols carry a version node per release (src/libfaultline.map).
  */
 #ifndef FAULTLINE_H
 #define FAULTLINE_H
@@ -24,11 +37,11 @@ extern "C" {
 #endif
 
 #define FL_VERSION_MAJOR	0
-#define FL_VERSION_MINOR	2
+#define FL_VERSION_MINOR	3
 #define FL_VERSION_PATCH	0
-#define FL_VERSION		"0.2.0"
+#define FL_VERSION		"0.3.0"
 
-/* The version of the library linked at run time ("0.2.0"). */
+/* The version of the library linked at run time ("0.3.0"). */
 const char *fl_version(void);
 
 struct fl_engine;
@@ -61,11 +74,12 @@ struct fl_source_opts {
 	 */
 	void (*note)(void *arg, const char *line);
 	void *note_arg;
+	uint64_t reserved[8];	/* zero (new options come from here) */
 };
 
 #define FL_DEFAULT_CACHE_MAX	(4ull << 30)
 
-/* fl_source_open with options (opts may be NULL). */
+/* fl_source_open with options (opts may be NULL; reserved must be zero). */
 int fl_source_open_ex(const char *spec, const struct fl_source_opts *opts,
 		      struct fl_source **out);
 uint64_t fl_source_size(const struct fl_source *src);
@@ -82,7 +96,21 @@ enum fl_on_error {
 
 /*
  * A zeroed struct fl_engine_opts is a working default: an engine that
- * creates its own uffd, default chunk, prefetch and background restore.
+ * creates its own uffd for memory of this process, default chunk,
+ * prefetch and background restore.  reserved must be zero, and flags
+ * only FL_ENGINE_* bits defined below (else -EINVAL).
+ *
+ * The client (whose memory the uffd serves) is named by client_pid and
+ * FL_ENGINE_CLIENT_REMOTE, each case explicit:
+ *   client_pid 0                          this process (the default)
+ *   client_pid > 0                        that process (this one if it is
+ *                                         getpid())
+ *   client_pid 0, FL_ENGINE_CLIENT_REMOTE another process whose pid is not
+ *                                         known (a peer in a pid namespace
+ *                                         we cannot see): its memory is
+ *                                         never looked at, it is never
+ *                                         killed, failed pages are poisoned
+ *   client_pid < 0, or REMOTE with our own pid: -EINVAL.
  */
 struct fl_engine_opts {
 	int uffd;		/* with FL_ENGINE_ADOPT: serve this uffd (any
@@ -92,9 +120,9 @@ struct fl_engine_opts {
 				 * while faults come in order or queue up */
 	int on_error;		/* enum fl_on_error */
 	int client_pid;		/* the client's pid, for FL_ON_ERROR_KILL and to
-				 * look at its memory; 0: this process (or
-				 * unknown); -1: another one, pid unknown.
-				 * Pinned (pidfd) when the engine is created:
+				 * look at its memory; 0: this process, or
+				 * with FL_ENGINE_CLIENT_REMOTE unknown (see
+				 * above).  Pinned (pidfd) when the engine is created:
 				 * a kill never reaches a process that has
 				 * the pid after the client is gone; if it
 				 * cannot be pinned, pages are poisoned */
@@ -111,6 +139,7 @@ struct fl_engine_opts {
 				 * (the engine keeps a dup), taken earlier
 				 * than the engine could (SO_PEERPIDFD); -1:
 				 * none, never kill by pid (poison instead) */
+	uint64_t reserved[8];	/* zero (new options come from here) */
 };
 
 #define FL_DEFAULT_READAHEAD	(32u << 20)
@@ -146,6 +175,8 @@ struct fl_engine_opts {
 #define FL_ENGINE_ADOPT		(1u << 6)
 /* opts.client_pidfd names the client: else one is opened from client_pid. */
 #define FL_ENGINE_CLIENT_PIDFD	(1u << 7)
+/* The client is another process; with client_pid 0, one whose pid is unknown. */
+#define FL_ENGINE_CLIENT_REMOTE	(1u << 8)
 
 #define FL_DEFAULT_CHUNK	(64u << 10)
 #define FL_MAX_CHUNK		(2u << 20)
@@ -153,12 +184,13 @@ struct fl_engine_opts {
 struct fl_region_desc {
 	uint64_t addr;		/* host virtual address, page aligned */
 	uint64_t len;		/* bytes, a multiple of page_size */
-	uint64_t page_size;	/* 4096, or 2 MiB for hugetlb memory */
+	uint64_t page_size;	/* 4096 (or 0: 4096), or 2 MiB for hugetlb memory */
 	uint64_t src_offset;	/* where this region's data starts in the source */
 	unsigned int flags;	/* FL_REGION_* */
 	int memfd;		/* FL_REGION_MINOR: the memfd/shmem file mapped
 				 * MAP_SHARED at addr */
 	uint64_t memfd_offset;	/* file offset of addr in memfd */
+	uint64_t reserved[4];	/* zero (new fields come from here) */
 };
 
 /* Register the range with the engine's uffd (in-process use). */
@@ -250,7 +282,10 @@ const char *fl_engine_error(struct fl_engine *e);
 /*
  * The engine's counters, each named once: the struct below, the engine's
  * own atomics, fl_engine_stats() and fl_stats_json() are made from this
- * list.  faults: page-fault messages read; events: non-cooperative events
+ * list.  New counters are appended to its end, never inserted: the list
+ * is the struct's tail, and a reader built against an older header reads
+ * the prefix it knows (fl_engine_stats() copies by size).
+ * faults: page-fault messages read; events: non-cooperative events
  * applied; pages_zeroed: served with ZEROPAGE or a zeroed huge page;
  * pages_prefetched: filled ahead of sequential faults; pages_background:
  * by background restore; pages_replayed: from a working-set trace;
@@ -265,18 +300,32 @@ const char *fl_engine_error(struct fl_engine *e);
 	X(pages_replayed) X(pages_moved) X(bytes_copied) X(eexist)	\
 	X(eagain) X(source_errors) X(pages_gone)
 
+/* The fixed fields first, the growing list of counters last. */
 struct fl_stats {
-#define FL_STATS_FIELD(name)	uint64_t name;
-	FL_STATS_COUNTERS(FL_STATS_FIELD)
-#undef FL_STATS_FIELD
 	uint64_t restore_complete;	/* 1 once nothing is left missing */
 	uint64_t restore_ms;	/* fl_engine_start() to restore complete */
 	uint64_t lat_ns_sum;	/* fault read to wake, every fault served */
 	uint64_t lat_ns_max;
 	uint64_t lat_hist[FL_LAT_BUCKETS];
+#define FL_STATS_FIELD(name)	uint64_t name;
+	FL_STATS_COUNTERS(FL_STATS_FIELD)
+#undef FL_STATS_FIELD
 };
 
-int fl_engine_stats(const struct fl_engine *e, struct fl_stats *out);
+/*
+ * Copy the engine's statistics into out, size bytes of it: the library
+ * fills min(size, its own sizeof(struct fl_stats)) bytes and zeroes the
+ * rest, so a reader built against an older header (a shorter struct) or
+ * a newer one (counters this library does not have: they read 0) works
+ * with any library of this soname.  size must be at least the fixed
+ * fields' (offsetof(struct fl_stats, faults)), else -EINVAL.  Call it
+ * through fl_engine_stats(), which passes the size the caller was
+ * compiled with.
+ */
+int fl_engine_stats_sized(const struct fl_engine *e, struct fl_stats *out,
+			  size_t size);
+#define fl_engine_stats(e, out)	\
+	fl_engine_stats_sized((e), (out), sizeof(*(out)))
 /*
  * Restore progress: bytes of all regions not filled yet (removed memory
  * counts as done) and bytes in all.  It scans the page state maps (a byte
@@ -299,11 +348,17 @@ int fl_engine_wait(struct fl_engine *e, int timeout_ms);
 /*
  * Latency percentile (0..100) from the histogram, in ns: an upper bound
  * (the end of the power-of-two bucket it falls in, or the largest latency
- * seen if that is less), so never above latency max.
+ * seen if that is less), so never above latency max.  It reads only the
+ * fixed fields (first in the struct): any size of fl_stats will do.
  */
 uint64_t fl_stats_percentile(const struct fl_stats *s, double pct);
-/* Render as a JSON object into a malloc'd string (free() it). */
-char *fl_stats_json(const struct fl_stats *s);
+/*
+ * Render as a JSON object into a malloc'd string (free() it): the
+ * counters of the first size bytes of s (as fl_engine_stats_sized());
+ * call it through fl_stats_json(), which passes the caller's size.
+ */
+char *fl_stats_json_sized(const struct fl_stats *s, size_t size);
+#define fl_stats_json(s)	fl_stats_json_sized((s), sizeof(*(s)))
 
 /* ---- errors ------------------------------------------------------------- */
 

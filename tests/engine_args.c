@@ -6,7 +6,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -16,6 +18,14 @@
 #include "faultline.h"
 #include "tap.h"
 #include "util.h"
+
+static int is_zero_buf(const unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return 0;
+	return 1;
+}
 
 static void expect_einval(int ret, const char *what, const char *word)
 {
@@ -53,6 +63,29 @@ int main(void)
 	o.flags = 0;
 	o.client_pid = 0;
 	o.client_pidfd = 0;
+
+	/* 0.3: what this library does not know must be zero. */
+	o.reserved[7] = 1;
+	expect_einval(fl_engine_create(&o, &e), "engine opts with non-zero "
+		      "reserved space", "reserved");
+	o.reserved[7] = 0;
+	o.flags = 1u << 31;
+	expect_einval(fl_engine_create(&o, &e), "an unknown engine flag",
+		      "unknown");
+	o.flags = 0;
+	o.client_pid = -1;
+	expect_einval(fl_engine_create(&o, &e), "client_pid -1 (0.2's "
+		      "remote client: FL_ENGINE_CLIENT_REMOTE now)", "client_pid");
+	o.client_pid = getpid();
+	o.flags = FL_ENGINE_CLIENT_REMOTE;
+	expect_einval(fl_engine_create(&o, &e), "a remote client with our "
+		      "own pid", "client_pid");
+	o.flags = 0;
+	o.client_pid = 0;
+	struct fl_source_opts so = { .reserved[0] = 1 };
+
+	expect_einval(fl_source_open_ex(path, &so, &src), "source opts with "
+		      "non-zero reserved space", "reserved");
 
 	ok(fl_source_open("/nonexistent/snap", &src) == -ENOENT &&
 	   strstr(fl_last_error(), "/nonexistent/snap"),
@@ -160,12 +193,13 @@ int main(void)
 			      "hugetlb memory described as 4 KiB pages",
 			      "2048 KiB pages");
 		/* A client in a pid namespace we cannot see: not our memory. */
-		struct fl_engine_opts po = { .uffd = -1, .client_pid = -1 };
+		struct fl_engine_opts po = { .uffd = -1,
+			.flags = FL_ENGINE_CLIENT_REMOTE };
 		struct fl_engine *pe;
 
 		ok(fl_engine_create(&po, &pe) == 0 &&
 		   fl_engine_add_region(pe, &d, src) == 0,
-		   "client pid unknown (-1): this process's mappings are not "
+		   "client pid unknown (REMOTE): this process's mappings are not "
 		   "taken for the client's (%s)", fl_last_error());
 		fl_engine_destroy(pe);
 		munmap(huge, 2 << 20);
@@ -178,8 +212,25 @@ int main(void)
 		      "wraps");
 	d.addr = base;
 	d.len = 1 << 20;
+	d.flags = 1u << 30;
+	expect_einval(fl_engine_add_region(e, &d, src), "an unknown region "
+		      "flag", "region flags");
+	d.flags = FL_REGION_REGISTER;
+	d.reserved[3] = 1;
+	expect_einval(fl_engine_add_region(e, &d, src), "a region with "
+		      "non-zero reserved space", "reserved");
+	d.reserved[3] = 0;
 	d.flags = FL_REGION_REGISTER;
 	ok(fl_engine_add_region(e, &d, src) == 0, "good region added");
+	/* A zeroed descriptor but where and how long: 4 KiB pages. */
+	struct fl_region_desc zd = { 0 };
+
+	zd.addr = base + (1 << 20);
+	zd.len = 1 << 20;
+	zd.flags = FL_REGION_REGISTER;
+	ret = fl_engine_add_region(e, &zd, src);
+	ok(ret == 0, "a zeroed region descriptor (page_size 0) is added, "
+	   "as 4 KiB pages (%s)", ret ? fl_last_error() : "");
 	d.addr = base + (512 << 10);
 	expect_einval(fl_engine_add_region(e, &d, src), "overlap", "overlaps");
 	d.addr = base;
@@ -192,6 +243,35 @@ int main(void)
 	ok(fl_engine_start(e, 1) == -EBUSY, "second start is -EBUSY");
 	ok(same_as_file((void *)(uintptr_t)base, 1 << 20, 0, 1, 0),
 	   "region still served after all the rejected calls");
+	ok(same_as_file((void *)(uintptr_t)(base + (1 << 20)), 1 << 20, 0, 1,
+			0), "the page_size 0 region is served");
+
+	/* Statistics by size: a shorter reader, a longer one, too short. */
+	size_t fixed = offsetof(struct fl_stats, faults);
+	size_t big = sizeof(struct fl_stats) + 64;
+	struct fl_stats st;
+	unsigned char *b = malloc(big);
+
+	ok(fl_engine_stats(e, &st) == 0 && st.pages_copied > 0,
+	   "fl_engine_stats(): the caller's size (%llu pages copied)",
+	   (unsigned long long)st.pages_copied);
+	memset(&st, 0xff, sizeof(st));
+	ok(fl_engine_stats_sized(e, &st, fixed) == 0 && st.lat_hist[0] !=
+	   ~0ull && st.faults == ~0ull, "an older reader's size: its "
+	   "prefix filled, nothing written past it");
+	memset(b, 0xff, big);
+	ok(b && fl_engine_stats_sized(e, (struct fl_stats *)b, big) == 0 &&
+	   ((struct fl_stats *)b)->pages_copied > 0 &&
+	   is_zero_buf(b + sizeof(st), 64), "a newer reader's size: "
+	   "counters this library lacks read 0");
+	ok(fl_engine_stats_sized(e, &st, fixed - 8) == -EINVAL,
+	   "a size short of the fixed fields: -EINVAL (%s)", fl_last_error());
+	char *js = fl_stats_json_sized(&st, fixed);
+
+	ok(js && strstr(js, "\"faults\":0"), "JSON of an older reader's "
+	   "stats: counters past its size read 0");
+	free(js);
+	free(b);
 	fl_engine_stop(e);
 	expect_einval(fl_engine_start(e, 1), "start after stop",
 		      "does not start again");

@@ -508,12 +508,13 @@ static int start_serving(struct daemon *d, struct session *s,
 		.uffd = s->uffd,
 		.chunk_size = cfg->chunk,
 		.on_error = cfg->on_error,
-		/* 0: a peer in a pid namespace we cannot see */
-		.client_pid = s->pid > 0 ? s->pid : -1,
+		/* 0: a peer in a pid namespace we cannot see (REMOTE) */
+		.client_pid = s->pid > 0 ? s->pid : 0,
 		/* Taken at connect; none: never killed by pid (poisoned) */
 		.client_pidfd = s->pidfd >= 0 ? s->pidfd : -1,
 		.flags = FL_ENGINE_ADOPT | FL_ENGINE_OWN_UFFD |
-			 (s->pid > 0 ? FL_ENGINE_CLIENT_PIDFD : 0) |
+			 (s->pid > 0 ? FL_ENGINE_CLIENT_PIDFD :
+			  FL_ENGINE_CLIENT_REMOTE) |
 			 cfg->engine_flags,
 	};
 	int ret;

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 
 #include "faultline.h"
+#include "engine/prefetch_state.h"
 #include "engine/region.h"
 #include "format/trace.h"
 #include "kernel/uffd.h"
@@ -29,19 +30,6 @@ struct engine_stats {
 
 struct worker;
 
-/*
- * A readahead window queued for the filler thread (pages of r): [next,
- * end), or with a stride, run pages every stride pages from next; the
- * marker_len pages at marker are left for the client to fault on.
- */
-struct ra_job {
-	struct region *r;
-	uint64_t next, end, marker, marker_len;
-	uint64_t stride, run;
-};
-
-#define RA_JOBS 16
-#define FILLERS_MAX 2	/* filler threads: one per CPU, at most this */
 #define WOKEN_SLOTS 256
 
 struct fl_engine {
@@ -53,7 +41,9 @@ struct fl_engine {
 	bool chunk_fixed;	/* the caller chose it: never adapted */
 	atomic_bool use_move;	/* in-process: MOVE from the read buffer */
 	int on_error;
-	int client_pid;
+	int client_pid;		/* > 0: that process; 0: this one; -1:
+				 * another of unknown pid (as proc.h takes
+				 * it; FL_ENGINE_CLIENT_REMOTE) */
 	int client_pidfd;	/* the client's pidfd, or -1: the only way
 				 * another process is ever killed */
 	int pagemap_fd;		/* /proc/client/pagemap (another process), or -1 */
@@ -66,8 +56,7 @@ struct fl_engine {
 	 * COPY with EAGAIN as soon as the event is read).
 	 */
 	pthread_rwlock_t lock;
-	struct region **regions;
-	int nregions, cap;
+	struct region_list regions;	/* region.c */
 
 	int stopfd;		/* eventfd: wakes pollers on stop */
 	pthread_t *threads;
@@ -99,37 +88,21 @@ struct fl_engine {
 	pthread_mutex_t process_lock;	/* fl_engine_process() callers */
 	struct worker *process_worker;
 
-	/* Prefetch and background restore (prefetch.c). */
-	bool prefetch, background;
-	uint64_t ra_max;		/* largest readahead window, bytes */
-	uint64_t quiet_ns;		/* background waits this long after a fault */
-	pthread_mutex_t ra_lock;	/* jobs and every region's ra_* fields */
-	pthread_cond_t ra_cond;
-	struct ra_job jobs[RA_JOBS];
-	int njobs;
-	unsigned int nfillers;		/* running */
-	atomic_bool filling;		/* fillers run (faults read it) */
-	pthread_t fillers[FILLERS_MAX];
-	_Atomic uint64_t last_fault_ns;
-	int bg_region;			/* background cursor */
-	uint64_t bg_page;
+	/* Prefetch, replay and background restore (prefetch.c's own). */
+	struct prefetch pf;
+
+	/* Restore progress: fillers, faults and progress scans say so. */
 	atomic_bool restored;		/* nothing missing: background restore
 					 * or a progress scan found so */
-	uint64_t bg_gen;		/* regions changed: bumped (ra_lock) */
-	bool bg_stopped;		/* hugetlb pool empty: faults only */
 	uint64_t start_ns;		/* fl_engine_start() */
 	_Atomic uint64_t restored_ns;	/* when restored last became true */
 	_Atomic uint64_t last_fill_ns;	/* the last run filled, any path */
 	pthread_mutex_t why_lock;	/* why */
 	char why[256];			/* first failure: fl_engine_error() */
-	atomic_bool dense;		/* a client faults all over: stream now */
 	atomic_int readers_waiting;	/* fault readers waiting for the lock */
 
-	/* Working-set traces (trace.c): record faults, replay a trace. */
+	/* Working-set traces (trace.c): record faults (replay: pf). */
 	struct trace *rec;		/* non-NULL while recording */
-	struct trace replay;		/* sorted, coalesced runs to fill */
-	size_t replay_next;		/* cursor into replay.runs */
-	uint64_t replay_off;		/* bytes of that run already done */
 
 	/* FL_ENGINE_SHARED_STATE: every region's page states, in order. */
 	_Atomic uint8_t *state_map;
@@ -172,11 +145,10 @@ static inline void stat_add(_Atomic uint64_t *c, uint64_t v)
 #define FILL_FROM_MAP	(1u << 2)	/* internal: COPY from source->map() */
 #define FILL_BLOCK	(1u << 4)	/* internal: map whole source blocks */
 /*
- * Prefetch: runs of at most YIELD_RUN_BYTES while faults come, and stop
- * between two (-EINTR) when a fault reader waits for the lock, so that a
- * fault never waits for more than one run of somebody else's prefetch.
+ * Prefetch: stop between two runs (-EINTR) when a fault reader waits for
+ * the lock, so that a fault never waits for more than one run of somebody
+ * else's prefetch (whose runs prefetch.c keeps short while faults come).
  */
 #define FILL_YIELD	(1u << 3)
-#define YIELD_RUN_BYTES	(256u << 10)
 
 #endif

@@ -18,11 +18,22 @@
 
 #include "engine/core.h"
 #include "engine/fill.h"
+#include "engine/gate.h"
+#include "engine/worker.h"
 #include "engine/loop.h"
 #include "engine/prefetch.h"
 #include "kernel/proc.h"
 #include "source/source.h"
 #include "util/error.h"
+#include "util/zero.h"
+
+/* Every FL_ENGINE_* flag this library knows: others are -EINVAL. */
+#define ENGINE_FLAGS	(FL_ENGINE_OWN_UFFD | FL_ENGINE_NO_PREFETCH |	\
+			 FL_ENGINE_NO_BACKGROUND | FL_ENGINE_MOVE |	\
+			 FL_ENGINE_SHARED_STATE | FL_ENGINE_TAKEOVER |	\
+			 FL_ENGINE_ADOPT | FL_ENGINE_CLIENT_PIDFD |	\
+			 FL_ENGINE_CLIENT_REMOTE)
+#define REGION_FLAGS	(FL_REGION_REGISTER | FL_REGION_MINOR)
 
 const char *fl_engine_error(struct fl_engine *e)
 {
@@ -63,10 +74,30 @@ static int share_state(struct fl_engine *e, struct region *r)
 	return 0;
 }
 
-/* The options a caller may get wrong: the chunk size, or -EINVAL. */
+/*
+ * The options a caller may get wrong: the chunk size, or -EINVAL.  Space
+ * and flags this library does not know must be zero: they are options of
+ * a newer one, which this one would otherwise silently ignore.
+ */
 static int64_t check_opts(const struct fl_engine_opts *opts)
 {
 	uint64_t chunk = opts->chunk_size ? opts->chunk_size : FL_DEFAULT_CHUNK;
+
+	if (!is_zero(opts->reserved, sizeof(opts->reserved)))
+		return fl_err(-EINVAL, "engine options: reserved space is not "
+			      "zero (options of a newer libfaultline than %s?)",
+			      FL_VERSION);
+	if (opts->flags & ~ENGINE_FLAGS)
+		return fl_err(-EINVAL, "engine flags 0x%x: unknown to "
+			      "libfaultline %s", opts->flags & ~ENGINE_FLAGS,
+			      FL_VERSION);
+	if (opts->client_pid < 0 ||
+	    ((opts->flags & FL_ENGINE_CLIENT_REMOTE) &&
+	     opts->client_pid == getpid()))
+		return fl_err(-EINVAL, "client_pid %d: must be 0 (this process, "
+			      "or with FL_ENGINE_CLIENT_REMOTE another one, pid "
+			      "unknown) or another process's pid",
+			      opts->client_pid);
 
 	if (chunk < 4096 || chunk > FL_MAX_CHUNK || (chunk & (chunk - 1)))
 		return fl_err(-EINVAL,
@@ -91,26 +122,22 @@ static struct fl_engine *engine_alloc(const struct fl_engine_opts *opts,
 	e->uffd = -1;
 	e->chunk = chunk;
 	e->chunk_fixed = opts->chunk_size != 0;
-	e->prefetch = !(opts->flags & FL_ENGINE_NO_PREFETCH);
-	e->background = !(opts->flags & FL_ENGINE_NO_BACKGROUND);
-	e->ra_max = opts->readahead_max ? opts->readahead_max : FL_DEFAULT_READAHEAD;
-	e->quiet_ns = (uint64_t)(opts->quiet_ms ? opts->quiet_ms :
-				 FL_DEFAULT_QUIET_MS) * 1000000ull;
+	prefetch_init(e, opts);
 	e->takeover = opts->flags & FL_ENGINE_TAKEOVER;
-	pthread_mutex_init(&e->ra_lock, NULL);
 	pthread_mutex_init(&e->why_lock, NULL);
 	pthread_mutex_init(&e->woken_lock, NULL);
 	pthread_mutex_init(&e->process_lock, NULL);
-	pthread_cond_init(&e->ra_cond, NULL);
 	/* Fault readers (writers here) are never starved by fills. */
 	pthread_rwlockattr_init(&attr);
 	pthread_rwlockattr_setkind_np(&attr,
 			PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
 	pthread_rwlock_init(&e->lock, &attr);
 	pthread_rwlockattr_destroy(&attr);
-	trace_init(&e->replay);
 	e->on_error = opts->on_error;
-	e->client_pid = opts->client_pid;
+	/* Internally -1 names the remote client of unknown pid (proc.h). */
+	e->client_pid = opts->client_pid == 0 &&
+			(opts->flags & FL_ENGINE_CLIENT_REMOTE) ? -1 :
+			opts->client_pid;
 	e->client_pidfd = -1;
 	e->pagemap_fd = -1;
 	if (e->client_pid > 0 && e->client_pid != getpid()) {
@@ -284,6 +311,14 @@ static int check_region(struct fl_engine *e, const struct fl_region_desc *d,
 {
 	uint64_t ps = d->page_size;
 
+	if (!is_zero(d->reserved, sizeof(d->reserved)))
+		return fl_err(-EINVAL, "region 0x%llx: reserved space is not "
+			      "zero (fields of a newer libfaultline than %s?)",
+			      (unsigned long long)d->addr, FL_VERSION);
+	if (d->flags & ~REGION_FLAGS)
+		return fl_err(-EINVAL, "region flags 0x%x: unknown to "
+			      "libfaultline %s", d->flags & ~REGION_FLAGS,
+			      FL_VERSION);
 	if (ps != 4096 && ps != HUGE_2M)
 		return fl_err(-EINVAL, "region page_size %llu: must be 4096 or 2097152",
 			      (unsigned long long)ps);
@@ -307,8 +342,8 @@ static int check_region(struct fl_engine *e, const struct fl_region_desc *d,
 			      (unsigned long long)d->src_offset,
 			      (unsigned long long)d->len, src->desc,
 			      (unsigned long long)src->size);
-	for (int i = 0; i < e->nregions; i++) {
-		struct region *r = e->regions[i];
+	for (int i = 0; i < e->regions.n; i++) {
+		struct region *r = e->regions.v[i];
 
 		if (d->addr < r->addr + r->len && r->addr < d->addr + d->len)
 			return fl_err(-EINVAL,
@@ -335,14 +370,19 @@ static int check_region(struct fl_engine *e, const struct fl_region_desc *d,
 	return 0;
 }
 
-int fl_engine_add_region(struct fl_engine *e, const struct fl_region_desc *d,
+int fl_engine_add_region(struct fl_engine *e, const struct fl_region_desc *rd,
 			 struct fl_source *src)
 {
+	struct fl_region_desc desc;
+	const struct fl_region_desc *d = &desc;
 	struct region *r;
 	int ret;
 
-	if (!e || !d || !src)
+	if (!e || !rd || !src)
 		return fl_err(-EINVAL, "add_region: missing argument");
+	desc = *rd;
+	if (!desc.page_size)	/* a zeroed descriptor: 4 KiB pages */
+		desc.page_size = 4096;
 	pthread_rwlock_wrlock(&e->lock);
 	ret = check_region(e, d, src);
 	if (ret == 0 && (d->flags & FL_REGION_REGISTER)) {
@@ -356,12 +396,11 @@ int fl_engine_add_region(struct fl_engine *e, const struct fl_region_desc *d,
 			       (unsigned long long)d->len, strerror(-ret));
 	}
 	/*
-	 * Whose memory it is is known for a uffd made here (this process)
-	 * or a client with a pid; an adopted uffd with client_pid 0 may be
-	 * another process's (a forked child's), so it is not checked.
+	 * Whose memory it is is known unless the caller said it is another
+	 * process's of unknown pid (FL_ENGINE_CLIENT_REMOTE, client_pid 0).
 	 */
 	if (ret == 0 && !(d->flags & FL_REGION_REGISTER) &&
-	    (e->client_pid > 0 || !e->adopted) &&
+	    e->client_pid >= 0 &&
 	    proc_uffd_registered(e->client_pid, d->addr, d->len) == 0)
 		ret = fl_err(-EINVAL, "region 0x%llx+%llu: not registered with "
 			     "userfaultfd (no 'um' in its smaps VmFlags): "
@@ -373,9 +412,11 @@ int fl_engine_add_region(struct fl_engine *e, const struct fl_region_desc *d,
 	if (ret == 0 && (ret = share_state(e, r)) < 0)
 		region_free(r);
 	if (ret == 0) {
-		ret = engine_add_region_locked(e, r);
+		ret = region_insert(&e->regions, r);
 		if (ret < 0)
 			region_free(r);
+		else
+			prefetch_regions_changed(e);
 	}
 	pthread_rwlock_unlock(&e->lock);
 	return ret;
@@ -414,17 +455,7 @@ int fl_engine_replay(struct fl_engine *e, const char *path)
 		trace_free(&t);
 		return ret;
 	}
-	pthread_mutex_lock(&e->ra_lock);
-	trace_free(&e->replay);
-	e->replay = t;
-	e->replay_next = 0;
-	e->replay_off = 0;
-	pthread_cond_broadcast(&e->ra_cond);
-	pthread_mutex_unlock(&e->ra_lock);
-	/* Started without anything for the filler to do: it has now. */
-	if (ret == 0 && e->threads && !e->nfillers)
-		ret = prefetch_start(e);
-	return ret;
+	return prefetch_replay(e, &t, e->threads != NULL);
 }
 
 int fl_engine_start(struct fl_engine *e, unsigned int nthreads)
@@ -451,18 +482,16 @@ int fl_engine_start(struct fl_engine *e, unsigned int nthreads)
 		}
 		e->nthreads++;
 	}
-	if (e->prefetch || e->background || e->replay.n) {
-		int ret = prefetch_start(e);
+	int ret = prefetch_start(e);
 
-		if (ret < 0) {
-			fl_engine_stop(e);
-			return fl_err(ret, "cannot start the prefetch thread");
-		}
+	if (ret < 0) {
+		fl_engine_stop(e);
+		return fl_err(ret, "cannot start the prefetch thread");
 	}
 	/* Taken over: faults the dead server read are asleep; fault again. */
 	pthread_rwlock_rdlock(&e->lock);
-	for (int i = 0; e->takeover && i < e->nregions; i++)
-		engine_wake(e, e->regions[i]->addr, e->regions[i]->len);
+	for (int i = 0; e->takeover && i < e->regions.n; i++)
+		engine_wake(e, e->regions.v[i]->addr, e->regions.v[i]->len);
 	pthread_rwlock_unlock(&e->lock);
 	return 0;
 }
@@ -518,12 +547,13 @@ int fl_engine_progress(struct fl_engine *e, uint64_t *missing,
 
 	if (pthread_rwlock_tryrdlock(&e->lock))
 		return -EBUSY;
-	for (int i = 0; i < e->nregions; i++) {
-		const struct region *r = e->regions[i];
+	for (int i = 0; i < e->regions.n; i++) {
+		const struct region *r = e->regions.v[i];
 		uint64_t c[PG_NSTATES];
 
 		region_count(r, c);
-		m += (c[PG_MISSING] + c[PG_BUSY]) << r->page_shift;
+		m += (c[PG_MISSING] + c[PG_BUSY] + c[PG_RESET]) <<
+		     r->page_shift;
 		t += r->len;
 	}
 	/*
@@ -578,9 +608,7 @@ void fl_engine_destroy(struct fl_engine *e)
 		return;
 	fl_engine_detach(e);
 	fl_engine_stop(e);
-	for (int i = 0; i < e->nregions; i++)
-		region_free(e->regions[i]);
-	free(e->regions);
+	region_list_free(&e->regions, NULL, NULL);
 	if (e->own_uffd)
 		close(e->uffd);
 	close(e->stopfd);
@@ -597,11 +625,9 @@ void fl_engine_destroy(struct fl_engine *e)
 	worker_free(e->process_worker);
 	pthread_rwlock_destroy(&e->lock);
 	pthread_mutex_destroy(&e->process_lock);
-	pthread_mutex_destroy(&e->ra_lock);
 	pthread_mutex_destroy(&e->why_lock);
 	pthread_mutex_destroy(&e->woken_lock);
-	pthread_cond_destroy(&e->ra_cond);
-	trace_free(&e->replay);
+	prefetch_free(e);
 	if (e->state_map)
 		munmap((void *)e->state_map, e->state_size);
 	if (e->rec) {

@@ -3,9 +3,14 @@
  * fill.c - resolving a claimed run of pages, for faults and prefetch alike.
  *
  * A run is filled with one operation, the cheapest that is right (see
- * fill_run()); the kernel's partial-progress and error rules are folded in
+ * resolve()); the kernel's partial-progress and error rules are folded in
  * here, and every ioctl passes the gate that fl_engine_detach() closes.
  * A page the source cannot produce is poisoned or its client killed.
+ *
+ * Decision: one struct fill_ctx (fill.h) describes the run being resolved;
+ * the steps that go page by page (a run across a VMA's end, a source that
+ * failed mid-run) resolve a copy of it for one page, so the functions are
+ * ordered callee first and none calls back up.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -19,6 +24,7 @@
 
 #include "engine/core.h"
 #include "engine/fill.h"
+#include "engine/gate.h"
 #include "kernel/proc.h"
 #include "source/source.h"
 #include "util/error.h"
@@ -46,129 +52,7 @@ static void zero_init(void)
 	zero_buf = p == MAP_FAILED ? NULL : p;
 }
 
-
-/* ---- the ioctl gate ----------------------------------------------------- */
-
-static bool gate_enter(struct fl_engine *e)
-{
-	atomic_fetch_add(&e->in_ioctl, 1);
-	if (!atomic_load(&e->detached))
-		return true;
-	atomic_fetch_sub(&e->in_ioctl, 1);
-	return false;
-}
-
-/*
- * Every fill, poison and wake of the engine passes here: once the engine
- * is detached it answers -ESRCH (the client is gone) without an ioctl.
- * Mode 0 always: every fill wakes the threads waiting in its range.
- */
-int engine_fill(struct fl_engine *e, enum uffd_fill_op op, uint64_t dst,
-		uint64_t src, uint64_t len, uint64_t *done)
-{
-	*done = 0;
-	if (!gate_enter(e))
-		return -ESRCH;
-	int ret = uffd_fill(e->uffd, op, dst, src, len, 0, done);
-
-	atomic_fetch_sub(&e->in_ioctl, 1);
-	return ret;
-}
-
-int engine_wake(struct fl_engine *e, uint64_t start, uint64_t len)
-{
-	if (!gate_enter(e))
-		return -ESRCH;
-	int ret = uffd_wake(e->uffd, start, len);
-
-	atomic_fetch_sub(&e->in_ioctl, 1);
-	return ret;
-}
-
-/* ---- workers ------------------------------------------------------------ */
-
-struct worker *worker_new(bool huge)
-{
-	struct worker *w = calloc(1, sizeof(*w));
-
-	if (!w)
-		return NULL;
-	/*
-	 * The read buffer is a 2 MiB-aligned staging area.  For MOVE it is
-	 * THP-backed: the source reads into a huge page, and in-process
-	 * engines MOVE it into place (a whole PMD when the run is one).
-	 * Otherwise it is not: its first write would fault in a huge page,
-	 * 5 ms under PVM (direct compaction, memory the host has not
-	 * backed), in the middle of a fault.  Not inherited by fork, or MOVE
-	 * would find its pages shared (EBUSY).
-	 */
-	uint8_t *p = mmap(NULL, 2 * FL_MAX_CHUNK, PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (p == MAP_FAILED) {
-		free(w);
-		return NULL;
-	}
-	w->map = p;
-	w->buf = (void *)(((uintptr_t)p + FL_MAX_CHUNK - 1) &
-			  ~(uintptr_t)(FL_MAX_CHUNK - 1));
-	madvise(w->buf, FL_MAX_CHUNK, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
-	madvise(w->buf, FL_MAX_CHUNK, MADV_DONTFORK);
-	return w;
-}
-
-void worker_free(struct worker *w)
-{
-	if (!w)
-		return;
-	munmap(w->map, 2 * FL_MAX_CHUNK);
-	free(w->q);
-	free(w);
-}
-
-/*
- * A worker for one of the engine's threads, owned by the engine and freed
- * by fl_engine_destroy() after the uffd is closed.  A thread must not
- * unmap its buffer on its way out: in-process, that munmap can raise an
- * UNMAP event on the engine's own uffd, and the threads that would read
- * it may already be gone (seen: fl_engine_destroy() hung joining such a
- * thread).  Called from API calls only, never concurrently.
- */
-struct worker *engine_worker(struct fl_engine *e)
-{
-	struct worker *w = worker_new(atomic_load(&e->use_move));
-
-	if (w) {
-		w->e = e;
-		w->next = e->workers;
-		e->workers = w;
-	}
-	return w;
-}
-
-/* Make room for n more queued faults. */
 /* ---- resolving ---------------------------------------------------------- */
-
-void engine_finish(struct fl_engine *e)
-{
-	atomic_store(&e->finished, true);
-	uint64_t one = 1;
-
-	if (write(e->stopfd, &one, sizeof(one)) < 0) {
-		/* the counter cannot overflow with one write per finish */
-	}
-}
-
-
-/* Keep the first failure's message (this thread's last error) for later. */
-void note_failure(struct fl_engine *e)
-{
-	pthread_mutex_lock(&e->why_lock);
-	if (!e->why[0])
-		snprintf(e->why, sizeof(e->why), "%s", fl_last_error());
-	pthread_mutex_unlock(&e->why_lock);
-}
-
 
 /*
  * Kill another process's client, once, through its pidfd: never a process
@@ -192,14 +76,27 @@ static bool client_is_us(const struct fl_engine *e)
 	return e->client_pid == 0 || e->client_pid == getpid();
 }
 
-/*
- * Pages that cannot be served, ever: POISON them (SIGBUS in a thread that
- * touches one) or kill the client, by the engine's on_error policy.  They
- * are never left for a fault or background restore to retry.
- */
-static int fail_pages(struct fl_engine *e, struct region *r, uint64_t pg,
-		      uint64_t npg)
+/* The run's next n pages are done: c describes the rest. */
+static void advance(struct fill_ctx *c, uint64_t n)
 {
+	c->pg += n;
+	c->npg -= n;
+	if (c->src)
+		c->src += n << c->r->page_shift;
+}
+
+/*
+ * Pages that cannot be served, ever (the run of c): POISON them (SIGBUS
+ * in a thread that touches one) or kill the client, by the engine's
+ * on_error policy.  They are never left for a fault or background
+ * restore to retry.
+ */
+static int fail_pages(const struct fill_ctx *c)
+{
+	struct fl_engine *e = c->e;
+	struct region *r = c->r;
+	uint64_t pg = c->pg, npg = c->npg;
+
 	note_failure(e);
 	/*
 	 * Poison by policy; in-process or for a pid unknown, first; and for
@@ -277,13 +174,13 @@ static int fail_pages(struct fl_engine *e, struct region *r, uint64_t pg,
 static __thread char last_cause[200];
 
 /*
- * The source cannot produce [pg, pg+npg): never serve it wrong.  Poison
+ * The source cannot produce the run of c: never serve it wrong.  Poison
  * it (SIGBUS in the faulting thread) or kill the client, by policy.
  */
-static int source_failed(struct fl_engine *e, struct region *r, uint64_t pg,
-			 uint64_t npg, int err)
+static int source_failed(const struct fill_ctx *c, int err)
 {
 	char *cause = last_cause;
+	const struct region *r = c->r;
 
 	/*
 	 * The source said why (an image's chunk and hashes, HTTP's status
@@ -293,41 +190,12 @@ static int source_failed(struct fl_engine *e, struct region *r, uint64_t pg,
 	 */
 	snprintf(cause, sizeof(last_cause), "%s",
 		 fl_last_error()[0] ? fl_last_error() : strerror(-err));
-	stat_add(&e->st.source_errors, 1);
+	stat_add(&c->e->st.source_errors, 1);
 	fl_err(err, "source %s: cannot read offset %llu (+%llu): %s",
 	       r->src->desc,
-	       (unsigned long long)(r->src_off + (pg << r->page_shift)),
-	       (unsigned long long)(npg << r->page_shift), cause);
-	return fail_pages(e, r, pg, npg);
-}
-
-static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
-			uint64_t npg, enum uffd_fill_op op, uint64_t src,
-			enum page_state prior, unsigned int how,
-			_Atomic uint64_t *counter);
-
-
-/*
- * Fill the claimed pages [pg, end) one at a time (src: the source of pg).
- * Stops at an error that is not about the page itself, handing the rest
- * back as prior.
- */
-static int fill_pagewise(struct fl_engine *e, struct region *r, uint64_t pg,
-			 uint64_t end, enum uffd_fill_op op, uint64_t src,
-			 enum page_state prior, unsigned int how,
-			 _Atomic uint64_t *counter)
-{
-	for (uint64_t p = pg; p < end; p++) {
-		uint64_t s = src ? src + ((p - pg) << r->page_shift) : 0;
-		int ret = fill_claimed(e, r, p, 1, op, s, prior, how, counter);
-
-		if (ret == -EAGAIN || ret == -ESRCH || ret == -EFAULT ||
-		    ret == -ENOMEM) {
-			region_set(r, p + 1, end - p - 1, prior);
-			return ret;
-		}
-	}
-	return 0;
+	       (unsigned long long)(r->src_off + (c->pg << r->page_shift)),
+	       (unsigned long long)(c->npg << r->page_shift), cause);
+	return fail_pages(c);
 }
 
 /* What a fill's error means for the pages not filled (fill_failed()). */
@@ -357,49 +225,89 @@ static enum fill_err classify(int err, unsigned int how, uint64_t npages)
 	}
 }
 
-/* Account n pages (done bytes) filled by op, from first on. */
-static void note_filled(struct fl_engine *e, struct region *r, uint64_t first,
-			uint64_t n, uint64_t done, enum uffd_fill_op op,
-			bool zero, _Atomic uint64_t *counter)
+/* Account the first n pages of c's run (done bytes) as filled by c->op. */
+static void note_filled(const struct fill_ctx *c, uint64_t n, uint64_t done,
+			bool zero)
 {
-	region_set(r, first, n, PG_PRESENT);
-	atomic_store_explicit(&e->last_fill_ns, now_ns(), memory_order_relaxed);
-	stat_add(zero ? &e->st.pages_zeroed : &e->st.pages_copied, n);
-	if (!zero && op != UFFD_OP_CONTINUE)	/* CONTINUE copies nothing */
-		stat_add(&e->st.bytes_copied, done);
-	if (op == UFFD_OP_MOVE)
-		stat_add(&e->st.pages_moved, n);
-	if (counter)
-		stat_add(counter, n);
+	struct engine_stats *st = &c->e->st;
+
+	region_set(c->r, c->pg, n, PG_PRESENT);
+	atomic_store_explicit(&c->e->last_fill_ns, now_ns(),
+			      memory_order_relaxed);
+	stat_add(zero ? &st->pages_zeroed : &st->pages_copied, n);
+	if (!zero && c->op != UFFD_OP_CONTINUE)	/* CONTINUE copies nothing */
+		stat_add(&st->bytes_copied, done);
+	if (c->op == UFFD_OP_MOVE)
+		stat_add(&st->pages_moved, n);
+	if (c->counter)
+		stat_add(c->counter, n);
 }
 
 /*
- * The pages [left, end) of a fill that failed with err (src: where their
- * bytes would have come from).  Never a loop on them: each kind of error
- * is handed back, done page by page, or failed for good.
+ * Fill the claimed run of c with c->op from c->src, EEXIST pages taken
+ * as present on the way.  Returns 0, or the first error with c advanced
+ * to the pages not filled.
  */
-static int fill_failed(struct fl_engine *e, struct region *r, uint64_t left,
-		       uint64_t end, enum uffd_fill_op op, uint64_t src,
-		       enum page_state prior, unsigned int how,
-		       _Atomic uint64_t *counter, int err)
+static int fill_ops(struct fill_ctx *c)
 {
-	uint64_t addr = region_page_addr(r, left);
-	uint64_t len = (end - left) << r->page_shift;
+	struct fl_engine *e = c->e;
+	struct region *r = c->r;
+	bool zero = c->op == UFFD_OP_ZEROPAGE || c->src == (uintptr_t)zero_buf;
+	int ret = 0;
 
-	switch (classify(err, how, end - left)) {
+	while (c->npg) {
+		uint64_t addr = region_page_addr(r, c->pg), done = 0;
+
+		ret = engine_fill(e, c->op, addr, c->src,
+				  c->npg << r->page_shift, &done);
+		if (c->op == UFFD_OP_MOVE && done == 0 && ret != 0 &&
+		    ret != -EEXIST && ret != -EAGAIN && ret != -ESRCH) {
+			/* Not movable here (shmem, EBUSY...): copy from now on. */
+			atomic_store(&e->use_move, false);
+			c->op = UFFD_OP_COPY;
+			continue;
+		}
+		note_filled(c, done >> r->page_shift, done, zero);
+		advance(c, done >> r->page_shift);
+		if (ret != -EEXIST)
+			break;
+		/*
+		 * Into hugetlb memory with the pool empty, this kernel (6.18)
+		 * answers EEXIST, not ENOMEM: believe it only if the page is
+		 * there, or the thread would fault on it forever.
+		 */
+		addr = region_page_addr(r, c->pg);
+		if (r->page_size >= HUGE_2M &&
+		    proc_resident(e->pagemap_fd, e->client_pid, addr) == 0) {
+			ret = -ENOMEM;
+			break;
+		}
+		/* Populated behind our back: it is present; wake its waiters. */
+		stat_add(&e->st.eexist, 1);
+		region_set(r, c->pg, 1, PG_PRESENT);
+		engine_wake(e, addr, r->page_size);
+		advance(c, 1);
+		ret = 0;
+	}
+	return ret;
+}
+
+/*
+ * The pages of c a fill left with err.  Never a loop on them: each kind
+ * of error is handed back or failed for good (a run that crosses a VMA's
+ * end was done page by page before: fill_claimed()).
+ */
+static int fill_failed(const struct fill_ctx *c, int err)
+{
+	struct region *r = c->r;
+	uint64_t addr = region_page_addr(r, c->pg);
+	uint64_t len = c->npg << r->page_shift;
+
+	switch (classify(err, c->how, c->npg)) {
 	case FE_SOURCE:		/* the source file truncated under the copy */
 		fl_err(-EIO, "the file shrank under the copy (COPY: %s)",
 		       strerror(-err));
-		return source_failed(e, r, left, end - left, -EIO);
-	case FE_PAGEWISE:
-		/*
-		 * The whole range fails when it does not lie in one
-		 * registered VMA (the rest unmapped, or the region split by
-		 * mprotect or madvise): find out page by page which pages
-		 * have no mapping; the others are filled.
-		 */
-		return fill_pagewise(e, r, left, end, op, src, prior, how,
-				     counter);
+		return source_failed(c, -EIO);
 	case FE_REFUSED:
 		/*
 		 * EINVAL (the memory is not what the region says: hugetlb
@@ -410,24 +318,25 @@ static int fill_failed(struct fl_engine *e, struct region *r, uint64_t left,
 		fl_err(err, "0x%llx+%llu: the kernel refuses to fill it: %s",
 		       (unsigned long long)addr, (unsigned long long)len,
 		       strerror(-err));
-		return fail_pages(e, r, left, end - left);
+		return fail_pages(c);
+	case FE_PAGEWISE:
 	case FE_GONE:
 		/*
 		 * Unmapped without an UNMAP event (Firecracker asks for
 		 * none): background restore must not retry it forever, and
 		 * no event said it reads zeros.
 		 */
-		region_set(r, left, end - left, PG_GONE);
-		stat_add(&e->st.pages_gone, end - left);
+		region_set(r, c->pg, c->npg, PG_GONE);
+		stat_add(&c->e->st.pages_gone, c->npg);
 		break;
 	case FE_RETRY:
-		region_set(r, left, end - left, prior);
+		region_set(r, c->pg, c->npg, c->prior);
 		if (err == -EAGAIN)
-			stat_add(&e->st.eagain, 1);
+			stat_add(&c->e->st.eagain, 1);
 		break;
 	case FE_CLIENT_GONE:
-		region_set(r, left, end - left, prior);
-		engine_finish(e);
+		region_set(r, c->pg, c->npg, c->prior);
+		engine_finish(c->e);
 		return err;
 	}
 	/*
@@ -435,66 +344,58 @@ static int fill_failed(struct fl_engine *e, struct region *r, uint64_t left,
 	 * they were ours (busy): wake them, the threads fault again and the
 	 * faults are read anew.  A spurious wake is harmless.
 	 */
-	engine_wake(e, addr, len);
+	engine_wake(c->e, addr, len);
 	return err;
 }
 
 /*
- * Resolve the claimed pages [pg, pg+npg) of r with op (src: where COPY or
- * MOVE take the bytes from).  Pages not filled are handed back in state
- * prior.
+ * The whole run fails when it does not lie in one registered VMA (the
+ * rest unmapped, or the region split by mprotect or madvise): find out
+ * page by page which pages have no mapping; the others are filled.  Stops
+ * at an error that is not about the page itself, handing the rest back.
  */
-static int fill_claimed(struct fl_engine *e, struct region *r, uint64_t pg,
-			uint64_t npg, enum uffd_fill_op op, uint64_t src,
-			enum page_state prior, unsigned int how,
-			_Atomic uint64_t *counter)
+static int fill_pagewise(struct fill_ctx *c)
 {
-	uint64_t base = region_page_addr(r, pg), len = npg << r->page_shift;
-	bool zero = op == UFFD_OP_ZEROPAGE || src == (uintptr_t)zero_buf;
-	uint64_t off = 0;
-	int ret = 0;
+	while (c->npg) {
+		struct fill_ctx one = *c;
+		int ret;
 
-	while (off < len) {
-		uint64_t done = 0;
-
-		ret = engine_fill(e, op, base + off, src ? src + off : 0,
-				  len - off, &done);
-		if (op == UFFD_OP_MOVE && done == 0 && ret != 0 &&
-		    ret != -EEXIST && ret != -EAGAIN && ret != -ESRCH) {
-			/* Not movable here (shmem, EBUSY...): copy from now on. */
-			atomic_store(&e->use_move, false);
-			op = UFFD_OP_COPY;
-			continue;
+		one.npg = 1;
+		ret = fill_ops(&one);
+		if (ret)
+			ret = fill_failed(&one, ret);
+		c->op = one.op;		/* MOVE may have given up */
+		advance(c, 1);
+		if (ret == -EAGAIN || ret == -ESRCH || ret == -EFAULT ||
+		    ret == -ENOMEM) {
+			region_set(c->r, c->pg, c->npg, c->prior);
+			return ret;
 		}
-		uint64_t first = (off >> r->page_shift) + pg;
-		uint64_t n = done >> r->page_shift;
-
-		note_filled(e, r, first, n, done, op, zero, counter);
-		off += done;
-		if (ret != -EEXIST)
-			break;
-		/*
-		 * Into hugetlb memory with the pool empty, this kernel (6.18)
-		 * answers EEXIST, not ENOMEM: believe it only if the page is
-		 * there, or the thread would fault on it forever.
-		 */
-		if (r->page_size >= HUGE_2M &&
-		    proc_resident(e->pagemap_fd, e->client_pid,
-				  base + off) == 0) {
-			ret = -ENOMEM;
-			break;
-		}
-		/* Populated behind our back: it is present; wake its waiters. */
-		stat_add(&e->st.eexist, 1);
-		region_set(r, first + n, 1, PG_PRESENT);
-		engine_wake(e, base + off, r->page_size);
-		off += r->page_size;
-		ret = 0;
 	}
+	return 0;
+}
+
+/*
+ * Resolve the claimed run of c with c->op from c->src.  Pages not filled
+ * are handed back in state c->prior.
+ */
+static int fill_claimed(struct fill_ctx *c)
+{
+	int ret = fill_ops(c);
+
 	if (ret == 0)
 		return 0;
-	return fill_failed(e, r, (off >> r->page_shift) + pg, pg + npg, op,
-			   src ? src + off : 0, prior, how, counter, ret);
+	if (classify(ret, c->how, c->npg) == FE_PAGEWISE)
+		return fill_pagewise(c);
+	return fill_failed(c, ret);
+}
+
+/* fill_claimed() with op from src. */
+static int fill_with(struct fill_ctx *c, enum uffd_fill_op op, uint64_t src)
+{
+	c->op = op;
+	c->src = src;
+	return fill_claimed(c);
 }
 
 /* Is [off, off+len) of the shared memory file all in its page cache? */
@@ -568,36 +469,32 @@ static int map_source(struct worker *w, const struct fl_source *src,
 	return 0;
 }
 
-static int run_failed(struct fl_engine *e, struct worker *w, struct region *r,
-		      uint64_t pg, uint64_t npg, enum page_state prior,
-		      unsigned int how, _Atomic uint64_t *counter, int err);
-
 /*
- * Resolve the claimed run [pg, pg+npg), all of them formerly prior, by the
- * cheapest means: zero pages for removed pages, holes and all-zero data;
- * for shared-memory regions (minor mode) one write into the page cache and
- * UFFDIO_CONTINUE; MOVE out of the staging buffer in-process when enabled;
- * COPY otherwise.
+ * Resolve the claimed run of c by the cheapest means: zero pages for
+ * removed pages, holes and all-zero data; for shared-memory regions
+ * (minor mode) one write into the page cache and UFFDIO_CONTINUE; MOVE
+ * out of the staging buffer in-process when enabled; COPY otherwise.  A
+ * source that cannot produce the run (its read, or the write into the
+ * memfd, failed) is left to the caller: *src_err says why, nothing filled.
  */
-int fill_run(struct fl_engine *e, struct worker *w, struct region *r,
-	     uint64_t pg, uint64_t npg, enum page_state prior, unsigned int how,
-	     _Atomic uint64_t *counter)
+static int resolve(struct fill_ctx *c, int *src_err)
 {
+	struct region *r = c->r;
 	struct fl_source *src = r->src;
-	uint64_t off = r->src_off + (pg << r->page_shift);
-	uint64_t moff = r->memfd_off + (pg << r->page_shift);
-	size_t len = (size_t)(npg << r->page_shift);
-	bool zero = prior == PG_REMOVED;
+	uint64_t off = r->src_off + (c->pg << r->page_shift);
+	uint64_t moff = r->memfd_off + (c->pg << r->page_shift);
+	size_t len = (size_t)(c->npg << r->page_shift);
+	bool zero = c->prior == PG_REMOVED;
+	bool move = atomic_load(&c->e->use_move);
 	int ret;
 
 	/* Shared memory keeps its page cache across MADV_DONTNEED. */
 	if (r->memfd >= 0 && memfd_cached(r->memfd, moff, len))
-		return fill_claimed(e, r, pg, npg, UFFD_OP_CONTINUE, 0, prior,
-				    how, counter);
+		return fill_with(c, UFFD_OP_CONTINUE, 0);
 	if (!zero && src->ops->hole && src->ops->hole(src, off, len))
 		zero = true;
-	const void *map = zero || r->memfd >= 0 || atomic_load(&e->use_move) ||
-			  !src->ops->map ? NULL : src->ops->map(src, off, len);
+	const void *map = zero || r->memfd >= 0 || move || !src->ops->map ?
+			  NULL : src->ops->map(src, off, len);
 
 	/*
 	 * Map the source pages before the COPY reads them: one call maps a
@@ -610,8 +507,8 @@ int fill_run(struct fl_engine *e, struct worker *w, struct region *r,
 	 * to the guest.  A failure (a truncated file) falls back to pread,
 	 * which reports it.
 	 */
-	if (map && map_source(w, src, map, off, len, r->page_size >= HUGE_2M,
-			      how & FILL_BLOCK) < 0)
+	if (map && map_source(c->w, src, map, off, len,
+			      r->page_size >= HUGE_2M, c->how & FILL_BLOCK) < 0)
 		map = NULL;
 
 	if (map) {
@@ -631,59 +528,60 @@ int fill_run(struct fl_engine *e, struct worker *w, struct region *r,
 		fl_err_clear();	/* a failure's cause is the read's own */
 		ret = src->ops->read(src, head, probe, off);
 		if (ret < 0)
-			return run_failed(e, w, r, pg, npg, prior, how, counter, ret);
-		if (!is_zero(head, probe))
-			return fill_claimed(e, r, pg, npg, UFFD_OP_COPY,
-					    (uintptr_t)map, prior,
-					    how | FILL_FROM_MAP, counter);
+			return *src_err = ret;
+		if (!is_zero(head, probe)) {
+			c->how |= FILL_FROM_MAP;
+			return fill_with(c, UFFD_OP_COPY, (uintptr_t)map);
+		}
 	}
 	if (!zero) {
 		fl_err_clear();
-		ret = src->ops->read(src, w->buf, len, off);
+		ret = src->ops->read(src, c->w->buf, len, off);
 		if (ret < 0)
-			return run_failed(e, w, r, pg, npg, prior, how, counter, ret);
-		zero = is_zero(w->buf, len);
+			return *src_err = ret;
+		zero = is_zero(c->w->buf, len);
 	}
 	if (zero && r->page_size >= HUGE_2M)	/* no ZEROPAGE on hugetlbfs */
-		return fill_claimed(e, r, pg, npg, UFFD_OP_COPY,
-				    (uintptr_t)zero_buf, prior, how, counter);
+		return fill_with(c, UFFD_OP_COPY, (uintptr_t)zero_buf);
 	if (zero)
-		return fill_claimed(e, r, pg, npg, UFFD_OP_ZEROPAGE, 0, prior,
-				    how, counter);
+		return fill_with(c, UFFD_OP_ZEROPAGE, 0);
 	if (r->memfd >= 0) {
 		fl_err_clear();
-		int64_t n = memfd_fill(r->memfd, w->buf, moff, len);
+		int64_t n = memfd_fill(r->memfd, c->w->buf, moff, len);
 
 		if (n < 0)
-			return run_failed(e, w, r, pg, npg, prior, how, counter, (int)n);
-		stat_add(&e->st.bytes_copied, (uint64_t)n);
-		return fill_claimed(e, r, pg, npg, UFFD_OP_CONTINUE, 0, prior,
-				    how, counter);
+			return *src_err = (int)n;
+		stat_add(&c->e->st.bytes_copied, (uint64_t)n);
+		return fill_with(c, UFFD_OP_CONTINUE, 0);
 	}
-	return fill_claimed(e, r, pg, npg,
-			    r->page_size < HUGE_2M && atomic_load(&e->use_move) ?
-			    UFFD_OP_MOVE : UFFD_OP_COPY,
-			    (uintptr_t)w->buf, prior, how, counter);
+	return fill_with(c, r->page_size < HUGE_2M && move ? UFFD_OP_MOVE :
+			 UFFD_OP_COPY, (uintptr_t)c->w->buf);
 }
 
 /*
- * The source could not produce the run [pg, pg+npg): fill it page by page
- * until a page fails too, so that the readable pages before the failure (a
- * file truncated mid-chunk) are served, not failed with it; from that page
- * on the run fails at once.
+ * The source could not produce the run of c (err): fill it page by page
+ * until a page fails too, so that the readable pages before the failure
+ * (a file truncated mid-chunk) are served, not failed with it; from that
+ * page on the run fails at once.
  */
-static int run_failed(struct fl_engine *e, struct worker *w, struct region *r,
-		      uint64_t pg, uint64_t npg, enum page_state prior,
-		      unsigned int how, _Atomic uint64_t *counter, int err)
+static int run_failed(const struct fill_ctx *c, int err)
 {
-	if (npg == 1)
-		return source_failed(e, r, pg, 1, err);
-	for (uint64_t i = 0; i < npg; i++) {
-		uint64_t errs = atomic_load(&e->st.source_errors);
-		int ret = fill_run(e, w, r, pg + i, 1, prior, how, counter);
+	struct fl_engine *e = c->e;
 
+	if (c->npg == 1)
+		return source_failed(c, err);
+	for (uint64_t i = 0; i < c->npg; i++) {
+		uint64_t errs = atomic_load(&e->st.source_errors);
+		struct fill_ctx one = *c;
+		int serr = 0, ret;
+
+		one.pg = c->pg + i;
+		one.npg = 1;
+		ret = resolve(&one, &serr);
+		if (serr)
+			ret = source_failed(&one, serr);
 		if (ret < 0 && ret != -ENOENT) {
-			region_set(r, pg + i + 1, npg - i - 1, prior);
+			region_set(c->r, one.pg + 1, c->npg - i - 1, c->prior);
 			return ret;
 		}
 		/*
@@ -692,43 +590,46 @@ static int run_failed(struct fl_engine *e, struct worker *w, struct region *r,
 		 * take a remote source's whole retry budget.  Fail them now.
 		 */
 		if (atomic_load(&e->st.source_errors) != errs) {
-			if (i + 1 == npg)
+			struct fill_ctx rest = *c;
+
+			if (i + 1 == c->npg)
 				return 0;
+			rest.pg = one.pg + 1;
+			rest.npg = c->npg - i - 1;
 			fl_err(err, "%s", last_cause);	/* that page's cause */
-			return source_failed(e, r, pg + i + 1, npg - i - 1,
-					     err);
+			return source_failed(&rest, err);
 		}
 	}
 	return 0;
 }
 
-/*
- * Fill every missing (and, for faults, removed) page of [first, last) in
- * runs.  Pages busy in another worker are left to it: its COPY wakes our
- * faulting thread too.  Prefetch never fills removed pages: the memory was
- * given back (balloon) and stays unpopulated until touched.
- */
-int engine_fill_range(struct fl_engine *e, struct worker *w, struct region *r,
-		      uint64_t first, uint64_t last, unsigned int how,
-		      _Atomic uint64_t *counter)
+int fill_run(struct fill_ctx *c)
 {
+	int serr = 0;
+	int ret = resolve(c, &serr);
+
+	return serr ? run_failed(c, serr) : ret;
+}
+
+/*
+ * Fill every missing (and, for faults, removed) page of [first, last) of
+ * job's region in runs.  Pages busy in another worker are left to it: its
+ * COPY wakes our faulting thread too.  Prefetch never fills removed pages:
+ * the memory was given back (balloon) and stays unpopulated until touched.
+ */
+int engine_fill_range(const struct fill_ctx *job, uint64_t first,
+		      uint64_t last)
+{
+	struct fl_engine *e = job->e;
+	struct region *r = job->r;
+	unsigned int how = job->how;
 	uint64_t i = first;
 	bool ran = false;
-	uint64_t max_bytes = FL_MAX_CHUNK;
+	uint64_t max_bytes = job->max_run && job->max_run < FL_MAX_CHUNK ?
+			     job->max_run : FL_MAX_CHUNK;
 
 	if ((last - first) << r->page_shift >= HUGE_2M)
 		how |= FILL_BLOCK;
-
-	/*
-	 * Prefetch while faults come: short runs, so that one waits little.
-	 * Before the first fault and once they have gone quiet: whole 2 MiB
-	 * runs (a background restore of an idle client, 8 % faster here; and
-	 * with MOVE, a first short run would split the staging huge page for
-	 * good, and no later run would move a whole PMD).
-	 */
-	if ((how & FILL_YIELD) && atomic_load(&e->st.faults) &&
-	    now_ns() - atomic_load(&e->last_fault_ns) < e->quiet_ns)
-		max_bytes = YIELD_RUN_BYTES;
 
 	while (i < last) {
 		enum page_state s = region_get(r, i);
@@ -749,7 +650,13 @@ int engine_fill_range(struct fl_engine *e, struct worker *w, struct region *r,
 			j++;
 		if (j == i)
 			continue;	/* lost the race: look again */
-		int ret = fill_run(e, w, r, i, j - i, s, how, counter);
+		struct fill_ctx c = *job;
+
+		c.how = how;
+		c.pg = i;
+		c.npg = j - i;
+		c.prior = s;
+		int ret = fill_run(&c);
 
 		/*
 		 * ENOENT: those pages have no mapping any more (now marked

@@ -16,8 +16,10 @@
 
 #include "engine/core.h"
 #include "engine/fill.h"
+#include "engine/gate.h"
 #include "engine/loop.h"
 #include "engine/prefetch.h"
+#include "engine/readahead.h"
 #include "engine/stats.h"
 #include "kernel/proc.h"
 #include "util/error.h"
@@ -43,91 +45,46 @@ static int queue_reserve(struct worker *w, int n)
 
 /* ---- events ------------------------------------------------------------- */
 
-
-/* ---- events ------------------------------------------------------------- */
-
-static void drop_region(struct fl_engine *e, int i)
+/* A region leaves the list: no queued work may name it any more. */
+static void drop_region(void *arg, struct region *r)
 {
-	prefetch_forget(e, e->regions[i]);
-	region_free(e->regions[i]);
-	e->regions[i] = e->regions[--e->nregions];
-}
-
-int engine_add_region_locked(struct fl_engine *e, struct region *r)
-{
-	if (e->nregions == e->cap) {
-		int cap = e->cap ? e->cap * 2 : 8;
-		struct region **v = realloc(e->regions, sizeof(*v) * (size_t)cap);
-
-		if (!v)
-			return -ENOMEM;
-		e->regions = v;
-		e->cap = cap;
-	}
-	e->regions[e->nregions++] = r;
-	prefetch_regions_changed(e);
-	return 0;
-}
-
-/* Add r, or free it if there is no room. */
-static void add_or_free(struct fl_engine *e, struct region *r)
-{
-	if (r && engine_add_region_locked(e, r) < 0)
-		region_free(r);
+	prefetch_forget(arg, r);
+	region_free(r);
 }
 
 /*
- * Cut [start, end) out of every region (UNMAP, or the old range of a
- * REMAP): regions shrink, split or go, so none covers memory the client
- * may map anew there.
+ * After UNMAP or REMAP: regions may be shorter (no readahead past their
+ * end) or new (split off: background restore starts over).
  */
-static void apply_cut(struct fl_engine *e, uint64_t start, uint64_t end)
+static void regions_changed(struct fl_engine *e, unsigned int added)
 {
-	/* Tails appended here lie past the range: cutting them is a no-op. */
-	for (int i = 0; i < e->nregions; i++) {
-		struct region *tail;
-		int gone = region_cut(e->regions[i], start, end, &tail);
-
-		add_or_free(e, tail);
-		if (gone == 1)
-			drop_region(e, i--);	/* the last one takes slot i */
-		else
-			prefetch_clip(e, e->regions[i]);	/* may be shorter */
-	}
-}
-
-static void apply_remap(struct fl_engine *e, uint64_t from, uint64_t to,
-			uint64_t len)
-{
-	int n = e->nregions;
-
-	/* First the moved parts, at their new addresses... */
-	for (int i = 0; i < n; i++) {
-		struct region *nr;
-
-		if (region_remap(e->regions[i], from, len, to, &nr) == 0)
-			add_or_free(e, nr);
-	}
-	/* ...then what stayed behind no longer covers the old range. */
-	apply_cut(e, from, from + len);
+	for (int i = 0; i < e->regions.n; i++)
+		prefetch_clip(e, e->regions.v[i]);
+	if (added != e->regions.added)
+		prefetch_regions_changed(e);
 }
 
 /* Called with the engine lock held exclusively. */
 static void apply_event(struct fl_engine *e, const struct uffd_msg *m)
 {
 	stat_add(&e->st.events, 1);
+	unsigned int added = e->regions.added;
+
 	switch (m->event) {
 	case UFFD_EVENT_REMOVE:
-		for (int i = 0; i < e->nregions; i++)
-			region_mark_removed(e->regions[i], m->arg.remove.start,
-					    m->arg.remove.end);
+		region_list_removed(&e->regions, m->arg.remove.start,
+				    m->arg.remove.end);
 		break;
 	case UFFD_EVENT_UNMAP:
-		apply_cut(e, m->arg.remove.start, m->arg.remove.end);
+		region_list_cut(&e->regions, m->arg.remove.start,
+				m->arg.remove.end, drop_region, e);
+		regions_changed(e, added);
 		break;
 	case UFFD_EVENT_REMAP:
-		apply_remap(e, m->arg.remap.from, m->arg.remap.to,
-			    m->arg.remap.len);
+		region_list_move(&e->regions, m->arg.remap.from,
+				 m->arg.remap.to, m->arg.remap.len,
+				 drop_region, e);
+		regions_changed(e, added);
 		break;
 	case UFFD_EVENT_FORK:
 		/*
@@ -167,22 +124,12 @@ static int read_msgs(struct fl_engine *e, struct worker *w)
 			continue;
 		}
 		stat_add(&e->st.faults, 1);
-		atomic_store_explicit(&e->last_fault_ns, t, memory_order_relaxed);
+		prefetch_fault_read(e, t);
 		w->q[w->qlen++] = (struct pending){ m->arg.pagefault.address,
 						     t, seen };
 	}
 	pthread_rwlock_unlock(&e->lock);
 	return n;
-}
-
-/* ---- resolving ---------------------------------------------------------- */
-
-static struct region *find_region(struct fl_engine *e, uint64_t addr)
-{
-	for (int i = 0; i < e->nregions; i++)
-		if (region_contains(e->regions[i], addr))
-			return e->regions[i];
-	return NULL;
 }
 
 /* ---- faults ------------------------------------------------------------- */
@@ -247,7 +194,10 @@ static int answer_filled(struct fl_engine *e, struct worker *w,
 		wake_filled(e, addr, r->page_size);
 		return 0;
 	}
-	return fill_run(e, w, r, pg, 1, s, 0, NULL);
+	struct fill_ctx c = { .e = e, .w = w, .r = r, .pg = pg, .npg = 1,
+			      .prior = s };
+
+	return fill_run(&c);
 }
 
 /*
@@ -289,7 +239,7 @@ static int serve_fault(struct fl_engine *e, struct worker *w,
 	int ret = 0;
 
 	pthread_rwlock_rdlock(&e->lock);
-	struct region *r = find_region(e, p->addr);
+	struct region *r = region_find(&e->regions, p->addr);
 
 	if (!r) {
 		/*
@@ -305,7 +255,7 @@ static int serve_fault(struct fl_engine *e, struct worker *w,
 		return ret == -EAGAIN || ret == -ESRCH ? ret : 0;
 	}
 	uint64_t pg = region_page(r, p->addr);
-	uint64_t per = prefetch_fault_pages(e, r, queued);
+	uint64_t per = readahead_fault_pages(e, r, queued);
 	uint64_t first = pg & ~(per - 1);
 	uint64_t last = first + per < r->npages ? first + per : r->npages;
 
@@ -314,13 +264,14 @@ static int serve_fault(struct fl_engine *e, struct worker *w,
 	if (s == PG_PRESENT || s == PG_GONE)
 		ret = answer_filled(e, w, r, pg, p);
 	else
-		ret = engine_fill_range(e, w, r, first, last, FILL_REMOVED,
-					NULL);
+		ret = engine_fill_range(&(struct fill_ctx){ .e = e, .w = w,
+					.r = r, .how = FILL_REMOVED },
+					first, last);
 	if (ret == 0 && e->rec)
 		trace_add(e->rec, r->src_off + (first << r->page_shift),
 			  (last - first) << r->page_shift);
 	if (ret == 0)
-		prefetch_after_fault(e, r, pg, first, last);
+		readahead_after_fault(e, r, pg, first, last);
 	/* r may be gone once the lock is dropped: keep what is needed. */
 	uint64_t pgaddr = region_page_addr(r, pg), psz = r->page_size;
 

@@ -11,7 +11,5 @@
 int engine_pump(struct fl_engine *e, struct worker *w);
 /* An engine thread: poll the uffd and pump until stopped (arg: worker). */
 void *engine_thread(void *arg);
-/* Add r to e's regions (engine lock held exclusively). */
-int engine_add_region_locked(struct fl_engine *e, struct region *r);
 
 #endif

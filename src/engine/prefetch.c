@@ -1,15 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * prefetch.c - copy ahead of the client instead of in its way: the policy
- * that watches the fault stream (the adaptive chunk, readahead of
- * sequential and strided streams), working-set replay, and background
- * restore once faults pause (or the client is dense), on one filler
- * thread per CPU (at most FILLERS_MAX).
+ * prefetch.c - copy ahead of the client instead of in its way: the filler
+ * threads (one per CPU, at most FILLERS_MAX) that fill the readahead
+ * windows readahead.c queues, replay a working-set trace, and restore in
+ * the background once faults pause (or the client is dense).
  *
  * Decision: faults come first.  A filler holds the engine lock shared in
  * bounded pieces, copies in runs of YIELD_RUN_BYTES and gives the lock up
  * as soon as a fault reader waits (FILL_YIELD); work is handed out in
- * pieces under ra_lock, so fillers never fill the same piece; removed
+ * pieces under pf.lock, so fillers never fill the same piece; removed
  * pages are never filled ahead (docs/architecture.md, Threading).
  */
 #define _GNU_SOURCE
@@ -22,264 +21,39 @@
 
 #include "engine/core.h"
 #include "engine/fill.h"
+#include "engine/worker.h"
 #include "engine/prefetch.h"
+#include "util/clock.h"
 #include "kernel/uffd.h"
 
 #define PIECE_BYTES	(512u << 10)	/* readahead work per lock hold */
 #define BG_BYTES	(2u << 20)	/* background work per lock hold */
-/*
- * Random faults on 1/DENSE_DIV of a region's chunks make a client dense.
- * 128 MiB touched at random: 16 faults of ~60 us before the restore
- * streams (at 1/32 it waited for 64); a sparse client counts once per run.
- */
-#define DENSE_DIV	128
-#define STRIDE_MAX	(64u << 20)	/* a larger stride is two random faults */
 /* Fillers run a little below the client and its handler threads. */
 #define FILLER_NICE	5
-
-static uint64_t pages_of(const struct region *r, uint64_t bytes)
-{
-	uint64_t n = bytes >> r->page_shift;
-
-	return n ? n : 1;
-}
-
-/*
- * Pages a fault on r fills: the caller's fixed chunk, else the adaptive
- * one, and the largest when other faults wait behind this one (queued >
- * 1): several client threads are held up on faults at once, and one
- * handler serving them a small chunk each is what bounds them (4 vCPUs
- * touching at random: 575 faults and 1.52x prepopulated at 64 KiB each).
- */
-uint64_t prefetch_fault_pages(const struct fl_engine *e, const struct region *r,
-			      int queued)
-{
-	uint64_t base = pages_of(r, e->chunk);
-	uint64_t cur = atomic_load_explicit(&r->fault_pages,
-					    memory_order_relaxed);
-
-	if (e->chunk_fixed)
-		return base;
-	if (queued > 1)
-		return pages_of(r, FL_MAX_CHUNK);
-	return cur ? cur : base;
-}
-
-/* Faults arrive in order: the next one fills twice as much (ra_lock held). */
-static void chunk_grow(struct fl_engine *e, struct region *r)
-{
-	uint64_t cur = prefetch_fault_pages(e, r, 1);
-	uint64_t base = pages_of(r, e->chunk);
-	uint64_t max = pages_of(r, FL_MAX_CHUNK);
-
-	cur = cur < base ? base : cur;
-	atomic_store_explicit(&r->fault_pages, cur * 2 < max ? cur * 2 : max,
-			      memory_order_relaxed);
-}
-
-/*
- * A random fault: the next fills the engine's chunk, or for a dense
- * client only its own page when background restore runs beside its
- * faults (fillers running, background on and not stopped): it fills the
- * rest, and each page more would only make the fault wait longer.  Not
- * while a trace is replayed: the fillers are busy with it, and a fault
- * that outran the replay is better off filling 64 KiB (a random trace
- * replayed: 1.35x prepopulated so, 1.14x not).  ra_lock held.
- */
-static void chunk_reset(struct fl_engine *e, struct region *r)
-{
-	bool beside = e->background && !e->bg_stopped &&
-		      atomic_load(&e->filling) && atomic_load(&e->dense) &&
-		      e->replay_next >= e->replay.n;
-
-	atomic_store_explicit(&r->fault_pages, beside ? 1 : 0,
-			      memory_order_relaxed);
-}
-
-/* Queue window [start, end) (steps of run pages every stride; ra_lock held). */
-static void queue_window(struct fl_engine *e, struct region *r, uint64_t start,
-			 uint64_t size, uint64_t stride, uint64_t run)
-{
-	if (!e->prefetch || start >= r->npages || e->njobs == RA_JOBS)
-		return;
-	uint64_t steps = stride ? size / run : 0;
-	uint64_t end = stride ? start + steps * stride : start + size;
-
-	if (end > r->npages)
-		end = r->npages;
-	r->ra_size = size;
-	r->ra_end = end;
-	r->ra_stride = stride;
-	if (stride) {
-		/* The middle step is left unfilled, all of it. */
-		r->ra_marker = start + steps / 2 * stride;
-		r->ra_marker_len = run;
-	} else {
-		r->ra_marker = start + (end - start) / 2;
-		r->ra_marker_len = 1;
-	}
-	e->jobs[e->njobs++] = (struct ra_job){
-		r, start, end, r->ra_marker, r->ra_marker_len, stride, run,
-	};
-	pthread_cond_broadcast(&e->ra_cond);
-}
-
-/*
- * A random fault.  Once random faults have hit 1/DENSE_DIV of a region's
- * chunks, the client is touching all of its memory in no order readahead
- * can follow: waiting for a quiet moment would only leave it faulting on
- * the rest, so background restore starts now.  Streams (sparse runs) count
- * once per run and never get there.  ra_lock held.
- */
-static void random_fault(struct fl_engine *e, struct region *r, uint64_t chunk)
-{
-	if (++r->ra_random * DENSE_DIV * chunk > r->npages &&
-	    !atomic_load(&e->dense)) {
-		atomic_store(&e->dense, true);
-		pthread_cond_broadcast(&e->ra_cond);
-	}
-}
-
-/* The smallest power of two of pages at least n, within [lo, hi]. */
-static uint64_t pow2_within(uint64_t n, uint64_t lo, uint64_t hi)
-{
-	uint64_t p = lo;
-
-	while (p < n && p < hi)
-		p *= 2;
-	return p < hi ? p : hi;
-}
-
-/*
- * A fault that does not continue a stream: it starts one.  Three stream
- * starts the same distance apart, farther than a stream is long (a client
- * walking an array of large records, or touching 1 MiB every 16): a
- * strided window at that distance, each step as long as the last stream
- * went (a power of two, at most FL_MAX_CHUNK), which faults then fill too.
- * Anything else is random.  ra_lock held.
- */
-static void stream_start(struct fl_engine *e, struct region *r,
-			 uint64_t first, uint64_t chunk, uint64_t max)
-{
-	uint64_t delta = first > r->ra_stream ? first - r->ra_stream : 0;
-	uint64_t extent = r->ra_prev_end - r->ra_stream;
-	/* How long the last stream went, as a chunk. */
-	uint64_t went = pow2_within(extent, pages_of(r, e->chunk),
-				    pages_of(r, FL_MAX_CHUNK));
-
-	if (delta > extent && delta == r->ra_delta &&
-	    delta <= pages_of(r, STRIDE_MAX)) {
-		uint64_t run = e->chunk_fixed ? chunk : went;
-
-		if (!e->chunk_fixed)
-			atomic_store_explicit(&r->fault_pages, run,
-					      memory_order_relaxed);
-		queue_window(e, r, first + delta,
-			     run * 4 < max ? run * 4 : max, delta, run);
-	} else if (r->ra_stream_faults > 1 && !e->chunk_fixed) {
-		/* After a stream of faults, the next is as long (at first). */
-		atomic_store_explicit(&r->fault_pages, went,
-				      memory_order_relaxed);
-	} else {
-		/* Density counts the engine's chunks, whatever this one was. */
-		random_fault(e, r, pages_of(r, e->chunk));
-		chunk_reset(e, r);
-	}
-	r->ra_delta = delta;
-	r->ra_stream = first;
-	r->ra_stream_faults = 0;
-}
-
-/*
- * Called with the engine lock shared, after the fault's chunk [first,
- * last) of r is filled.  Three patterns, per region:
- *  - sequential: this chunk starts where the last one ended (the stream
- *    goes on);
- *  - strided: the last three streams started the same distance apart
- *    (stream_start());
- *  - random: anything else.
- * A fault on a window's marker (or, sequentially, right after the window)
- * queues the next window, twice as large, up to ra_max bytes of data
- * (with prefetch on).  The fault chunk doubles, up to FL_MAX_CHUNK, while
- * faults come in order (a fault inside a window the filler has not
- * reached is a client outrunning it: its own thread then copies more per
- * fault, beside the filler) and falls back to the engine's on a random one
- * (or to one page: chunk_reset()).
- */
-void prefetch_after_fault(struct fl_engine *e, struct region *r, uint64_t pg,
-			  uint64_t first, uint64_t last)
-{
-	uint64_t chunk = last - first, max = pages_of(r, e->ra_max);
-
-	pthread_mutex_lock(&e->ra_lock);
-	bool on_marker = pg >= r->ra_marker &&
-			 pg < r->ra_marker + r->ra_marker_len;
-	/* A step of the strided window that the filler has not reached. */
-	bool in_step = r->ra_stride && r->ra_marker_len && first < r->ra_end &&
-		       r->ra_end - first <= r->ra_size / r->ra_marker_len *
-					    r->ra_stride &&
-		       (r->ra_end - first) % r->ra_stride == 0;
-
-	if (r->ra_size && (on_marker || (!r->ra_stride && first == r->ra_end))) {
-		/* Progress through the window: queue the next, larger one. */
-		uint64_t start = r->ra_end > last || r->ra_stride ?
-				 r->ra_end : last;
-
-		queue_window(e, r, start, r->ra_size * 2 < max ?
-			     r->ra_size * 2 : max, r->ra_stride, chunk);
-		if (!r->ra_stride)
-			chunk_grow(e, r);
-		else
-			r->ra_stream = first;
-	} else if (in_step) {
-		/* The client outran the filler: still the stream, not random. */
-		if (!r->ra_stride)
-			chunk_grow(e, r);
-		else
-			r->ra_stream = first;
-	} else if (r->ra_prev_end && first <= r->ra_prev_end &&
-		   pg >= r->ra_prev_end) {
-		/*
-		 * Where the last chunk ended (this one, grown, may start
-		 * before it: chunks are aligned): a sequential stream.  Its
-		 * first window is four of the engine's chunks, not of this
-		 * grown one: it doubles as the stream proves itself, and a
-		 * stream that stops soon (1 MiB runs in random order) does
-		 * not leave megabytes queued behind it.
-		 */
-		uint64_t size = 4 * pages_of(r, e->chunk);
-
-		queue_window(e, r, last, size < max ? size : max, 0, chunk);
-		chunk_grow(e, r);
-	} else {
-		stream_start(e, r, first, chunk, max);
-	}
-	r->ra_prev_end = last;
-	r->ra_stream_faults++;
-	pthread_mutex_unlock(&e->ra_lock);
-}
+/* A prefetch run while faults come: a fault waits for one at most. */
+#define YIELD_RUN_BYTES	(256u << 10)
 
 void prefetch_forget(struct fl_engine *e, struct region *r)
 {
-	pthread_mutex_lock(&e->ra_lock);
-	for (int i = 0; i < e->njobs; i++) {
-		if (e->jobs[i].r != r)
+	pthread_mutex_lock(&e->pf.lock);
+	for (int i = 0; i < e->pf.njobs; i++) {
+		if (e->pf.jobs[i].r != r)
 			continue;
-		memmove(&e->jobs[i], &e->jobs[i + 1],
-			sizeof(*e->jobs) * (size_t)(e->njobs - i - 1));
-		e->njobs--;
+		memmove(&e->pf.jobs[i], &e->pf.jobs[i + 1],
+			sizeof(*e->pf.jobs) * (size_t)(e->pf.njobs - i - 1));
+		e->pf.njobs--;
 		i--;
 	}
-	e->bg_region = 0;
-	e->bg_page = 0;
-	pthread_mutex_unlock(&e->ra_lock);
+	e->pf.bg_region = 0;
+	e->pf.bg_page = 0;
+	pthread_mutex_unlock(&e->pf.lock);
 }
 
 void prefetch_clip(struct fl_engine *e, struct region *r)
 {
-	pthread_mutex_lock(&e->ra_lock);
-	for (int i = 0; i < e->njobs; i++) {
-		struct ra_job *j = &e->jobs[i];
+	pthread_mutex_lock(&e->pf.lock);
+	for (int i = 0; i < e->pf.njobs; i++) {
+		struct ra_job *j = &e->pf.jobs[i];
 
 		if (j->r != r)
 			continue;
@@ -287,25 +61,25 @@ void prefetch_clip(struct fl_engine *e, struct region *r)
 			j->end = r->npages;
 		if (j->next < j->end)
 			continue;
-		memmove(j, j + 1, sizeof(*j) * (size_t)(e->njobs - i - 1));
-		e->njobs--;
+		memmove(j, j + 1, sizeof(*j) * (size_t)(e->pf.njobs - i - 1));
+		e->pf.njobs--;
 		i--;
 	}
-	if (r->ra_end > r->npages)	/* the stream starts over */
-		r->ra_size = 0;
-	pthread_mutex_unlock(&e->ra_lock);
+	if (r->ra.end > r->npages)	/* the stream starts over */
+		r->ra.size = 0;
+	pthread_mutex_unlock(&e->pf.lock);
 }
 
 void prefetch_regions_changed(struct fl_engine *e)
 {
-	pthread_mutex_lock(&e->ra_lock);
-	e->bg_region = 0;
-	e->bg_page = 0;
-	e->bg_gen++;		/* a scan begun before is stale */
-	e->bg_stopped = false;
+	pthread_mutex_lock(&e->pf.lock);
+	e->pf.bg_region = 0;
+	e->pf.bg_page = 0;
+	e->pf.bg_gen++;		/* a scan begun before is stale */
+	e->pf.bg_stopped = false;
 	atomic_store(&e->restored, false);
-	pthread_cond_broadcast(&e->ra_cond);
-	pthread_mutex_unlock(&e->ra_lock);
+	pthread_cond_broadcast(&e->pf.cond);
+	pthread_mutex_unlock(&e->pf.lock);
 }
 
 /*
@@ -315,9 +89,9 @@ void prefetch_regions_changed(struct fl_engine *e)
  */
 static void piece_yielded(struct fl_engine *e)
 {
-	pthread_mutex_lock(&e->ra_lock);
-	e->bg_gen++;
-	pthread_mutex_unlock(&e->ra_lock);
+	pthread_mutex_lock(&e->pf.lock);
+	e->pf.bg_gen++;
+	pthread_mutex_unlock(&e->pf.lock);
 }
 
 /*
@@ -330,7 +104,20 @@ static int fill_ahead(struct fl_engine *e, struct worker *w, struct region *r,
 {
 	if (first >= last)
 		return 0;
-	int ret = engine_fill_range(e, w, r, first, last, FILL_YIELD, counter);
+	struct fill_ctx job = { .e = e, .w = w, .r = r, .how = FILL_YIELD,
+				.counter = counter };
+
+	/*
+	 * While faults come: short runs, so that one waits little.  Before
+	 * the first fault and once they have gone quiet: whole 2 MiB runs (a
+	 * background restore of an idle client, 8 % faster here; and with
+	 * MOVE, a first short run would split the staging huge page for
+	 * good, and no later run would move a whole PMD).
+	 */
+	if (atomic_load(&e->st.faults) &&
+	    now_ns() - atomic_load(&e->pf.last_fault_ns) < e->pf.quiet_ns)
+		job.max_run = YIELD_RUN_BYTES;
+	int ret = engine_fill_range(&job, first, last);
 
 	if (ret == -EAGAIN || ret == -EINTR)
 		piece_yielded(e);
@@ -351,21 +138,21 @@ static int fill_around_marker(struct fl_engine *e, struct worker *w,
 	return ret ? ret : fill_ahead(e, w, j->r, m1 < b ? m1 : b, b, c);
 }
 
-/* Put the rest of a piece back first in line (ra_lock not held). */
+/* Put the rest of a piece back first in line (pf.lock not held). */
 static void requeue_front(struct fl_engine *e, const struct ra_job *j)
 {
-	pthread_mutex_lock(&e->ra_lock);
-	if (e->njobs < RA_JOBS) {	/* else background restore will do it */
-		memmove(&e->jobs[1], &e->jobs[0],
-			sizeof(*e->jobs) * (size_t)e->njobs++);
-		e->jobs[0] = *j;
+	pthread_mutex_lock(&e->pf.lock);
+	if (e->pf.njobs < RA_JOBS) {	/* else background restore will do it */
+		memmove(&e->pf.jobs[1], &e->pf.jobs[0],
+			sizeof(*e->pf.jobs) * (size_t)e->pf.njobs++);
+		e->pf.jobs[0] = *j;
 	}
-	pthread_mutex_unlock(&e->ra_lock);
+	pthread_mutex_unlock(&e->pf.lock);
 }
 
 /*
  * One piece of the oldest readahead job: PIECE_BYTES of data, contiguous
- * or in steps, taken off the job under ra_lock so that another filler goes
+ * or in steps, taken off the job under pf.lock so that another filler goes
  * on with the next piece.  Engine lock held shared (so the job's region
  * stays).  Returns -EAGAIN when an event is pending or -EINTR when a fault
  * waits: the rest of the piece is queued again, first (what was filled is
@@ -373,24 +160,24 @@ static void requeue_front(struct fl_engine *e, const struct ra_job *j)
  */
 static int readahead_piece(struct fl_engine *e, struct worker *w)
 {
-	pthread_mutex_lock(&e->ra_lock);
-	if (!e->njobs) {
-		pthread_mutex_unlock(&e->ra_lock);
+	pthread_mutex_lock(&e->pf.lock);
+	if (!e->pf.njobs) {
+		pthread_mutex_unlock(&e->pf.lock);
 		return 0;
 	}
-	struct ra_job j = e->jobs[0];
-	uint64_t piece = pages_of(j.r, PIECE_BYTES);
+	struct ra_job j = e->pf.jobs[0];
+	uint64_t piece = region_pages(j.r, PIECE_BYTES);
 	uint64_t stop = j.stride ? j.next + (piece > j.run ? piece / j.run : 1) *
 				   j.stride : j.next + piece;
 	uint64_t end = j.end < j.r->npages ? j.end : j.r->npages;
 
 	if (stop > end)
 		stop = end;
-	e->jobs[0].next = stop;
+	e->pf.jobs[0].next = stop;
 	if (stop == end)
-		memmove(&e->jobs[0], &e->jobs[1],
-			sizeof(*e->jobs) * (size_t)--e->njobs);
-	pthread_mutex_unlock(&e->ra_lock);
+		memmove(&e->pf.jobs[0], &e->pf.jobs[1],
+			sizeof(*e->pf.jobs) * (size_t)--e->pf.njobs);
+	pthread_mutex_unlock(&e->pf.lock);
 
 	int ret = 0;
 	uint64_t resume = j.next;	/* strided: the first step not done */
@@ -426,46 +213,46 @@ static int replay_piece(struct fl_engine *e, struct worker *w)
 {
 	uint64_t src_end = 0;	/* no region maps the snapshot beyond this */
 
-	if (!e->nregions)
+	if (!e->regions.n)
 		return -ENXIO;	/* nothing to replay into yet */
-	for (int i = 0; i < e->nregions; i++)
-		if (e->regions[i]->src_off + e->regions[i]->len > src_end)
-			src_end = e->regions[i]->src_off + e->regions[i]->len;
-	pthread_mutex_lock(&e->ra_lock);
+	for (int i = 0; i < e->regions.n; i++)
+		if (e->regions.v[i]->src_off + e->regions.v[i]->len > src_end)
+			src_end = e->regions.v[i]->src_off + e->regions.v[i]->len;
+	pthread_mutex_lock(&e->pf.lock);
 	/* A trace of another snapshot: what lies past every region is skipped. */
-	while (e->replay_next < e->replay.n &&
-	       e->replay.runs[e->replay_next].off + e->replay_off >= src_end) {
-		e->replay_next++;
-		e->replay_off = 0;
+	while (e->pf.replay_next < e->pf.replay.n &&
+	       e->pf.replay.runs[e->pf.replay_next].off + e->pf.replay_off >= src_end) {
+		e->pf.replay_next++;
+		e->pf.replay_off = 0;
 	}
-	if (e->replay_next >= e->replay.n) {
-		pthread_mutex_unlock(&e->ra_lock);
+	if (e->pf.replay_next >= e->pf.replay.n) {
+		pthread_mutex_unlock(&e->pf.lock);
 		return 0;
 	}
-	size_t at = e->replay_next;
-	uint64_t at_off = e->replay_off;
-	struct trace_run run = e->replay.runs[e->replay_next];
-	uint64_t off = run.off + e->replay_off;
-	uint64_t len = run.len - e->replay_off;
+	size_t at = e->pf.replay_next;
+	uint64_t at_off = e->pf.replay_off;
+	struct trace_run run = e->pf.replay.runs[e->pf.replay_next];
+	uint64_t off = run.off + e->pf.replay_off;
+	uint64_t len = run.len - e->pf.replay_off;
 
 	if (len > src_end - off) {	/* the run ends past every region */
 		len = src_end - off;
-		run.len = e->replay_off + len;
+		run.len = e->pf.replay_off + len;
 	}
 
 	if (len > BG_BYTES)
 		len = BG_BYTES;
-	e->replay_off += len;
+	e->pf.replay_off += len;
 	/* Replay is activity: background restore waits until it is over. */
-	atomic_store(&e->last_fault_ns, now_ns());
-	if (e->replay_off >= run.len) {
-		e->replay_next++;
-		e->replay_off = 0;
+	atomic_store(&e->pf.last_fault_ns, now_ns());
+	if (e->pf.replay_off >= run.len) {
+		e->pf.replay_next++;
+		e->pf.replay_off = 0;
 	}
-	pthread_mutex_unlock(&e->ra_lock);
+	pthread_mutex_unlock(&e->pf.lock);
 
-	for (int i = 0; i < e->nregions; i++) {
-		struct region *r = e->regions[i];
+	for (int i = 0; i < e->regions.n; i++) {
+		struct region *r = e->regions.v[i];
 		uint64_t lo = off > r->src_off ? off : r->src_off;
 		uint64_t hi = off + len < r->src_off + r->len ?
 			      off + len : r->src_off + r->len;
@@ -484,13 +271,13 @@ static int replay_piece(struct fl_engine *e, struct worker *w)
 			 * An event or a fault is pending: do it again, unless
 			 * another filler has gone back further already.
 			 */
-			pthread_mutex_lock(&e->ra_lock);
-			if (at < e->replay_next || (at == e->replay_next &&
-						    at_off < e->replay_off)) {
-				e->replay_next = at;
-				e->replay_off = at_off;
+			pthread_mutex_lock(&e->pf.lock);
+			if (at < e->pf.replay_next || (at == e->pf.replay_next &&
+						    at_off < e->pf.replay_off)) {
+				e->pf.replay_next = at;
+				e->pf.replay_off = at_off;
 			}
-			pthread_mutex_unlock(&e->ra_lock);
+			pthread_mutex_unlock(&e->pf.lock);
 			return ret;
 		}
 	}
@@ -500,24 +287,24 @@ static int replay_piece(struct fl_engine *e, struct worker *w)
 /*
  * The first missing page from the cursor (ri, pg) on, wrapping round
  * once: its region's index and page in *ri, *pg, and 1; else 2 if pages
- * are still being filled (busy: the restore is not complete until they
- * are), 0 if none.  Reads page states only (engine lock held shared).
+ * are still being filled or reset (busy: the restore is not complete
+ * until they are), 0 if none.  Reads page states only (engine lock held shared).
  */
 static int next_missing(struct fl_engine *e, int *ri, uint64_t *pg)
 {
 	bool busy = false;
 
-	for (int scanned = 0; scanned <= e->nregions; scanned++) {
-		if (*ri >= e->nregions) {
+	for (int scanned = 0; scanned <= e->regions.n; scanned++) {
+		if (*ri >= e->regions.n) {
 			*ri = 0;
 			*pg = 0;
 		}
-		struct region *r = e->regions[*ri];
+		struct region *r = e->regions.v[*ri];
 		enum page_state s = PG_PRESENT;
 
 		while (*pg < r->npages &&
 		       (s = region_get(r, *pg)) != PG_MISSING) {
-			busy |= s == PG_BUSY;
+			busy |= s == PG_BUSY || s == PG_RESET;
 			(*pg)++;
 		}
 		if (*pg < r->npages)
@@ -542,34 +329,34 @@ static int background_piece(struct fl_engine *e, struct worker *w)
 	int ri;
 	uint64_t pg;
 
-	if (!e->nregions)
+	if (!e->regions.n)
 		return 0;
 	for (;;) {
-		pthread_mutex_lock(&e->ra_lock);
-		int ri0 = e->bg_region;
-		uint64_t pg0 = e->bg_page;
+		pthread_mutex_lock(&e->pf.lock);
+		int ri0 = e->pf.bg_region;
+		uint64_t pg0 = e->pf.bg_page;
 
-		pthread_mutex_unlock(&e->ra_lock);
+		pthread_mutex_unlock(&e->pf.lock);
 		ri = ri0;
 		pg = pg0;
 		int found = next_missing(e, &ri, &pg);
 
 		if (found != 1)
 			return found;
-		struct region *r = e->regions[ri];
-		uint64_t end = pg + pages_of(r, BG_BYTES);
+		struct region *r = e->regions.v[ri];
+		uint64_t end = pg + region_pages(r, BG_BYTES);
 
 		if (end > r->npages)
 			end = r->npages;
 		/* Take the piece, unless another filler moved the cursor. */
-		pthread_mutex_lock(&e->ra_lock);
-		bool mine = e->bg_region == ri0 && e->bg_page == pg0;
+		pthread_mutex_lock(&e->pf.lock);
+		bool mine = e->pf.bg_region == ri0 && e->pf.bg_page == pg0;
 
 		if (mine) {
-			e->bg_region = ri;
-			e->bg_page = end;
+			e->pf.bg_region = ri;
+			e->pf.bg_page = end;
 		}
-		pthread_mutex_unlock(&e->ra_lock);
+		pthread_mutex_unlock(&e->pf.lock);
 		if (!mine)
 			continue;
 		int ret = fill_ahead(e, w, r, pg, end, &e->st.pages_background);
@@ -589,7 +376,7 @@ static void wait_ns(struct fl_engine *e, uint64_t ns)
 		ts.tv_sec++;
 		ts.tv_nsec -= 1000000000l;
 	}
-	pthread_cond_timedwait(&e->ra_cond, &e->ra_lock, &ts);
+	pthread_cond_timedwait(&e->pf.cond, &e->pf.lock, &ts);
 }
 
 static bool filler_stopped(struct fl_engine *e)
@@ -601,12 +388,12 @@ static bool filler_stopped(struct fl_engine *e)
  * How long faults (and replay) must have paused before background
  * restore: the engine's quiet_ns once the client has faulted (not to
  * compete with it while it runs) or a trace is replayed (its working set
- * first), none before (nothing of it runs on that memory yet).  ra_lock
+ * first), none before (nothing of it runs on that memory yet).  pf.lock
  * held.
  */
 static uint64_t bg_quiet_ns(struct fl_engine *e)
 {
-	return atomic_load(&e->st.faults) || e->replay.n ? e->quiet_ns : 0;
+	return atomic_load(&e->st.faults) || e->pf.replay.n ? e->pf.quiet_ns : 0;
 }
 
 /*
@@ -619,10 +406,10 @@ static uint64_t bg_quiet_ns(struct fl_engine *e)
 static bool bg_go(struct fl_engine *e, const struct worker *w,
 		  uint64_t *wait)
 {
-	uint64_t since = now_ns() - atomic_load(&e->last_fault_ns);
+	uint64_t since = now_ns() - atomic_load(&e->pf.last_fault_ns);
 	uint64_t quiet = bg_quiet_ns(e);
 
-	if (since >= quiet || (!w->filler && atomic_load(&e->dense)))
+	if (since >= quiet || (!w->filler && atomic_load(&e->pf.dense)))
 		return true;
 	*wait = quiet - since;
 	return false;
@@ -635,14 +422,14 @@ static void *filler(void *arg)
 
 	/* Below the client's threads and the fault handlers (nice raised). */
 	setpriority(PRIO_PROCESS, (id_t)gettid(), FILLER_NICE);
-	pthread_mutex_lock(&e->ra_lock);
+	pthread_mutex_lock(&e->pf.lock);
 	while (!filler_stopped(e)) {
 		/* Readahead (the first filler's) follows live faults: first. */
-		bool ra = e->njobs && !w->filler;
+		bool ra = e->pf.njobs && !w->filler;
 		uint64_t wait;
 
-		if (ra || e->replay_next < e->replay.n) {
-			pthread_mutex_unlock(&e->ra_lock);
+		if (ra || e->pf.replay_next < e->pf.replay.n) {
+			pthread_mutex_unlock(&e->pf.lock);
 			pthread_rwlock_rdlock(&e->lock);
 			int ret = ra ? readahead_piece(e, w) :
 				       replay_piece(e, w);
@@ -650,12 +437,12 @@ static void *filler(void *arg)
 			pthread_rwlock_unlock(&e->lock);
 			if (ret == -EAGAIN)
 				usleep(100);	/* let a reader apply the event */
-			pthread_mutex_lock(&e->ra_lock);
+			pthread_mutex_lock(&e->pf.lock);
 			if (ret == -ENXIO)	/* until a region is added */
 				wait_ns(e, 1000000000ull);
 			continue;
 		}
-		if (!e->background || e->bg_stopped ||
+		if (!e->pf.background || e->pf.bg_stopped ||
 		    atomic_load(&e->restored)) {
 			wait_ns(e, 1000000000ull);
 			continue;
@@ -664,25 +451,25 @@ static void *filler(void *arg)
 			wait_ns(e, wait);
 			continue;
 		}
-		uint64_t gen = e->bg_gen;
+		uint64_t gen = e->pf.bg_gen;
 
-		pthread_mutex_unlock(&e->ra_lock);
+		pthread_mutex_unlock(&e->pf.lock);
 		pthread_rwlock_rdlock(&e->lock);
 		int more = background_piece(e, w);
 
 		pthread_rwlock_unlock(&e->lock);
-		pthread_mutex_lock(&e->ra_lock);
+		pthread_mutex_lock(&e->pf.lock);
 		if (more < 0)		/* hugetlb pool empty: faults only */
-			e->bg_stopped = true;
+			e->pf.bg_stopped = true;
 		if (more == 2)		/* the last pieces are being filled */
 			wait_ns(e, 1000000ull);
-		if (more || gen != e->bg_gen)	/* regions added meanwhile */
+		if (more || gen != e->pf.bg_gen)	/* regions added meanwhile */
 			continue;
 		if (!atomic_load(&e->restored))
 			atomic_store(&e->restored_ns, now_ns());
 		atomic_store(&e->restored, true);
 	}
-	pthread_mutex_unlock(&e->ra_lock);
+	pthread_mutex_unlock(&e->pf.lock);
 	return NULL;
 }
 
@@ -696,38 +483,83 @@ static unsigned int fillers_wanted(void)
 	return n < 1 ? 1 : n > FILLERS_MAX ? FILLERS_MAX : (unsigned int)n;
 }
 
+void prefetch_init(struct fl_engine *e, const struct fl_engine_opts *opts)
+{
+	struct prefetch *pf = &e->pf;
+
+	pf->readahead = !(opts->flags & FL_ENGINE_NO_PREFETCH);
+	pf->background = !(opts->flags & FL_ENGINE_NO_BACKGROUND);
+	pf->ra_max = opts->readahead_max ? opts->readahead_max :
+		     FL_DEFAULT_READAHEAD;
+	pf->quiet_ns = (uint64_t)(opts->quiet_ms ? opts->quiet_ms :
+				  FL_DEFAULT_QUIET_MS) * 1000000ull;
+	pthread_mutex_init(&pf->lock, NULL);
+	pthread_cond_init(&pf->cond, NULL);
+	trace_init(&pf->replay);
+}
+
+void prefetch_free(struct fl_engine *e)
+{
+	pthread_mutex_destroy(&e->pf.lock);
+	pthread_cond_destroy(&e->pf.cond);
+	trace_free(&e->pf.replay);
+}
+
+void prefetch_fault_read(struct fl_engine *e, uint64_t ns)
+{
+	atomic_store_explicit(&e->pf.last_fault_ns, ns, memory_order_relaxed);
+}
+
+int prefetch_replay(struct fl_engine *e, struct trace *t, bool running)
+{
+	pthread_mutex_lock(&e->pf.lock);
+	trace_free(&e->pf.replay);
+	e->pf.replay = *t;
+	e->pf.replay_next = 0;
+	e->pf.replay_off = 0;
+	pthread_cond_broadcast(&e->pf.cond);
+	bool idle = !e->pf.nfillers;
+
+	pthread_mutex_unlock(&e->pf.lock);
+	/* Started without anything for the fillers to do: they have now. */
+	return running && idle ? prefetch_start(e) : 0;
+}
+
 int prefetch_start(struct fl_engine *e)
 {
 	unsigned int n = fillers_wanted();
 
-	atomic_store(&e->last_fault_ns, now_ns());
-	while (e->nfillers < n) {
+	if (!e->pf.readahead && !e->pf.background && !e->pf.replay.n)
+		return 0;	/* nothing for a filler to do */
+
+	atomic_store(&e->pf.last_fault_ns, now_ns());
+	while (e->pf.nfillers < n) {
 		struct worker *w = engine_worker(e);
 		int ret = ENOMEM;
 
 		if (w) {
-			w->filler = e->nfillers;
-			ret = pthread_create(&e->fillers[e->nfillers], NULL,
+			w->filler = e->pf.nfillers;
+			ret = pthread_create(&e->pf.fillers[e->pf.nfillers], NULL,
 					     filler, w);
 		}
 
 		if (ret)	/* one filler is enough to restore */
-			return e->nfillers ? 0 : -ret;
-		e->nfillers++;
-		atomic_store(&e->filling, true);
+			return e->pf.nfillers ? 0 : -ret;
+		e->pf.nfillers++;
+		atomic_store(&e->pf.filling, true);
 	}
 	return 0;
 }
 
 void prefetch_stop(struct fl_engine *e)
 {
-	if (!e->nfillers)
+	if (!e->pf.nfillers)
 		return;
-	atomic_store(&e->filling, false);
-	pthread_mutex_lock(&e->ra_lock);
-	pthread_cond_broadcast(&e->ra_cond);
-	pthread_mutex_unlock(&e->ra_lock);
-	for (unsigned int i = 0; i < e->nfillers; i++)
-		pthread_join(e->fillers[i], NULL);
-	e->nfillers = 0;
+	atomic_store(&e->pf.filling, false);
+	pthread_mutex_lock(&e->pf.lock);
+	pthread_cond_broadcast(&e->pf.cond);
+	pthread_mutex_unlock(&e->pf.lock);
+	for (unsigned int i = 0; i < e->pf.nfillers; i++)
+		pthread_join(e->pf.fillers[i], NULL);
+	e->pf.nfillers = 0;
 }

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * region.c - region life cycle and the range operations events need.
+ * region.c - region life cycle, the range operations events need, and
+ * the engine's list of regions (find, insert, cut on UNMAP, move or split
+ * on REMAP).
  *
  * Population decisions (which pages to fill, and with what) are the engine's;
- * this file only keeps the per-page truth and answers range questions.
+ * this file only keeps the per-page truth and answers range questions.  A
+ * region leaving the list goes to the caller's drop(), so that the engine
+ * forgets work queued on it without this file knowing about that work.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -53,8 +57,12 @@ void region_share_state(struct region *r, _Atomic uint8_t *mem, bool keep)
 	for (uint64_t i = 0; i < r->npages; i++) {
 		uint8_t s = keep ? atomic_load(&mem[i]) : PG_MISSING;
 
-		/* A fill the last server had under way: EEXIST will tell. */
-		if (s == PG_BUSY || s >= PG_NSTATES)
+		/*
+		 * A fill the last server had under way: EEXIST will tell.
+		 * A reset under way: its drop may not have happened, but
+		 * the page then is mapped and never faults.
+		 */
+		if (s == PG_BUSY || s == PG_RESET || s >= PG_NSTATES)
 			s = PG_MISSING;
 		atomic_store(&mem[i], s);
 	}
@@ -81,14 +89,48 @@ static bool clip_pages(const struct region *r, uint64_t start, uint64_t end,
 	return true;
 }
 
+/* Pages of [first, last) in a state of mask (bits 1 << state) become to. */
+static uint64_t move_pages(struct region *r, uint64_t first, uint64_t last,
+			   unsigned int mask, enum page_state to)
+{
+	uint64_t n = 0;
+
+	for (uint64_t i = first; i < last; i++) {
+		if (!(mask & (1u << region_get(r, i))))
+			continue;
+		atomic_store_explicit(&r->state[i], to, memory_order_release);
+		n++;
+	}
+	return n;
+}
+
 uint64_t region_mark_removed(struct region *r, uint64_t start, uint64_t end)
 {
 	uint64_t first, last;
 
 	if (!clip_pages(r, start, end, &first, &last))
 		return 0;
-	region_set(r, first, last - first, PG_REMOVED);
-	return last - first;
+	/* A reset's own drop is not the client's: those stay RESET. */
+	return move_pages(r, first, last, ~(1u << PG_RESET), PG_REMOVED);
+}
+
+uint64_t region_reset_begin(struct region *r, uint64_t start, uint64_t end)
+{
+	uint64_t first, last;
+
+	if (!clip_pages(r, start, end, &first, &last))
+		return 0;
+	return move_pages(r, first, last, 1u << PG_MISSING |
+			  1u << PG_PRESENT | 1u << PG_REMOVED, PG_RESET);
+}
+
+uint64_t region_reset_end(struct region *r, uint64_t start, uint64_t end)
+{
+	uint64_t first, last;
+
+	if (!clip_pages(r, start, end, &first, &last))
+		return 0;
+	return move_pages(r, first, last, 1u << PG_RESET, PG_MISSING);
 }
 
 /* A new region for pages [first, last) of r, at addr, states copied. */
@@ -162,4 +204,88 @@ void region_count(const struct region *r, uint64_t counts[PG_NSTATES])
 	memset(counts, 0, PG_NSTATES * sizeof(*counts));
 	for (uint64_t i = 0; i < r->npages; i++)
 		counts[region_get(r, i) % PG_NSTATES]++;
+}
+
+/* ---- the list ----------------------------------------------------------- */
+
+struct region *region_find(const struct region_list *l, uint64_t addr)
+{
+	for (int i = 0; i < l->n; i++)
+		if (region_contains(l->v[i], addr))
+			return l->v[i];
+	return NULL;
+}
+
+int region_insert(struct region_list *l, struct region *r)
+{
+	if (l->n == l->cap) {
+		int cap = l->cap ? l->cap * 2 : 8;
+		struct region **v = realloc(l->v, sizeof(*v) * (size_t)cap);
+
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n++] = r;
+	l->added++;
+	return 0;
+}
+
+/* Add r (a split-off part), or free it if there is no room. */
+static void insert_or_free(struct region_list *l, struct region *r)
+{
+	if (r && region_insert(l, r) < 0)
+		region_free(r);
+}
+
+void region_list_cut(struct region_list *l, uint64_t start, uint64_t end,
+		     region_drop_fn *drop, void *arg)
+{
+	/* Tails appended here lie past the range: cutting them is a no-op. */
+	for (int i = 0; i < l->n; i++) {
+		struct region *tail, *r = l->v[i];
+		int gone = region_cut(r, start, end, &tail);
+
+		insert_or_free(l, tail);
+		if (gone == 1) {
+			l->v[i--] = l->v[--l->n];	/* the last one takes slot i */
+			drop(arg, r);
+		}
+	}
+}
+
+void region_list_move(struct region_list *l, uint64_t from, uint64_t to,
+		      uint64_t len, region_drop_fn *drop, void *arg)
+{
+	int n = l->n;
+
+	/* First the moved parts, at their new addresses... */
+	for (int i = 0; i < n; i++) {
+		struct region *nr;
+
+		if (region_remap(l->v[i], from, len, to, &nr) == 0)
+			insert_or_free(l, nr);
+	}
+	/* ...then what stayed behind no longer covers the old range. */
+	region_list_cut(l, from, from + len, drop, arg);
+}
+
+void region_list_removed(struct region_list *l, uint64_t start, uint64_t end)
+{
+	for (int i = 0; i < l->n; i++)
+		region_mark_removed(l->v[i], start, end);
+}
+
+void region_list_free(struct region_list *l, region_drop_fn *drop, void *arg)
+{
+	for (int i = 0; i < l->n; i++) {
+		if (drop)
+			drop(arg, l->v[i]);
+		else
+			region_free(l->v[i]);
+	}
+	free(l->v);
+	l->v = NULL;
+	l->n = l->cap = 0;
 }

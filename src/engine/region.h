@@ -3,11 +3,40 @@
  * region.h - one registered range of a client's address space and the state
  * of each of its pages.
  *
- * The state map keeps one byte per page (missing / busy / present /
- * removed), changed only with atomic operations: a resolver claims pages by
- * compare-and-swap to BUSY, so two threads never fill the same page, and
- * events mark pages REMOVED.  A byte per page costs 0.025 % of the memory
- * served and needs no read-modify-write of shared words.
+ * The state map keeps one byte per page, changed only with atomic
+ * operations: a resolver claims pages by compare-and-swap to BUSY, so two
+ * threads never fill the same page, and events mark pages REMOVED.  A byte
+ * per page costs 0.025 % of the memory served and needs no
+ * read-modify-write of shared words.
+ *
+ * Decision: a page dropped by a reset (back to the snapshot) and a page
+ * the client discarded (a balloon: zeros) are different states, since
+ * the kernel reports both with the same REMOVE event.  A reset marks its
+ * pages RESET before it drops them, and REMOVE leaves RESET pages alone.
+ *
+ * Transitions (anything not listed does not happen):
+ *
+ *   from      to        by
+ *   MISSING   BUSY      a resolver claims it (fault, prefetch, background)
+ *   REMOVED   BUSY      a fault claims it (prefetch never does)
+ *   PRESENT,  BUSY      a fault proven fresh (loop.c answer_filled)
+ *   GONE
+ *   BUSY      PRESENT   filled (COPY, ZEROPAGE, CONTINUE, MOVE), EEXIST,
+ *                       or poisoned
+ *   BUSY      GONE      the fill met ENOENT (no mapping there)
+ *   BUSY      MISSING,  handed back as it was (EAGAIN, ESRCH, a yield)
+ *             REMOVED
+ *   MISSING,  REMOVED   a REMOVE event (MADV_DONTNEED/REMOVE by the
+ *   PRESENT,            client): reads as zeros at its next fault
+ *   GONE
+ *   MISSING,  RESET     region_reset_begin(): a reset takes it back to the
+ *   PRESENT,            snapshot (engine lock held exclusively, so no
+ *   REMOVED             page is BUSY); not claimable, and a REMOVE event
+ *                       (the reset's own MADV_DONTNEED) leaves it RESET
+ *   RESET     MISSING   region_reset_end(), after the drop: the next fault
+ *                       fills it from the snapshot
+ *   BUSY,     MISSING   taken over from a dead server (region_share_state)
+ *   RESET
  */
 #ifndef FAULTLINE_REGION_H
 #define FAULTLINE_REGION_H
@@ -17,6 +46,7 @@
 #include <stdint.h>
 
 #include "faultline.h"
+#include "engine/prefetch_state.h"
 
 enum page_state {
 	PG_MISSING = 0,	/* not yet filled: serve from the source */
@@ -26,6 +56,8 @@ enum page_state {
 	PG_GONE,	/* no mapping at the last fill (ENOENT): not filled
 			 * ahead; a fault proven fresh fills it from the
 			 * source */
+	PG_RESET,	/* being reset to the snapshot: dropped, not filled
+			 * until region_reset_end() makes it MISSING */
 	PG_NSTATES
 };
 
@@ -42,25 +74,7 @@ struct region {
 	_Atomic uint8_t *state;	/* npages bytes, enum page_state */
 	bool shared_state;	/* state lives in the engine's state map */
 
-	/* Readahead stream (prefetch.c), under the engine's ra_lock; pages. */
-	uint64_t ra_stream;	/* where the last fault's stream started (a
-				 * run of faults each where the last ended) */
-	uint64_t ra_stream_faults;	/* faults in that stream so far */
-	uint64_t ra_prev_end;	/* the end of the last fault's chunk */
-	uint64_t ra_delta;	/* distance between the last two streams' starts */
-	uint64_t ra_end;	/* end of the current readahead window */
-	uint64_t ra_size;	/* pages it fills */
-	uint64_t ra_stride;	/* 0: contiguous; else its steps' distance */
-	uint64_t ra_marker;	/* pages left unfilled: a fault there = progress */
-	uint64_t ra_marker_len;
-	uint64_t ra_random;	/* faults that started no stream (density) */
-	/*
-	 * Pages a fault fills (adaptive chunk; 0: the engine's): grown while
-	 * faults arrive in order, back to the engine's chunk (or one page,
-	 * chunk_reset()) on a random one.  Written under ra_lock, read by
-	 * faults without it.
-	 */
-	_Atomic uint64_t fault_pages;
+	struct ra_state ra;	/* prefetch.c's: the readahead stream */
 };
 
 int region_new(const struct fl_region_desc *d, struct fl_source *src,
@@ -75,6 +89,14 @@ static inline bool region_contains(const struct region *r, uint64_t addr)
 static inline uint64_t region_page(const struct region *r, uint64_t addr)
 {
 	return (addr - r->addr) >> r->page_shift;
+}
+
+/* Pages in bytes of r, at least one. */
+static inline uint64_t region_pages(const struct region *r, uint64_t bytes)
+{
+	uint64_t n = bytes >> r->page_shift;
+
+	return n ? n : 1;
 }
 
 static inline uint64_t region_page_addr(const struct region *r, uint64_t pg)
@@ -111,7 +133,10 @@ static inline bool region_claim(struct region *r, uint64_t pg,
  */
 void region_share_state(struct region *r, _Atomic uint8_t *mem, bool keep);
 
-/* Mark [start, end) of the address space removed; returns pages marked. */
+/*
+ * Mark [start, end) of the address space removed (pages being reset
+ * excepted); returns pages marked.
+ */
 uint64_t region_mark_removed(struct region *r, uint64_t start, uint64_t end);
 
 /*
@@ -132,7 +157,53 @@ int region_remap(struct region *r, uint64_t start, uint64_t len,
 int region_cut(struct region *r, uint64_t start, uint64_t end,
 	       struct region **tail);
 
+/*
+ * A reset of [start, end) of the address space: region_reset_begin()
+ * makes its MISSING, PRESENT and REMOVED pages RESET (GONE pages have no
+ * mapping to drop), engine lock held exclusively; the caller drops them
+ * (MADV_DONTNEED) without the lock; region_reset_end() makes them
+ * MISSING.  Each returns the pages it changed.
+ */
+uint64_t region_reset_begin(struct region *r, uint64_t start, uint64_t end);
+uint64_t region_reset_end(struct region *r, uint64_t start, uint64_t end);
+
 /* Number of pages in each state (for stats and tests). */
 void region_count(const struct region *r, uint64_t counts[PG_NSTATES]);
+
+/*
+ * The engine's regions: never overlapping, in no order.  Changed only with
+ * the engine lock held exclusively; a region leaving the list (cut away
+ * whole, or the list freed) is handed to drop(arg, r), which must forget
+ * it (queued work naming it) and region_free() it.
+ */
+struct region_list {
+	struct region **v;
+	int n, cap;
+	unsigned int added;	/* bumped by every insert (splits too) */
+};
+
+typedef void region_drop_fn(void *arg, struct region *r);
+
+/* The region containing addr, or NULL. */
+struct region *region_find(const struct region_list *l, uint64_t addr);
+/* Add r: 0, or -ENOMEM (r is then still the caller's). */
+int region_insert(struct region_list *l, struct region *r);
+/*
+ * UNMAP: cut [start, end) out of every region (each shrinks, splits in
+ * two or goes), so that none covers memory the client may map anew.
+ */
+void region_list_cut(struct region_list *l, uint64_t start, uint64_t end,
+		     region_drop_fn *drop, void *arg);
+/*
+ * REMAP: [from, from+len) moved to to.  A region wholly inside moves; one
+ * partly inside is split: the moved part becomes a new region at its new
+ * address, and the old range is cut out of what stayed.
+ */
+void region_list_move(struct region_list *l, uint64_t from, uint64_t to,
+		      uint64_t len, region_drop_fn *drop, void *arg);
+/* REMOVE: [start, end) of every region discarded (region_mark_removed). */
+void region_list_removed(struct region_list *l, uint64_t start, uint64_t end);
+/* Drop every region (drop NULL: region_free) and the list's storage. */
+void region_list_free(struct region_list *l, region_drop_fn *drop, void *arg);
 
 #endif

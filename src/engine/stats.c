@@ -2,14 +2,20 @@
 /*
  * stats.c - engine counters and the fault-latency histogram (fault read to
  * wake, log2 buckets of nanoseconds), exported as a struct or JSON.
+ *
+ * Decision: the struct is copied by the reader's size (fixed fields
+ * first, counters appended last), so counters can be added without
+ * breaking a reader built against another header.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <json-c/json.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/core.h"
 #include "engine/stats.h"
+#include "util/error.h"
 
 void stats_record_latency(struct engine_stats *st, uint64_t ns)
 {
@@ -27,7 +33,11 @@ void stats_record_latency(struct engine_stats *st, uint64_t ns)
 		;
 }
 
-int fl_engine_stats(const struct fl_engine *e, struct fl_stats *o)
+/* The fixed fields, which every reader's struct has. */
+#define STATS_FIXED	offsetof(struct fl_stats, faults)
+
+/* The library's own fl_stats into o. */
+static void stats_fill(const struct fl_engine *e, struct fl_stats *o)
 {
 	const struct engine_stats *s = &e->st;
 
@@ -46,6 +56,23 @@ int fl_engine_stats(const struct fl_engine *e, struct fl_stats *o)
 	o->lat_ns_max = atomic_load(&s->lat_ns_max);
 	for (int i = 0; i < FL_LAT_BUCKETS; i++)
 		o->lat_hist[i] = atomic_load(&s->lat_hist[i]);
+}
+
+/*
+ * A reader's struct may be shorter (an older header: the counters it
+ * knows) or longer (a newer one: counters this library lacks read 0).
+ */
+int fl_engine_stats_sized(const struct fl_engine *e, struct fl_stats *out,
+			  size_t size)
+{
+	struct fl_stats mine;
+
+	if (!e || !out || size < STATS_FIXED)
+		return fl_err(-EINVAL, "stats: size %zu: at least %zu bytes",
+			      size, (size_t)STATS_FIXED);
+	stats_fill(e, &mine);
+	memset(out, 0, size);
+	memcpy(out, &mine, size < sizeof(mine) ? size : sizeof(mine));
 	return 0;
 }
 
@@ -76,8 +103,15 @@ static void put_u64(json_object *o, const char *k, uint64_t v)
 	json_object_object_add(o, k, json_object_new_uint64(v));
 }
 
-char *fl_stats_json(const struct fl_stats *s)
+char *fl_stats_json_sized(const struct fl_stats *in, size_t size)
 {
+	struct fl_stats copy = { 0 };
+	const struct fl_stats *s = &copy;
+
+	if (!in || size < STATS_FIXED)
+		return NULL;
+	/* Counters past the reader's struct were not there: 0. */
+	memcpy(&copy, in, size < sizeof(copy) ? size : sizeof(copy));
 	json_object *o = json_object_new_object();
 	json_object *h = json_object_new_array();
 	uint64_t served = 0;

@@ -12,6 +12,7 @@
 #include "format/image.h"
 #include "source/impl.h"
 #include "util/error.h"
+#include "util/zero.h"
 
 static bool is_url(const char *spec)
 {
@@ -26,6 +27,10 @@ int fl_source_open_ex(const char *spec, const struct fl_source_opts *opts,
 
 	if (!spec || !*spec || !out)
 		return fl_err(-EINVAL, "source: empty path");
+	if (opts && !is_zero(opts->reserved, sizeof(opts->reserved)))
+		return fl_err(-EINVAL, "source options: reserved space is not "
+			      "zero (options of a newer libfaultline than %s?)",
+			      FL_VERSION);
 	if (is_url(spec))
 		return source_http_open(spec, opts ? opts : &none, out);
 	if (!strncmp(spec, "tcp://", 6))
