@@ -13,6 +13,7 @@
 
 struct serve_config {
 	const char *socket_path;	/* NULL: systemd socket activation */
+	const char *protocol;		/* proto.h's name; NULL: Firecracker */
 	const char *mem_file;
 	uint64_t chunk;			/* 0: the engine's default */
 	unsigned int threads;		/* engine threads per session */
