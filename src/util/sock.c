@@ -261,19 +261,7 @@ int sock_send_fds(int fd, const void *buf, size_t len, const int *fds,
 
 int send_full(int fd, const void *buf, size_t len)
 {
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = send(fd, (const char *)buf + done, len - done,
-				 MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		done += (size_t)n;
-	}
-	return 0;
+	return len ? sock_send_fds(fd, buf, len, NULL, 0) : 0;
 }
 
 int recv_full(int fd, void *buf, size_t len)
