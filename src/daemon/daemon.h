@@ -15,7 +15,7 @@
 #include <sys/types.h>
 
 #include "daemon/proto.h"
-#include "daemon/serve.h"
+#include "daemon/config.h"
 #include "faultline.h"
 
 #define MAX_SESSIONS	1024
