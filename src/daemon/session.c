@@ -312,8 +312,9 @@ void refuse(struct daemon *d, struct session *s, const char *why)
 	int trunc = 0, tries = 0, err;
 
 	shutdown(s->sock, SHUT_RD);
-	while (sock_recv_fds(s->sock, buf, sizeof(buf), MSG_DONTWAIT, &f,
-			     SOCK_FDS_MAX) > 0 && ++tries < 256) {
+	while (tries++ < 256 && sock_recv_fds(s->sock, buf, sizeof(buf),
+					      MSG_DONTWAIT, &f,
+					      SOCK_FDS_MAX) > 0) {
 		s->nfds += f.n + f.dropped;
 		trunc |= f.ctrunc;
 		sock_fds_close(&f);
