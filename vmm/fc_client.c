@@ -17,11 +17,11 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "fc_client.h"
 #include "kernel/uffd.h"
+#include "util/sock.h"
 
 #ifndef MAP_HUGE_SHIFT
 #define MAP_HUGE_SHIFT	26
@@ -151,55 +151,18 @@ int fc_client_json(const struct fc_client *c, char *buf, size_t len)
 
 int fc_connect_unix(const char *path)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd;
-
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int err = errno;
-
-		close(fd);
-		return -err;
-	}
-	return fd;
+	return sock_connect_unix(path);
 }
 
 int fc_send_handshake(int sock, const char *json, const int *fds, int nfds)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * FC_MAX_FDS)];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = {
-		.iov_base = (void *)json,
-		.iov_len = strlen(json),
-	};
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
-	ssize_t n;
+	size_t len = strlen(json);
+	int ret;
 
-	if (nfds < 0 || nfds > FC_MAX_FDS || !iov.iov_len)
+	if (nfds < 0 || nfds > FC_MAX_FDS || !len)
 		return -EINVAL;
-	if (nfds) {
-		struct cmsghdr *cm;
-
-		memset(&u, 0, sizeof(u));
-		msg.msg_control = u.buf;
-		msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-		cm = CMSG_FIRSTHDR(&msg);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-		memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
-	}
-	do {
-		n = sendmsg(sock, &msg, MSG_NOSIGNAL);
-	} while (n < 0 && errno == EINTR);
-	return n < 0 ? -errno : (int)n;
+	ret = sock_send_fds(sock, json, len, fds, nfds);
+	return ret < 0 ? ret : (int)len;
 }
 
 int fc_client_connect(struct fc_client *c, const char *sock_path)

@@ -2,7 +2,9 @@
 /*
  * daemon.h - the state of `faultline serve`'s server, shared by its files:
  * serve.c (listening, the control loop), session.c (a session's life),
- * log.c (the log and the progress bar).  No functions.
+ * handshake.c (receiving it), takeover.c (adopting, handing over), store.c
+ * (the supervisor's channel), log.c (the log and the progress bar).  No
+ * functions.
  */
 #ifndef FAULTLINE_DAEMON_DAEMON_H
 #define FAULTLINE_DAEMON_DAEMON_H
@@ -12,27 +14,28 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "daemon/proto_fc.h"
-#include "daemon/serve.h"
+#include "daemon/proto.h"
+#include "daemon/config.h"
 #include "faultline.h"
 
 #define MAX_SESSIONS	1024
-#define MAX_FDS_PER_MSG	8
 
 enum sess_state { S_HANDSHAKE, S_SERVING };
 
 struct session {
 	int id;
 	int sock;
-	pid_t pid;
+	pid_t pid;		/* the socket's peer (SO_PEERCRED) */
 	uid_t uid;
 	enum sess_state state;
-	struct fc_parser *parser;
+	const struct proto_ops *proto;
+	void *pstate;		/* the protocol's state */
+	int32_t client_pid;	/* the protocol's name for the client (0) */
 	int uffd;
 	int pidfd;		/* the client, during the handshake (or -1) */
 	int state_fd;		/* memfd of its page states (or -1) */
 	bool stored;		/* the supervisor keeps its descriptors */
-	int nfds;		/* fds received so far: exactly one is valid */
+	int nfds;		/* fds received so far, in all */
 	bool got_bytes;		/* some of the handshake arrived */
 	struct fl_engine *engine;
 	int nregions;
@@ -47,6 +50,7 @@ struct session {
 
 struct daemon {
 	const struct serve_config *cfg;
+	const struct proto_ops *proto;	/* what the listener speaks */
 	struct fl_source *src;
 	int listen_fd;
 	bool own_socket;	/* we bound it: unlink at exit */

@@ -10,6 +10,10 @@
  * page_size_kib (which, despite its name, carries bytes); with neither the
  * page size is 4096.  Everything is checked before anything is served: types,
  * alignment, page size, overflow, the memory file's bounds and overlaps.
+ * Below the parser, Firecracker as the daemon's protocol (proto.h): exactly
+ * one fd, the uffd; one client; nothing sent while serving; what the
+ * supervisor keeps of an unfinished handshake is the bytes fed so far (a
+ * json-c tokener cannot be saved, only fed again).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -18,9 +22,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "util/error.h"
+#include "daemon/proto.h"
 #include "daemon/proto_fc.h"
+#include "util/error.h"
 
 struct fc_parser {
 	json_tokener *tok;
@@ -250,3 +256,140 @@ int fc_parser_feed(struct fc_parser *p, const char *buf, size_t len,
 	json_object_put(v);
 	return ret;
 }
+
+/* ---- the daemon's protocol (proto.h) ------------------------------------ */
+
+struct fc_state {
+	struct fc_parser *p;
+	uint64_t src_size;
+	char *seen;		/* every byte fed: what keep() hands over */
+	size_t nseen;
+	int uffd;		/* the one fd, until client() hands it on */
+	int nfds;		/* fds received in all */
+	int nregs;		/* > 0: complete */
+	bool handed;		/* client() gave the uffd to the session */
+	struct fl_region_desc regs[FC_REGIONS_MAX];
+};
+
+static int fc_open(void **out, uint64_t src_size)
+{
+	struct fc_state *st = calloc(1, sizeof(*st));
+
+	if (!st || fc_parser_new(&st->p) < 0) {
+		free(st);
+		return -ENOMEM;
+	}
+	st->src_size = src_size;
+	st->uffd = -1;
+	*out = st;
+	return 0;
+}
+
+static void fc_free(void *arg)
+{
+	struct fc_state *st = arg;
+
+	if (!st)
+		return;
+	if (st->uffd >= 0)
+		close(st->uffd);
+	fc_parser_free(st->p);
+	free(st->seen);
+	free(st);
+}
+
+static int fc_feed(void *arg, const char *buf, size_t len, const int *fds,
+		   int nfds)
+{
+	struct fc_state *st = arg;
+
+	for (int i = 0; i < nfds; i++, st->nfds++) {
+		if (st->uffd < 0)
+			st->uffd = fds[i];
+		else
+			close(fds[i]);
+	}
+	if (st->nfds > 1)
+		return fl_err(-EINVAL, "%d fds in SCM_RIGHTS, expected "
+			      "exactly one", st->nfds);
+	if (st->nregs)
+		return 1;
+	if (!len)
+		return 0;
+	/* Kept for the supervisor; the parser refuses more than this. */
+	if (st->nseen + len <= FC_HANDSHAKE_MAX + 4096) {
+		char *n = realloc(st->seen, st->nseen + len);
+
+		if (!n)
+			return fl_err(-ENOMEM, "out of memory");
+		memcpy(n + st->nseen, buf, len);
+		st->seen = n;
+		st->nseen += len;
+	}
+	int ret = fc_parser_feed(st->p, buf, len, st->src_size, st->regs,
+				 FC_REGIONS_MAX);
+
+	if (ret == -EAGAIN)
+		return 0;
+	if (ret < 0)
+		return ret;
+	st->nregs = ret;
+	return 1;
+}
+
+static int fc_client(void *arg, int i, struct proto_client *out)
+{
+	struct fc_state *st = arg;
+
+	if (i != 0 || !st->nregs)
+		return -EINVAL;
+	*out = (struct proto_client){ .uffd = st->uffd, .pid = 0,
+				      .nregions = st->nregs,
+				      .regions = st->regs };
+	st->uffd = -1;	/* the session's now */
+	st->handed = true;
+	return 0;
+}
+
+/*
+ * Until the session has the uffd: the bytes fed and the uffd (a next
+ * server feeds them again, and serves a handshake that was complete); a
+ * session serving keeps nothing here (its regions are the session's).
+ */
+static int fc_keep(void *arg, struct proto_keep *k)
+{
+	struct fc_state *st = arg;
+
+	*k = (struct proto_keep){ 0 };
+	if (st->handed)
+		return 0;
+	if (st->nseen) {
+		k->blob = malloc(st->nseen);
+		if (!k->blob)
+			return -ENOMEM;
+		memcpy(k->blob, st->seen, st->nseen);
+		k->len = st->nseen;
+	}
+	if (st->uffd >= 0)
+		k->fds[k->nfds++] = st->uffd;
+	return 0;
+}
+
+static int fc_restore(void *st, const void *blob, size_t len,
+		      const int *fds, int nfds)
+{
+	return fc_feed(st, blob, len, fds, nfds);
+}
+
+const struct proto_ops proto_fc = {
+	.name		= "firecracker",
+	.max_fds	= 1,
+	.unfinished	= "incomplete JSON array",
+	.open		= fc_open,
+	.feed		= fc_feed,
+	.client		= fc_client,
+	.input		= NULL,	/* Firecracker sends nothing more */
+	.keep		= fc_keep,
+	.restore	= fc_restore,
+	.free		= fc_free,
+};

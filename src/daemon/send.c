@@ -21,8 +21,6 @@
 #define _GNU_SOURCE
 #include <endian.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -42,12 +40,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "faultline.h"
 #include "util/error.h"
 #include "source/peer_proto.h"
 #include "daemon/send.h"
 #include "source/source.h"
 #include "util/clock.h"
 #include "util/io.h"
+#include "util/sock.h"
 #include "util/zero.h"
 
 #define HELLO_TIMEOUT_MS 5000
@@ -96,33 +96,6 @@ static __attribute__((format(printf, 1, 2))) void send_log(const char *fmt, ...)
 	fprintf(stderr, "faultline send: %s\n", line);
 }
 
-static int send_iov(int fd, struct iovec *iov, int n)
-{
-	struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)n };
-
-	while (m.msg_iovlen) {
-		ssize_t w = sendmsg(fd, &m, MSG_NOSIGNAL);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		while (w && m.msg_iovlen) {
-			size_t l = m.msg_iov->iov_len < (size_t)w ?
-				   m.msg_iov->iov_len : (size_t)w;
-
-			m.msg_iov->iov_base = (char *)m.msg_iov->iov_base + l;
-			m.msg_iov->iov_len -= l;
-			w -= (ssize_t)l;
-			if (!m.msg_iov->iov_len) {
-				m.msg_iov++;
-				m.msg_iovlen--;
-			}
-		}
-	}
-	return 0;
-}
-
 static int send_msg(struct send_session *s, int fd, uint16_t type,
 		    uint16_t flags, uint64_t a, uint64_t b, const void *data,
 		    uint32_t len)
@@ -132,7 +105,7 @@ static int send_msg(struct send_session *s, int fd, uint16_t type,
 		.len = htole32(len), .a = htole64(a), .b = htole64(b),
 	};
 	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)data, len } };
-	int ret = send_iov(fd, iov, len ? 2 : 1);
+	int ret = sock_send_iov(fd, iov, len ? 2 : 1);
 
 	if (!ret && s)
 		atomic_fetch_add(&s->bytes, sizeof(h) + len);
@@ -548,58 +521,6 @@ out:
 
 /* ---- listening ---------------------------------------------------------- */
 
-static int listen_on(const char *spec)
-{
-	char hp[300];
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
-				  .ai_flags = AI_PASSIVE }, *res;
-	int fd = -1, one = 1, ret;
-
-	snprintf(hp, sizeof(hp), "%s", spec);
-	char *colon = strrchr(hp, ':'), *host = hp;
-
-	if (!colon || !colon[1])
-		return fl_err(-EINVAL, "--listen %s: expected ADDR:PORT", spec);
-	*colon = 0;
-	if (*host == '[' && colon[-1] == ']') {
-		host++;
-		colon[-1] = 0;
-	}
-	ret = getaddrinfo(*host ? host : NULL, colon + 1, &hints, &res);
-	if (ret)
-		return fl_err(-EINVAL, "--listen %s: %s", spec,
-			      gai_strerror(ret));
-	fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC,
-		    res->ai_protocol);
-	if (fd < 0) {
-		ret = fl_err(-errno, "--listen %s: socket: %m", spec);
-		goto out;
-	}
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, res->ai_addr, res->ai_addrlen) < 0 ||
-	    listen(fd, 64) < 0) {
-		ret = fl_err(-errno, "--listen %s: %m", spec);
-		close(fd);
-		goto out;
-	}
-	ret = fd;
-out:
-	freeaddrinfo(res);
-	return ret;
-}
-
-static void peer_name(const struct sockaddr_storage *ss, socklen_t len,
-		      char out[64], size_t n)
-{
-	char host[NI_MAXHOST], port[NI_MAXSERV];
-
-	if (getnameinfo((const struct sockaddr *)ss, len, host, sizeof(host),
-			port, sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV))
-		snprintf(out, n, "?");
-	else
-		snprintf(out, n, "%.40s:%.8s", host, port);
-}
-
 /*
  * How many connections may be open at once: each holds a descriptor and a
  * thread until its receiver leaves (a demand connection may stay idle for
@@ -618,14 +539,12 @@ static int max_conns(void)
 }
 
 /*
- * accept4() failed.  Out of descriptors or memory, the connection stays
- * queued and poll() reports it again at once: wait a little instead of
- * spinning, and say so once per episode.
+ * accept4() failed with err.  Out of descriptors or memory, the connection
+ * stays queued and poll() reports it again at once: wait a little instead
+ * of spinning, and say so once per episode.
  */
-static void accept_failed(bool *warned)
+static void accept_failed(int err, bool *warned)
 {
-	int err = errno;
-
 	if (err != EMFILE && err != ENFILE && err != ENOBUFS && err != ENOMEM)
 		return;		/* ECONNABORTED and the like: next one */
 	if (!*warned)
@@ -664,15 +583,14 @@ static int sender_open(struct sender *snd, const struct send_config *cfg)
 /* One connection accepted: a thread of its own, or refused past the cap. */
 static void accept_conn(struct sender *snd, int lfd, bool *warned)
 {
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
-	int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
+	char peer[64];
+	int fd = sock_accept(lfd, SOCK_CLOEXEC, peer, sizeof(peer));
 	struct conn *c;
 	pthread_attr_t at;
 	pthread_t t;
 
 	if (fd < 0) {
-		accept_failed(warned);
+		accept_failed(-fd, warned);
 		return;
 	}
 	*warned = false;
@@ -683,7 +601,7 @@ static void accept_conn(struct sender *snd, int lfd, bool *warned)
 	}
 	c->snd = snd;
 	c->fd = fd;
-	peer_name(&ss, sl, c->peer, sizeof(c->peer));
+	snprintf(c->peer, sizeof(c->peer), "%s", peer);
 	if (atomic_load(&snd->nthreads) >= snd->max_conns) {
 		refuse(fd, c->peer, "too many connections", 0);
 		close(fd);
@@ -736,9 +654,12 @@ int send_run(const struct send_config *cfg)
 	}
 	snd.max_conns = max_conns();
 	pthread_mutex_init(&snd.lock, NULL);
-	lfd = listen_on(cfg->listen);
+	lfd = sock_listen_tcp(cfg->listen, 64);
 	if (lfd < 0) {
-		ret = lfd;
+		char why[256];
+
+		snprintf(why, sizeof(why), "%s", fl_last_error());
+		ret = fl_err(lfd, "--listen %s", why);
 		goto out;
 	}
 	/* Signals only through the signalfd; every thread inherits the mask. */

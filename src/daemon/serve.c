@@ -4,7 +4,9 @@
  * control loop (one thread polls the listener, a signalfd and every
  * session's socket; each session's engine serves its faults on its own
  * threads, so a slow or broken client never delays another).  A session's
- * life is session.c's; the life cycle is in docs/architecture.md.
+ * life is session.c's, its handshake handshake.c's (in the protocol the
+ * listener speaks, proto.h), a takeover takeover.c's; the life cycle is
+ * in docs/architecture.md.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -25,25 +27,22 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "daemon/daemon.h"
+#include "daemon/handshake.h"
 #include "daemon/log.h"
 #include "daemon/session.h"
+#include "daemon/store.h"
 #include "daemon/supervise.h"
+#include "daemon/takeover.h"
 #include "format/trace.h"
 #include "kernel/proc.h"
 #include "source/source.h"
 #include "util/clock.h"
 #include "util/error.h"
-
-
-
-
-
-
+#include "util/sock.h"
 
 /* A remote source waiting for its origin: say so in the log. */
 static void source_note_log(void *arg, const char *line)
@@ -57,7 +56,6 @@ static void source_note_log(void *arg, const char *line)
 /* A socket file nobody listens on is stale: replace it. */
 static int claim_path(const char *path)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	struct stat st;
 
 	if (lstat(path, &st) < 0)
@@ -71,25 +69,20 @@ static int claim_path(const char *path)
 	 * same string), nor does another name for the file: those are
 	 * only told by a connection.
 	 */
-	if (path[0] == '/' && proc_unix_listening(path) == 1)
-		return fl_err(-EADDRINUSE, "%s: another server is listening on it",
-			      path);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = path[0] == '/' && proc_unix_listening(path) == 1 ? 0 :
+		 sock_connect_unix(path);
 
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
-	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
-		close(fd);
+	if (fd >= 0) {
+		if (fd > 0)
+			close(fd);
 		return fl_err(-EADDRINUSE, "%s: another server is listening on it",
 			      path);
 	}
-	if (fd >= 0)
-		close(fd);
 	return unlink(path) < 0 ? -errno : 0;
 }
 
 static int listen_on(struct daemon *d, const char *path)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	const char *lfds = getenv("LISTEN_FDS"), *lpid = getenv("LISTEN_PID");
 
 	if (!path && lfds && lpid && atoi(lpid) == getpid() && atoi(lfds) >= 1) {
@@ -100,25 +93,17 @@ static int listen_on(struct daemon *d, const char *path)
 	}
 	if (!path)
 		return fl_err(-EINVAL, "--socket PATH is required (no LISTEN_FDS from systemd)");
-	if (strlen(path) >= sizeof(a.sun_path))
+	if (strlen(path) >= SOCK_UNIX_PATH_MAX)
 		return fl_err(-ENAMETOOLONG, "--socket %s: path too long", path);
 	int ret = claim_path(path);
 
 	if (ret < 0)
 		return ret == -EEXIST || ret == -EADDRINUSE ? ret :
 			fl_err(ret, "%s: %s", path, strerror(-ret));
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int fd = sock_listen_unix(path, 128);
 
-	strcpy(a.sun_path, path);
-	mode_t old = umask(0177);	/* the socket is created 0600 */
-
-	ret = bind(fd, (struct sockaddr *)&a, sizeof(a));
-	umask(old);
-	if (ret < 0 || listen(fd, 128) < 0) {
-		ret = -errno;
-		close(fd);
-		return fl_err(ret, "%s: cannot listen: %s", path, strerror(-ret));
-	}
+	if (fd < 0)
+		return fd;
 	d->listen_fd = fd;
 	d->own_socket = true;
 	return 0;
@@ -145,12 +130,6 @@ static bool uid_allowed(const struct serve_config *cfg, uid_t uid)
 			return true;
 	return false;
 }
-
-
-
-
-
-
 
 /*
  * Sessions at most: MAX_SESSIONS, or fewer when the descriptor limit is
@@ -190,7 +169,7 @@ static void accept_no_fds(struct daemon *d)
 
 	if (d->spare_fd >= 0) {
 		close(d->spare_fd);
-		fd = accept4(d->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		fd = sock_accept(d->listen_fd, SOCK_CLOEXEC, NULL, 0);
 		if (fd >= 0)
 			close(fd);
 		d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -204,21 +183,18 @@ static void accept_no_fds(struct daemon *d)
 		d->accept_paused = now_ms() + 100;
 }
 
-
-
-
-
-
 static void accept_one(struct daemon *d)
 {
-	int fd = accept4(d->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	int fd = sock_accept(d->listen_fd, SOCK_CLOEXEC | SOCK_NONBLOCK, NULL,
+			     0);
 
-	if (fd < 0 && (errno == EMFILE || errno == ENFILE))
+	if (fd == -EMFILE || fd == -ENFILE)
 		accept_no_fds(d);
 	if (fd < 0)
 		return;
 	d->fds_warned = false;
-	struct session *s = session_new(d, fd, ++d->next_id, now_ms());
+	struct session *s = session_new(d, d->proto, fd, ++d->next_id,
+					now_ms());
 
 	if (!s)
 		return;
@@ -236,36 +212,16 @@ static void accept_one(struct daemon *d)
 		return;
 	}
 	slog(s, "connected");
-	if (d->store_fd >= 0) {	/* kept, should this server die */
-		struct store_rec p = { .kind = STORE_PENDING, .id = s->id,
-				       .pid = s->pid, .uid = s->uid,
-				       .t_start = s->t_start };
-
-		s->stored = store_send(d->store_fd, &p, &s->sock, 1) == 0;
-	}
+	if (d->store_fd >= 0)	/* kept, should this server die */
+		store_pending(d, s);
 }
 
-
-
-
-
-
-
-
-
-
 /* ---- takeover ------------------------------------------------------------ */
-
-
-
-
 
 /* ---- restore progress ---------------------------------------------------- */
 
 #define PROGRESS_MS	250	/* how often sessions' progress is checked */
 #define BAR_WIDTH	30
-
-
 
 /*
  * The restore of every session still restoring, as one line: a bar
@@ -356,6 +312,15 @@ static void check_progress(struct daemon *d)
 
 /* ---- the control loop --------------------------------------------------- */
 
+static void handshake_timeout(struct daemon *d, struct session *s)
+{
+	char why[160];
+
+	snprintf(why, sizeof(why), "bad handshake: %s after the timeout",
+		 s->proto->unfinished);
+	refuse(d, s, why);
+}
+
 static void check_sessions(struct daemon *d)
 {
 	uint64_t now = now_ms();
@@ -367,7 +332,7 @@ static void check_sessions(struct daemon *d)
 			session_end(d, s, "client gone");
 		else if (s->state == S_HANDSHAKE &&
 			 now - s->t_start > (uint64_t)d->cfg->handshake_timeout_ms)
-			refuse(d, s, "bad handshake: incomplete JSON array after the timeout");
+			handshake_timeout(d, s);
 	}
 }
 
@@ -511,6 +476,10 @@ int serve_run(const struct serve_config *cfg)
 	sigset_t set;
 	int ret;
 
+	d.proto = proto_find(cfg->protocol);
+	if (!d.proto)
+		return fl_err(-EINVAL, "--protocol %s: not a protocol faultline "
+			      "speaks", cfg->protocol);
 	if (cfg->replay) {
 		/* A bad trace is a startup error, not one per session. */
 		struct trace t;

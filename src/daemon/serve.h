@@ -5,30 +5,7 @@
 #ifndef FAULTLINE_SERVE_H
 #define FAULTLINE_SERVE_H
 
-#include <stdbool.h>
-#include <stdint.h>
-#include <sys/types.h>
-
-#define SERVE_MAX_UIDS 32
-
-struct serve_config {
-	const char *socket_path;	/* NULL: systemd socket activation */
-	const char *mem_file;
-	uint64_t chunk;			/* 0: the engine's default */
-	unsigned int threads;		/* engine threads per session */
-	const char *stats_json;		/* append one JSON line per session */
-	bool once;			/* exit after the first session ends */
-	uid_t allow_uids[SERVE_MAX_UIDS];
-	int nallow;			/* 0: the daemon's uid and root */
-	int on_error;			/* enum fl_on_error */
-	int handshake_timeout_ms;
-	const char *cache_dir;		/* local block cache for a URL source */
-	uint64_t cache_max;		/* its bound; 0: FL_DEFAULT_CACHE_MAX */
-	const char *record;		/* write each session's trace here */
-	const char *replay;		/* replay this trace in every session */
-	bool progress;			/* draw restore progress on stderr */
-	unsigned int engine_flags;	/* FL_ENGINE_NO_PREFETCH, _NO_BACKGROUND */
-};
+#include "daemon/config.h"
 
 /* Run until SIGTERM (and drained) or, with once, the first session's end. */
 int serve_run(const struct serve_config *cfg);

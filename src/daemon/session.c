@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * session.c - one client's session, from accept to teardown: refusals
- * (which kill a client whose uffd arrived), the handshake, serving, the
- * hand-over of its descriptors to the supervisor, takeover, the end.
+ * session.c - one client's session, from accept to teardown: its
+ * credentials, refusals (which kill a client whose uffd arrived), the
+ * engine started on what its protocol's handshake named, input while
+ * serving, the end, and the teardown on a thread of its own.
+ *
+ * Decision: a session knows its protocol only through proto.h; receiving
+ * the handshake is handshake.c's, the supervisor's takeover takeover.c's.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,15 +27,12 @@
 #include "daemon/daemon.h"
 #include "daemon/log.h"
 #include "daemon/session.h"
-#include "daemon/supervise.h"
+#include "daemon/store.h"
 #include "kernel/proc.h"
 #include "source/source.h"
 #include "util/clock.h"
 #include "util/error.h"
-
-#ifndef SO_PEERPIDFD
-#define SO_PEERPIDFD	77	/* Linux 6.5 */
-#endif
+#include "util/sock.h"
 
 /*
  * Open the --stats-json file for one append: a regular file only, never
@@ -187,7 +188,8 @@ static void session_free(struct session *s)
 		close(s->pidfd);
 	if (s->state_fd >= 0)
 		close(s->state_fd);
-	fc_parser_free(s->parser);
+	if (s->pstate)
+		s->proto->free(s->pstate);
 	close(s->sock);
 	free(s);
 }
@@ -238,11 +240,7 @@ void session_end(struct daemon *d, struct session *s, const char *why)
 {
 	uint64_t ms = now_ms() - s->t_start;
 
-	if (s->stored) {	/* first: a server started later never adopts it */
-		struct store_rec drop = { .kind = STORE_DROP, .id = s->id };
-
-		store_send(d->store_fd, &drop, NULL, 0);
-	}
+	store_drop(d, s);	/* first: a server started later never adopts it */
 	if (s->engine)
 		fl_engine_detach(s->engine);
 	shutdown(s->sock, SHUT_RDWR);
@@ -299,60 +297,6 @@ void wait_teardowns(struct daemon *d)
 }
 
 /*
- * The fds mh carries (SCM_RIGHTS): the first kept in *keep if that is -1
- * (NULL: none kept), the rest closed.  Returns how many there were.
- */
-static int take_fds(struct msghdr *mh, int *keep)
-{
-	int count = 0;
-
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		int n = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		int *fds = (int *)CMSG_DATA(c);
-
-		for (int i = 0; i < n; i++, count++) {
-			if (keep && *keep < 0)
-				*keep = fds[i];
-			else
-				close(fds[i]);
-		}
-	}
-	return count;
-}
-
-/*
- * Room for the fds and for what a socket may add uninvited
- * (SCM_CREDENTIALS with SO_PASSCRED, as systemd's PassCredentials= sets, a
- * security label, a pidfd): else the uffd does not fit and looks like a
- * daemon out of descriptors.
- */
-union handshake_ctl {
-	char b[CMSG_SPACE(sizeof(int) * MAX_FDS_PER_MSG) +
-	       CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(256) +
-	       CMSG_SPACE(sizeof(int))];
-	struct cmsghdr align;
-};
-
-/* Read what the client has sent into buf; its fds go to take_fds(). */
-static ssize_t handshake_recv(struct session *s, char *buf, size_t len,
-			      int *msg_flags)
-{
-	union handshake_ctl ctl;
-	struct iovec iov = { buf, len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = ctl.b,
-			     .msg_controllen = sizeof(ctl.b) };
-	ssize_t n = recvmsg(s->sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-
-	if (n >= 0)	/* on failure the control buffer holds nothing */
-		s->nfds += take_fds(&mh, &s->uffd);	/* the one uffd */
-	*msg_flags = mh.msg_flags;
-	return n;
-}
-
-/*
  * Refuse a client that is not (or not yet) served, for any reason.  Its
  * socket is shut for reading first: whatever it sends from then on fails
  * (EPIPE), and what it sent before is read here, so it is known for sure
@@ -364,12 +308,17 @@ static ssize_t handshake_recv(struct session *s, char *buf, size_t len,
 void refuse(struct daemon *d, struct session *s, const char *why)
 {
 	char buf[4096], line[480];
-	int flags, trunc = 0, tries = 0, err;
+	struct sock_fds f;
+	int trunc = 0, tries = 0, err;
 
 	shutdown(s->sock, SHUT_RD);
-	while (handshake_recv(s, buf, sizeof(buf), &flags) > 0 &&
-	       ++tries < 256)
-		trunc |= flags & MSG_CTRUNC;
+	while (tries++ < 256 && sock_recv_fds(s->sock, buf, sizeof(buf),
+					      MSG_DONTWAIT, &f,
+					      SOCK_FDS_MAX) > 0) {
+		s->nfds += f.n + f.dropped;
+		trunc |= f.ctrunc;
+		sock_fds_close(&f);
+	}
 	if (!s->nfds && !trunc) {
 		snprintf(line, sizeof(line), "%s (no uffd was handed over)",
 			 why);
@@ -389,51 +338,35 @@ void refuse(struct daemon *d, struct session *s, const char *why)
 	session_end(d, s, line);
 }
 
-/*
- * The client is signalled (refused, or killed by the engine) through a
- * pidfd only, never by a pid reused since: the socket's own (SO_PEERPIDFD,
- * Linux 6.5: taken at connect), or -1.
- */
-static int peer_pidfd(int sock)
-{
-	int fd = -1;
-	socklen_t len = sizeof(fd);
-
-	return getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &fd, &len) < 0 ?
-	       -1 : fd;
-}
-
-/*
- * A session in the handshake state for the client on fd, its credentials
- * from SO_PEERCRED; on the daemon's list.  NULL (fd closed) if out of
- * memory.
- */
-struct session *session_new(struct daemon *d, int fd, int id,
-				   uint64_t t_start)
+struct session *session_new(struct daemon *d, const struct proto_ops *p,
+			    int fd, int id, uint64_t t_start)
 {
 	struct session *s = calloc(1, sizeof(*s));
-	struct ucred cred;
-	socklen_t cl = sizeof(cred);
+	struct sock_cred cred;
 
-	if (!s || fc_parser_new(&s->parser) < 0) {
+	if (!s || p->open(&s->pstate, fl_source_size(d->src)) < 0) {
 		slog(NULL, "out of memory: refusing a client");
 		free(s);
 		close(fd);
 		return NULL;
 	}
+	s->proto = p;
 	s->id = id;
 	s->sock = fd;
 	s->uffd = -1;
 	s->pidfd = -1;
 	s->state_fd = -1;
 	s->t_start = t_start;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0) {
+	if (sock_peer_cred(fd, &cred) == 0) {
 		s->pid = cred.pid;
 		s->uid = cred.uid;
-		/* Before Linux 6.5, one opened now: the client is waiting. */
-		s->pidfd = peer_pidfd(fd);
+		/*
+		 * The client is signalled (refused, or killed by the engine)
+		 * through a pidfd only, never by a pid reused since.
+		 */
+		s->pidfd = sock_peer_pidfd(fd, true);
 		if (s->pidfd < 0)
-			s->pidfd = proc_pidfd_open(s->pid);
+			s->pidfd = -1;
 	}
 	s->next = d->sessions;
 	d->sessions = s;
@@ -478,43 +411,26 @@ static int state_memfd(const struct fl_region_desc *regs, int n)
 	return fd;
 }
 
-/* Hand a serving session's descriptors to the supervisor. */
-static void store_session(struct daemon *d, struct session *s,
-			  const struct fl_region_desc *regs, int n)
-{
-	static struct store_rec rec;
-	int fds[STORE_NFDS] = { s->sock, fl_engine_uffd(s->engine),
-				s->state_fd };
-
-	rec = (struct store_rec){ .kind = STORE_SESSION, .id = s->id,
-				  .pid = s->pid, .uid = s->uid,
-				  .t_start = s->t_start, .nregions = n };
-	for (int i = 0; i < n; i++)
-		rec.regs[i] = (struct store_region){ regs[i].addr, regs[i].len,
-						     regs[i].page_size,
-						     regs[i].src_offset };
-	if (store_send(d->store_fd, &rec, fds, STORE_NFDS) == 0)
-		s->stored = true;
-	else
-		slog(s, "cannot hand its descriptors to the supervisor: it "
-		     "will not survive a restart of the server");
-}
-
-static int start_serving(struct daemon *d, struct session *s,
-			 struct fl_region_desc *regs, int n, bool takeover)
+int start_serving(struct daemon *d, struct session *s,
+		  const struct fl_region_desc *regs, int n, bool takeover)
 {
 	const struct serve_config *cfg = d->cfg;
+	/*
+	 * The socket's peer is the client unless the protocol names another
+	 * (a pid of another namespace, never signalled); 0: a peer in a pid
+	 * namespace we cannot see.
+	 */
+	bool peer = !s->client_pid && s->pid > 0;
 	struct fl_engine_opts o = {
 		.uffd = s->uffd,
 		.chunk_size = cfg->chunk,
 		.on_error = cfg->on_error,
-		/* 0: a peer in a pid namespace we cannot see (REMOTE) */
-		.client_pid = s->pid > 0 ? s->pid : 0,
+		/* 0 with REMOTE: not a pid we may signal or look at */
+		.client_pid = peer ? s->pid : 0,
 		/* Taken at connect; none: never killed by pid (poisoned) */
-		.client_pidfd = s->pidfd >= 0 ? s->pidfd : -1,
+		.client_pidfd = peer && s->pidfd >= 0 ? s->pidfd : -1,
 		.flags = FL_ENGINE_ADOPT | FL_ENGINE_OWN_UFFD |
-			 (s->pid > 0 ? FL_ENGINE_CLIENT_PIDFD :
-			  FL_ENGINE_CLIENT_REMOTE) |
+			 (peer ? FL_ENGINE_CLIENT_PIDFD : FL_ENGINE_CLIENT_REMOTE) |
 			 cfg->engine_flags,
 	};
 	int ret;
@@ -569,256 +485,30 @@ static int start_serving(struct daemon *d, struct session *s,
 }
 
 /*
- * Supervised: each read of a handshake is bracketed for the supervisor.
- * Before it, STORE_READING (should this server die in the read, what it
- * took is lost); after it, STORE_DATA with what it got (n bytes, maybe the
- * uffd), which the supervisor keeps for the next server.
+ * The client wrote (or closed) while being served: its protocol takes what
+ * it sent (one that takes nothing ignores it); EOF is the client's end.
  */
-static void say_reading(struct daemon *d, struct session *s)
-{
-	struct store_rec r = { .kind = STORE_READING, .id = s->id };
-
-	if (s->stored)
-		store_send(d->store_fd, &r, NULL, 0);
-}
-
-static void say_read(struct daemon *d, struct session *s, const char *buf,
-		     ssize_t n, int new_uffd)
-{
-	static struct store_rec r;
-
-	if (!s->stored)
-		return;
-	r.kind = STORE_DATA;
-	r.id = s->id;
-	r.nbytes = n > 0 && n <= STORE_BYTES_MAX ? (uint32_t)n : 0;
-	memcpy(r.bytes, buf, r.nbytes);
-	if (n > STORE_BYTES_MAX)	/* too long to keep: stays "reading" */
-		return;
-	store_send(d->store_fd, &r, &new_uffd, new_uffd >= 0);
-}
-
-/* n bytes of the handshake are in (its fds taken): parse, maybe serve. */
-static void handshake_bytes(struct daemon *d, struct session *s,
-			    const char *buf, size_t n, int flags)
-{
-	struct fl_region_desc regs[FC_REGIONS_MAX];
-
-	s->got_bytes = true;
-	if ((flags & MSG_CTRUNC) && !s->nfds) {
-		/* The kernel could not install the fd here: EMFILE. */
-		refuse(d, s, "cannot receive the client's uffd: the daemon is "
-		       "out of file descriptors");
-		return;
-	}
-	if (flags & MSG_CTRUNC || s->nfds > 1) {
-		char why[96];
-
-		snprintf(why, sizeof(why),
-			 "bad handshake: %s%d fds in SCM_RIGHTS, expected exactly one",
-			 (flags & MSG_CTRUNC) ? "more than " : "",
-			 s->nfds);
-		refuse(d, s, why);
-		return;
-	}
-	int ret = fc_parser_feed(s->parser, buf, n, fl_source_size(d->src),
-				 regs, FC_REGIONS_MAX);
-
-	if (ret == -EAGAIN)
-		return;
-	if (ret > 0)
-		ret = start_serving(d, s, regs, ret, false);
-	if (ret < 0) {
-		char why[320];
-
-		snprintf(why, sizeof(why), "bad handshake: %s", fl_last_error());
-		refuse(d, s, why);
-	}
-}
-
-/* Bytes (and maybe the fd) of the handshake arrived. */
-void handshake_input(struct daemon *d, struct session *s)
-{
-	char buf[4096];
-	int flags, had = s->uffd;
-
-	say_reading(d, s);
-	ssize_t n = handshake_recv(s, buf, sizeof(buf), &flags);
-	int err = errno;
-
-	say_read(d, s, buf, n, s->uffd != had ? s->uffd : -1);
-	if (n < 0 && (err == EAGAIN || err == EINTR))
-		return;
-	if (n <= 0) {
-		refuse(d, s, n < 0 ? "receive failed" : s->got_bytes ?
-		       "bad handshake: truncated JSON (the client closed the socket mid-array)" :
-		       "client closed before the handshake");
-		return;
-	}
-	handshake_bytes(d, s, buf, (size_t)n, flags);
-}
-
-/* The client wrote (or closed) while being served. */
 void serving_input(struct daemon *d, struct session *s, short revents)
 {
-	char buf[512];
-	ssize_t n = recv(s->sock, buf, sizeof(buf), MSG_DONTWAIT);
+	char buf[4096];
+	struct sock_fds f;
+	ssize_t n = sock_recv_fds(s->sock, buf, sizeof(buf), MSG_DONTWAIT, &f,
+				  s->proto->input ? s->proto->max_fds : 0);
 
-	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) ||
+	if (n == 0 || (n < 0 && n != -EAGAIN && n != -EINTR) ||
 	    (n < 0 && (revents & (POLLHUP | POLLERR)))) {
 		session_end(d, s, "client closed the socket");
 		return;
 	}
-	/* Firecracker sends nothing more; anything else is ignored. */
-}
-
-/* Serve one session the last server had, as the supervisor kept it. */
-static void adopt_one(struct daemon *d, const struct store_rec *rec,
-		      const int *fds)
-{
-	struct fl_region_desc regs[FC_REGIONS_MAX];
-	struct session *s = calloc(1, sizeof(*s));
-
-	if (!s) {
-		for (int i = 0; i < STORE_NFDS; i++)
-			close(fds[i]);
+	if (n < 0 || !s->proto->input)
 		return;
-	}
-	*s = (struct session){ .id = rec->id, .sock = fds[STORE_SOCK],
-			       .uffd = fds[STORE_UFFD],
-			       .pidfd = peer_pidfd(fds[STORE_SOCK]),
-			       .state_fd = fds[STORE_STATE], .pid = rec->pid,
-			       .uid = rec->uid, .t_start = rec->t_start,
-			       .nfds = 1 };
-	for (int i = 0; i < rec->nregions; i++)
-		regs[i] = (struct fl_region_desc){
-			.addr = rec->regs[i].addr, .len = rec->regs[i].len,
-			.page_size = rec->regs[i].page_size,
-			.src_offset = rec->regs[i].src_offset };
-	fcntl(s->sock, F_SETFL, fcntl(s->sock, F_GETFL) | O_NONBLOCK);
-	s->next = d->sessions;
-	d->sessions = s;
-	d->nsessions++;
-	if (start_serving(d, s, regs, rec->nregions, true) < 0) {
+	int ret = s->proto->input(s->pstate, s->sock, s->engine, buf,
+				  (size_t)n, f.fd, f.n);
+
+	if (ret < 0) {
 		char why[320];
 
-		s->stored = true;	/* the supervisor must forget it too */
-		snprintf(why, sizeof(why), "cannot take it over: %s",
-			 fl_last_error());
+		snprintf(why, sizeof(why), "%s", fl_last_error());
 		session_end(d, s, why);
 	}
 }
-
-/*
- * Did the read a dead server had under way take nothing?  Only if it was
- * the handshake's first and the client's first bytes are still queued
- * with the uffd on them (a client sends the uffd with its first bytes, as
- * Firecracker does): a peek shows them.  A read that took a prefix leaves
- * the rest without the fd; one that took it all leaves nothing.
- */
-static bool read_took_nothing(struct session *s, const struct store_rec *rec)
-{
-	union handshake_ctl ctl;
-	char c;
-	struct iovec iov = { &c, 1 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = ctl.b,
-			     .msg_controllen = sizeof(ctl.b) };
-
-	if (rec->nbytes || s->uffd >= 0)
-		return false;
-	if (recvmsg(s->sock, &mh, MSG_PEEK | MSG_DONTWAIT |
-		    MSG_CMSG_CLOEXEC) != 1)
-		return false;
-	/* The peek's copies of the fds are ours: closed. */
-	return take_fds(&mh, NULL) > 0 && !(mh.msg_flags & MSG_CTRUNC);
-}
-
-/*
- * A client whose handshake the last server had accepted.  If it had begun
- * reading it, what it read (the uffd, maybe) died with it: the client is
- * killed, as any refused client that may have handed over its uffd;
- * unless that read took nothing (read_took_nothing()).
- */
-static void adopt_pending(struct daemon *d, const struct store_rec *rec,
-			  int fd, int uffd)
-{
-	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-	struct session *s = session_new(d, fd, rec->id, rec->t_start);
-
-	if (!s) {
-		if (uffd >= 0)
-			close(uffd);
-		return;
-	}
-	s->stored = true;
-	s->uffd = uffd;
-	s->nfds = uffd >= 0;
-	if (rec->flags & STORE_WAS_READING && read_took_nothing(s, rec)) {
-		/* Read anew, whole, when its socket polls in. */
-		slog(s, "taken over: its handshake, still unread when the "
-		     "server reading it died");
-		return;
-	}
-	if (rec->flags & STORE_WAS_READING) {
-		s->nfds = 1;	/* may have been handed over, to the dead server */
-		refuse(d, s, "handshake cut short: the server reading it died");
-		return;
-	}
-	slog(s, "taken over: its handshake (%u bytes read)", rec->nbytes);
-	if (rec->nbytes || uffd >= 0)
-		handshake_bytes(d, s, rec->bytes, rec->nbytes, 0);
-}
-
-/*
- * Supervised: the sessions a server before this one was serving, handed
- * over by the supervisor, then STORE_ADOPT_END with the last session id.
- */
-void adopt_sessions(struct daemon *d)
-{
-	static struct store_rec rec;
-	int fds[STORE_NFDS], nfds, n = 0;
-
-	for (;;) {
-		int ret = store_recv(d->store_fd, &rec, fds, &nfds);
-
-		if (ret == -EBADMSG)
-			continue;
-		if (ret < 0 || rec.kind == STORE_ADOPT_END) {
-			if (ret == 0 && rec.id > d->next_id)
-				d->next_id = rec.id;
-			break;
-		}
-		if (rec.kind == STORE_ADOPT && nfds == STORE_NFDS) {
-			adopt_one(d, &rec, fds);
-			n++;
-			continue;
-		}
-		if (rec.kind == STORE_ADOPT_PENDING && nfds >= 1) {
-			adopt_pending(d, &rec, fds[0], nfds > 1 ? fds[1] : -1);
-			n++;
-			continue;
-		}
-		while (nfds)
-			close(fds[--nfds]);
-	}
-	if (n)
-		slog(NULL, "took over %d session%s from the server before",
-		     n, n == 1 ? "" : "s");
-}
-
-/*
- * SIGUSR2 from the supervisor (its SIGHUP: an upgrade): stop issuing
- * ioctls for every session and exit at once; the next server takes them
- * over from the supervisor.  Nothing is closed or unlinked.
- */
-void hand_over_and_exit(struct daemon *d)
-{
-	for (struct session *s = d->sessions; s; s = s->next)
-		if (s->engine)
-			fl_engine_detach(s->engine);
-	slog(NULL, "handing %d session%s over to the next server",
-	     d->nsessions, d->nsessions == 1 ? "" : "s");
-	_exit(0);
-}
-

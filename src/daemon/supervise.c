@@ -6,7 +6,8 @@
  * the server when it dies and re-executes it on SIGHUP.
  *
  * Decision: the supervisor parses nothing a client sends; what it keeps
- * is opaque to it (docs/architecture.md, Surviving the server's death).
+ * is opaque to it, whatever the protocol: a record (store.h) and its
+ * descriptors (docs/architecture.md, Surviving the server's death).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -26,108 +27,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "daemon/store.h"
 #include "daemon/supervise.h"
 
 #define MAX_STORED	1024
 #define MAX_BACKOFF_MS	1000	/* a crash-looping server restarts this late */
 
-/* ---- the store protocol -------------------------------------------------- */
-
-static size_t rec_len(const struct store_rec *r)
-{
-	return offsetof(struct store_rec, regs) +
-	       (r->nbytes ? r->nbytes : (size_t)r->nregions *
-				       sizeof(struct store_region));
-}
-
-static bool rec_valid(const struct store_rec *r, size_t n)
-{
-	return n >= offsetof(struct store_rec, regs) && r->nregions >= 0 &&
-	       r->nregions <= FC_REGIONS_MAX &&
-	       r->nbytes <= STORE_BYTES_MAX && !(r->nbytes && r->nregions) &&
-	       n == rec_len(r);
-}
-
-int store_send(int fd, const struct store_rec *rec, const int *fds,
-	       int nfds)
-{
-	union {
-		char b[CMSG_SPACE(sizeof(int) * STORE_NFDS)];
-		struct cmsghdr align;
-	} ctl;
-	struct iovec iov = { (void *)rec, 0 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	ssize_t n;
-
-	if (nfds < 0 || nfds > STORE_NFDS || !rec_valid(rec, rec_len(rec)))
-		return -EINVAL;
-	iov.iov_len = rec_len(rec);
-	if (nfds) {
-		memset(&ctl, 0, sizeof(ctl));
-		mh.msg_control = ctl.b;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
-	}
-	do {
-		n = sendmsg(fd, &mh, MSG_NOSIGNAL);
-	} while (n < 0 && errno == EINTR);
-	return n < 0 ? -errno : 0;
-}
-
-int store_recv(int fd, struct store_rec *rec, int *fds, int *nfds)
-{
-	union {
-		char b[CMSG_SPACE(sizeof(int) * STORE_NFDS)];
-		struct cmsghdr align;
-	} ctl;
-	struct iovec iov = { rec, sizeof(*rec) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = ctl.b,
-			     .msg_controllen = sizeof(ctl.b) };
-	ssize_t n;
-
-	*nfds = 0;
-	do {
-		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
-	} while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -errno;
-	if (n == 0)
-		return -ENODATA;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c;
-	     c = CMSG_NXTHDR(&mh, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-
-		for (int i = 0; i < k; i++) {
-			int v;
-
-			memcpy(&v, CMSG_DATA(c) + i * sizeof(int), sizeof(v));
-			if (*nfds < STORE_NFDS)
-				fds[(*nfds)++] = v;
-			else
-				close(v);
-		}
-	}
-	if (!rec_valid(rec, (size_t)n) || (mh.msg_flags & MSG_TRUNC)) {
-		while (*nfds)
-			close(fds[--*nfds]);
-		return -EBADMSG;
-	}
-	return 0;
-}
-
 /* ---- the supervisor ------------------------------------------------------ */
 
 struct stored {
-	struct store_rec *rec;	/* rec_len(rec->nregions) bytes */
-	int fds[STORE_NFDS];	/* -1 where none (a pending one: sock only) */
+	struct store_rec *rec;	/* store_len(rec) bytes */
+	int *fds;		/* as the record's kind orders them */
+	int nfds;
 	bool serving;		/* STORE_SESSION, not STORE_PENDING */
 };
 
@@ -143,6 +54,7 @@ struct sup {
 	int last_id;
 	bool stopping;		/* SIGTERM/SIGINT forwarded */
 	bool upgrading;		/* SIGHUP: a handover asked for */
+	struct store_rec *in;	/* STORE_REC_MAX bytes: one message */
 	struct stored *tab[MAX_STORED];
 	int ntab;
 };
@@ -150,43 +62,61 @@ struct sup {
 #define say(fmt, ...) \
 	fprintf(stderr, "faultline: supervisor: " fmt "\n", __VA_ARGS__)
 
+static void close_fds(int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+}
+
 static void stored_free(struct stored *st)
 {
-	for (int i = 0; i < STORE_NFDS; i++)
-		if (st->fds[i] >= 0)
-			close(st->fds[i]);
+	close_fds(st->fds, st->nfds);
+	free(st->fds);
 	free(st->rec);
 	free(st);
 }
 
 static void drop_session(struct sup *s, int id);
 
-/* STORE_PENDING (nfds 1) or STORE_SESSION (nfds STORE_NFDS): keep it. */
+/* A copy of rec and of the n fds f holds from first on (taken). */
+static int stored_set(struct stored *st, const struct store_rec *rec,
+		      struct sock_fds *f, int first)
+{
+	struct store_rec *r = malloc(store_len(rec));
+	int n = f->n - first, *fds = malloc(sizeof(int) * (size_t)(n + 1));
+
+	if (!r || !fds) {
+		free(r);
+		free(fds);
+		return -ENOMEM;
+	}
+	memcpy(r, rec, store_len(rec));
+	memcpy(fds, f->fd + first, sizeof(int) * (size_t)n);
+	f->n = first;
+	free(st->rec);
+	free(st->fds);
+	st->rec = r;
+	st->fds = fds;
+	st->nfds = n;
+	return 0;
+}
+
+/* STORE_PENDING (fds: the socket) or STORE_SESSION: keep it. */
 static void keep_session(struct sup *s, const struct store_rec *rec,
-			 const int *fds, int nfds)
+			 struct sock_fds *f)
 {
 	bool serving = rec->kind == STORE_SESSION;
 	struct stored *st = calloc(1, sizeof(*st));
-	/* A pending one gets room for its handshake's bytes (STORE_DATA). */
-	size_t len = serving ? rec_len(rec) : sizeof(*rec);
 
 	drop_session(s, rec->id);	/* a pending one now serving */
-	if (st)
-		st->rec = malloc(len);
-	if (!st || !st->rec || nfds != (serving ? STORE_NFDS : 1) ||
-	    s->ntab == MAX_STORED) {
+	if (!st || f->n < (serving ? STORE_NFDS : 1) ||
+	    s->ntab == MAX_STORED || stored_set(st, rec, f, 0) < 0) {
 		say("cannot keep session %d (%d fds): it will not survive a "
-		    "restart of the server", rec->id, nfds);
-		for (int i = 0; i < nfds; i++)
-			close(fds[i]);
-		if (st)
-			free(st->rec);
+		    "restart of the server", rec->id, f->n);
+		sock_fds_close(f);
 		free(st);
 		return;
 	}
-	memcpy(st->rec, rec, rec_len(rec));
-	for (int i = 0; i < STORE_NFDS; i++)
-		st->fds[i] = i < nfds ? fds[i] : -1;
 	st->serving = serving;
 	s->tab[s->ntab++] = st;
 	if (rec->id > s->last_id)
@@ -205,68 +135,73 @@ static void drop_session(struct sup *s, int id)
 }
 
 /*
- * What one read of a pending handshake got: its bytes appended, its uffd
- * kept (taken out of fds).  Kept whole, the read is no longer lost should
- * the server die; a handshake too long to keep stays "was reading".
+ * What a pending handshake's protocol holds after a read (STORE_DATA): it
+ * replaces the blob and the descriptors kept before (the socket stays).
+ * Kept whole, the read is no longer lost should the server die.
  */
 static void pending_data(struct stored *st, const struct store_rec *rec,
-			 int *fds, int *nfds)
+			 struct sock_fds *f)
 {
-	struct store_rec *p = st->rec;
+	struct store_rec *r = malloc(sizeof(*r) + rec->nblob);
+	int *fds = malloc(sizeof(int) * (size_t)(1 + f->n));
 
-	if (rec->nbytes > STORE_BYTES_MAX - p->nbytes) {
-		p->flags |= STORE_WAS_READING;
-		p->nbytes = STORE_BYTES_MAX + 1;	/* never cleared again */
+	if (!r || !fds) {	/* the old state stays, "was reading" */
+		free(r);
+		free(fds);
 		return;
 	}
-	if (p->nbytes > STORE_BYTES_MAX)
-		return;
-	memcpy(p->bytes + p->nbytes, rec->bytes, rec->nbytes);
-	p->nbytes += rec->nbytes;
-	if (*nfds && st->fds[STORE_UFFD] < 0) {
-		st->fds[STORE_UFFD] = fds[0];
-		fds[0] = fds[--*nfds];
-	}
-	p->flags &= ~STORE_WAS_READING;
+	*r = *st->rec;
+	r->nregions = 0;
+	r->nblob = rec->nblob;
+	memcpy(store_blob(r), store_blob(rec), rec->nblob);
+	r->flags &= ~STORE_WAS_READING;
+	fds[0] = st->fds[STORE_SOCK];
+	close_fds(st->fds + 1, st->nfds - 1);
+	memcpy(fds + 1, f->fd, sizeof(int) * (size_t)f->n);
+	free(st->rec);
+	free(st->fds);
+	st->rec = r;
+	st->fds = fds;
+	st->nfds = 1 + f->n;
+	f->n = 0;
 }
 
 /* Apply one message from the server; -ENODATA once it has gone. */
 static int store_input(struct sup *s)
 {
-	static struct store_rec rec;
-	int fds[STORE_NFDS], nfds;
-	int ret = store_recv(s->store_fd, &rec, fds, &nfds);
+	struct store_rec *rec = s->in;
+	struct sock_fds f;
+	int ret = store_recv(s->store_fd, rec, &f);
 
 	if (ret == -EBADMSG || ret == -EAGAIN)
 		return 0;
 	if (ret < 0)
 		return ret;
-	if (rec.kind == STORE_LISTEN && nfds == 1) {
+	if (rec->kind == STORE_LISTEN && f.n == 1) {
 		if (s->listen_fd >= 0)
 			close(s->listen_fd);
-		s->listen_fd = fds[0];
+		s->listen_fd = f.fd[0];
 		return 0;
 	}
-	if (rec.kind == STORE_SESSION || rec.kind == STORE_PENDING) {
-		keep_session(s, &rec, fds, nfds);
+	if (rec->kind == STORE_SESSION || rec->kind == STORE_PENDING) {
+		keep_session(s, rec, &f);
 		return 0;
 	}
-	if (rec.kind == STORE_DROP)
-		drop_session(s, rec.id);
-	if (rec.kind == STORE_READY)
+	if (rec->kind == STORE_DROP)
+		drop_session(s, rec->id);
+	if (rec->kind == STORE_READY)
 		s->quick = -1;	/* this one started: not a crash loop */
 	for (int i = 0; i < s->ntab; i++) {
 		struct stored *st = s->tab[i];
 
-		if (st->rec->id != rec.id || st->serving)
+		if (st->rec->id != rec->id || st->serving)
 			continue;
-		if (rec.kind == STORE_READING)
+		if (rec->kind == STORE_READING)
 			st->rec->flags |= STORE_WAS_READING;
-		if (rec.kind == STORE_DATA)
-			pending_data(st, &rec, fds, &nfds);
+		if (rec->kind == STORE_DATA)
+			pending_data(st, rec, &f);
 	}
-	while (nfds)
-		close(fds[--nfds]);
+	sock_fds_close(&f);
 	return 0;
 }
 
@@ -278,19 +213,9 @@ static void hand_over(struct sup *s)
 	for (int i = 0; i < s->ntab; i++) {
 		struct stored *st = s->tab[i];
 
-		int pfds[2] = { st->fds[STORE_SOCK], st->fds[STORE_UFFD] };
-
-		uint32_t nbytes = st->rec->nbytes;
-
 		st->rec->kind = st->serving ? STORE_ADOPT : STORE_ADOPT_PENDING;
-		if (nbytes > STORE_BYTES_MAX)	/* overgrown: none of it */
-			st->rec->nbytes = 0;
-		int ret = store_send(s->store_fd, st->rec,
-				     st->serving ? st->fds : pfds,
-				     st->serving ? STORE_NFDS :
-				     1 + (pfds[1] >= 0));
+		int ret = store_send(s->store_fd, st->rec, st->fds, st->nfds);
 
-		st->rec->nbytes = nbytes;
 		if (ret < 0)
 			say("cannot hand session %d over: %s", st->rec->id,
 			    strerror(-ret));
@@ -444,6 +369,11 @@ int supervise_run(char **argv)
 	}
 	s.self[n] = 0;
 	s.argv = argv;
+	s.in = malloc(STORE_REC_MAX);
+	if (!s.in) {
+		fprintf(stderr, "faultline serve: out of memory\n");
+		return 1;
+	}
 	/* Three descriptors a session: as many as the server may take. */
 	struct rlimit rl;
 
@@ -498,5 +428,6 @@ int supervise_run(char **argv)
 	}
 	while (s.ntab)
 		stored_free(s.tab[--s.ntab]);
+	free(s.in);
 	return ret < 0 ? 1 : ret;
 }

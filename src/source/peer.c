@@ -34,7 +34,7 @@
 #include "faultline.h"
 #include "util/error.h"
 #include "source/peer_proto.h"
-#include "util/io.h"
+#include "util/sock.h"
 #include "source/impl.h"
 #include "source/peer_state.h"
 #include "util/clock.h"

@@ -7,11 +7,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -27,7 +24,7 @@
 #include "faultline.h"
 #include "util/error.h"
 #include "source/peer_proto.h"
-#include "util/io.h"
+#include "util/sock.h"
 #include "source/impl.h"
 #include "source/peer_state.h"
 #include "util/clock.h"
@@ -53,69 +50,18 @@ static void printable(char *s)
 			*s = '?';
 }
 
-static int dial_addr(const struct addrinfo *ai)
-{
-	int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC |
-			SOCK_NONBLOCK, ai->ai_protocol);
-	int err = 0;
-	socklen_t elen = sizeof(err);
-
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
-		struct pollfd pfd = { fd, POLLOUT, 0 };
-
-		if (errno != EINPROGRESS) {
-			err = errno;
-			goto fail;
-		}
-		int n = poll(&pfd, 1, DIAL_TIMEOUT_MS);
-
-		if (n <= 0) {
-			err = n == 0 ? ETIMEDOUT : errno;
-			goto fail;
-		}
-		getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen);
-		if (err)
-			goto fail;
-	}
-	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-	peer_tune_socket(fd);
-	return fd;
-fail:
-	close(fd);
-	return -err;
-}
-
 /*
  * Open one connection of the session and say hello.  role STREAM sends the
  * bitmap of held blocks.  On failure p->why says what happened.
  */
 int peer_dial(struct peer *p, int role, struct peer_hello *welcome)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res, *ai;
-	int fd = -ENOENT, ret;
+	int fd = sock_connect_tcp(p->host, p->port, DIAL_TIMEOUT_MS, p->why,
+				  sizeof(p->why)), ret;
 
-	ret = getaddrinfo(p->host, p->port, &hints, &res);
-	if (ret) {
-		int err = ret == EAI_SYSTEM ? errno : ret == EAI_MEMORY ?
-			  ENOMEM : ret == EAI_AGAIN ? EAGAIN : EHOSTUNREACH;
-
-		snprintf(p->why, sizeof(p->why), "cannot resolve %.60s: %s",
-			 p->host, gai_strerror(ret));
-		return err ? -err : -EHOSTUNREACH;
-	}
-	for (ai = res; ai; ai = ai->ai_next) {
-		fd = dial_addr(ai);
-		if (fd >= 0)
-			break;
-	}
-	freeaddrinfo(res);
-	if (fd < 0) {
-		snprintf(p->why, sizeof(p->why), "cannot connect: %s",
-			 strerror(-fd));
+	if (fd < 0)
 		return fd;
-	}
+	peer_tune_socket(fd);
 
 	size_t bmlen = role == PEER_ROLE_STREAM ? (p->nblocks + 7) / 8 : 0;
 	size_t mlen = sizeof(struct peer_hdr) + sizeof(struct peer_hello) + bmlen;

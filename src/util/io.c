@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * io.c - opening a file that must be regular, and transfers that move
- * every byte or say why not: one loop per kind, for every layer.
+ * io.c - opening a file that must be regular, and file transfers that
+ * move every byte or say why not: one loop per kind, for every layer
+ * (sockets' are sock.c's).
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "util/error.h"
@@ -62,41 +62,6 @@ int pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
 			continue;
 		if (n < 0)
 			return -errno;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
-int send_full(int fd, const void *buf, size_t len)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = send(fd, (const char *)buf + done, len - done,
-				 MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
-int recv_full(int fd, void *buf, size_t len)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = recv(fd, (char *)buf + done, len - done, 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return errno == EAGAIN ? -ETIMEDOUT : -errno;
-		if (n == 0)
-			return -ECONNRESET;
 		done += (size_t)n;
 	}
 	return 0;

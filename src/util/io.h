@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * io.h - regular files only, and transfers that move every byte or say why
- * not (files and sockets).
+ * io.h - regular files only, and file transfers that move every byte or
+ * say why not (sockets: sock.h).
  */
 #ifndef FAULTLINE_UTIL_IO_H
 #define FAULTLINE_UTIL_IO_H
@@ -23,12 +23,4 @@ int open_regular(const char *path, struct stat *st, bool quiet);
 int pread_full(int fd, void *buf, size_t len, uint64_t off);
 /* Write all len bytes at off: 0 or -errno. */
 int pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
-/* Send all len bytes (MSG_NOSIGNAL): 0 or -errno. */
-int send_full(int fd, const void *buf, size_t len);
-/*
- * Receive exactly len bytes: 0, -ETIMEDOUT (SO_RCVTIMEO expired),
- * -ECONNRESET (the peer closed), or -errno.
- */
-int recv_full(int fd, void *buf, size_t len);
-
 #endif

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * takeover.c - the server's side of a takeover: adopting the sessions the
+ * supervisor kept from the server before this one (serving ones, and
+ * handshakes under way), and handing every session over on an upgrade.
+ *
+ * Decision: a kept session is restored through its protocol's own
+ * restore() from the blob and descriptors its keep() made; nothing here
+ * reads a byte of any protocol (docs/architecture.md, Surviving the
+ * server's death).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "daemon/daemon.h"
+#include "daemon/handshake.h"
+#include "daemon/log.h"
+#include "daemon/session.h"
+#include "daemon/store.h"
+#include "daemon/takeover.h"
+#include "util/error.h"
+#include "util/sock.h"
+
+static void nonblocking(int fd)
+{
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+/* Serve one session the last server had, as the supervisor kept it. */
+static void adopt_one(struct daemon *d, const struct proto_ops *proto,
+		      const struct store_rec *rec, struct sock_fds *f)
+{
+	const struct store_region *rr = store_regions(rec);
+	struct fl_region_desc *regs = calloc(rec->nregions + 1, sizeof(*regs));
+	struct session *s = calloc(1, sizeof(*s));
+	void *pstate = NULL;
+	int ret;
+
+	if (!s || !regs || proto->open(&pstate, fl_source_size(d->src))) {
+		sock_fds_close(f);
+		free(regs);
+		free(s);
+		return;
+	}
+	/* A pid may be reused by now: the socket's own pidfd, or none. */
+	*s = (struct session){ .id = rec->id, .sock = f->fd[STORE_SOCK],
+			       .uffd = f->fd[STORE_UFFD],
+			       .pidfd = sock_peer_pidfd(f->fd[STORE_SOCK],
+							false),
+			       .state_fd = f->fd[STORE_STATE], .pid = rec->pid,
+			       .uid = rec->uid, .t_start = rec->t_start,
+			       .client_pid = rec->client_pid, .nfds = 1,
+			       .proto = proto, .pstate = pstate };
+	if (s->pidfd < 0)
+		s->pidfd = -1;
+	for (uint32_t i = 0; i < rec->nregions; i++)
+		regs[i] = (struct fl_region_desc){
+			.addr = rr[i].addr, .len = rr[i].len,
+			.page_size = rr[i].page_size,
+			.src_offset = rr[i].src_offset };
+	nonblocking(s->sock);
+	s->next = d->sessions;
+	d->sessions = s;
+	d->nsessions++;
+	ret = rec->nblob || f->n > STORE_NFDS ?
+	      proto->restore(s->pstate, store_blob(rec), rec->nblob,
+			     f->fd + STORE_NFDS, f->n - STORE_NFDS) : 0;
+	if (ret >= 0)
+		ret = start_serving(d, s, regs, (int)rec->nregions, true);
+	if (ret < 0) {
+		char why[320];
+
+		s->stored = true;	/* the supervisor must forget it too */
+		snprintf(why, sizeof(why), "cannot take it over: %s",
+			 fl_last_error());
+		session_end(d, s, why);
+	}
+	free(regs);
+}
+
+/*
+ * Did the read a dead server had under way take nothing?  Only if it was
+ * the handshake's first (nothing kept) and the client's first bytes are
+ * still queued with its descriptors on them (a client sends its uffd with
+ * its first bytes, as Firecracker does): a peek shows them.  A read that
+ * took a prefix leaves the rest without the fd; one that took it all
+ * leaves nothing.
+ */
+static bool read_took_nothing(struct session *s, const struct store_rec *rec,
+			      int nkept)
+{
+	struct sock_fds f;
+	char c;
+	bool fds;
+
+	if (rec->nblob || nkept)
+		return false;
+	if (sock_recv_fds(s->sock, &c, 1, MSG_PEEK | MSG_DONTWAIT, &f,
+			  SOCK_FDS_MAX) != 1)
+		return false;
+	fds = f.n + f.dropped > 0 && !f.ctrunc;
+	sock_fds_close(&f);	/* the peek's copies are ours */
+	return fds;
+}
+
+/*
+ * A client whose handshake the last server had accepted, its protocol's
+ * state restored from what the supervisor kept.  If that server had begun
+ * a read, what it read (the uffd, maybe) died with it: the client is
+ * killed, as any refused client that may have handed over its uffd;
+ * unless that read took nothing (read_took_nothing()).
+ */
+static void adopt_pending(struct daemon *d, const struct proto_ops *proto,
+			  const struct store_rec *rec, struct sock_fds *f)
+{
+	int nkept = f->n - 1;
+
+	nonblocking(f->fd[STORE_SOCK]);
+	struct session *s = session_new(d, proto, f->fd[STORE_SOCK], rec->id,
+					rec->t_start);
+
+	if (!s) {
+		f->fd[STORE_SOCK] = -1;
+		for (int i = 1; i < f->n; i++)
+			close(f->fd[i]);
+		return;
+	}
+	s->stored = true;
+	s->nfds = nkept;
+	if (rec->flags & STORE_WAS_READING && read_took_nothing(s, rec,
+								 nkept)) {
+		/* Read anew, whole, when its socket polls in. */
+		slog(s, "taken over: its handshake, still unread when the "
+		     "server reading it died");
+		return;
+	}
+	/* The protocol's state as kept; its descriptors are its own now. */
+	int ret = proto->restore(s->pstate, store_blob(rec), rec->nblob,
+				 f->fd + 1, nkept);
+
+	if (rec->flags & STORE_WAS_READING) {
+		s->nfds = 1;	/* may have been handed over, to the dead server */
+		refuse(d, s, "handshake cut short: the server reading it died");
+		return;
+	}
+	slog(s, "taken over: its handshake (%u bytes kept)", rec->nblob);
+	s->got_bytes = rec->nblob > 0;
+	handshake_fed(d, s, ret);
+}
+
+/*
+ * Supervised: the sessions a server before this one was serving, handed
+ * over by the supervisor, then STORE_ADOPT_END with the last session id.
+ */
+void adopt_sessions(struct daemon *d)
+{
+	struct store_rec *rec = malloc(STORE_REC_MAX);
+	struct sock_fds f;
+	int n = 0;
+
+	for (; rec;) {
+		int ret = store_recv(d->store_fd, rec, &f);
+
+		if (ret == -EBADMSG)
+			continue;
+		if (ret < 0 || rec->kind == STORE_ADOPT_END) {
+			if (ret == 0 && rec->id > d->next_id)
+				d->next_id = rec->id;
+			break;
+		}
+		const struct proto_ops *proto = proto_find(rec->proto);
+
+		if (!proto) {
+			slog(NULL, "session %d: its protocol '%s' is not "
+			     "spoken here: dropped", rec->id, rec->proto);
+		} else if (rec->kind == STORE_ADOPT && f.n >= STORE_NFDS) {
+			adopt_one(d, proto, rec, &f);
+			n++;
+			continue;
+		} else if (rec->kind == STORE_ADOPT_PENDING && f.n >= 1) {
+			adopt_pending(d, proto, rec, &f);
+			n++;
+			continue;
+		}
+		sock_fds_close(&f);
+	}
+	free(rec);
+	if (n)
+		slog(NULL, "took over %d session%s from the server before",
+		     n, n == 1 ? "" : "s");
+}
+
+/*
+ * SIGUSR2 from the supervisor (its SIGHUP: an upgrade): stop issuing
+ * ioctls for every session and exit at once; the next server takes them
+ * over from the supervisor.  Nothing is closed or unlinked.
+ */
+void hand_over_and_exit(struct daemon *d)
+{
+	for (struct session *s = d->sessions; s; s = s->next)
+		if (s->engine)
+			fl_engine_detach(s->engine);
+	slog(NULL, "handing %d session%s over to the next server",
+	     d->nsessions, d->nsessions == 1 ? "" : "s");
+	_exit(0);
+}
