@@ -3,7 +3,8 @@
 #
 # `make` builds build/libfaultline.{a,so} and build/faultline.
 # `make check` installs missing Debian packages (as root), builds, and runs
-# every tests/*.c program under prove (TAP).
+# every tests/*.c program under prove (TAP); `make check-loaded` runs them
+# the same way with a spinning process per CPU beside them.
 #
 # src/LAYER/*.c is the library (layers in docs/architecture.md); testlib/
 # is the test and benchmark support library (a Firecracker-style client,
