@@ -65,9 +65,8 @@ static int run_child(const struct vmm_config *c, struct vmm_result *out)
 	close(pfd[0]);
 	waitpid(pid, &st, 0);
 	if (!WIFEXITED(st)) {
-		diag("the VMM run was killed by signal %d (%s: a stall)",
-		     WTERMSIG(st), WTERMSIG(st) == SIGALRM ? "its alarm" :
-		     "not its alarm");
+		diag("the VMM run was killed by signal %d%s", WTERMSIG(st),
+		     WTERMSIG(st) == SIGALRM ? " (its alarm: it stalled)" : "");
 		return -EINTR;
 	}
 	return WEXITSTATUS(st) >= 100 ? -(WEXITSTATUS(st) - 100) :
