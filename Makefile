@@ -3,7 +3,8 @@
 #
 # `make` builds build/libfaultline.{a,so} and build/faultline.
 # `make check` installs missing Debian packages (as root), builds, and runs
-# every tests/*.c program under prove (TAP).
+# every tests/*.c program under prove (TAP); `make check-loaded` runs them
+# the same way with a spinning process per CPU beside them.
 #
 # What goes where (layers in docs/architecture.md):
 #   libfaultline.{a,so}  src/{kernel,util,format,source,engine}: the library,
@@ -93,7 +94,7 @@ LOAD_TESTS := serve_bad serve_stress engine_events engine_eexist engine_adaptive
 # (what machines without /dev/kvm do), wherever they run.
 TCG_TESTS := vmm
 
-.PHONY: all deps check check-sanitize check-tsan check-units tests demo install clean tcg-kernel
+.PHONY: all deps check check-loaded check-sanitize check-tsan check-units tests demo install clean tcg-kernel
 all: $(BUILD)/libfaultline.a $(BUILD)/libfaultline.so $(BUILD)/faultline
 
 # Install build and test dependencies on a fresh Debian machine.
@@ -237,6 +238,17 @@ check: deps tcg-kernel
 	prove -f --timer $(TEST_BIN)
 	FL_LOAD=1 prove -f --timer $(LOAD_TESTS:%=$(BUILD)/tests/%)
 	FL_FORCE_TCG=1 prove -f --timer $(TCG_TESTS:%=$(BUILD)/tests/%)
+
+# The whole suite as `check` runs it, with a spinning process per CPU
+# beside it for the whole run (tests/loaded.sh): what it asserts must hold
+# on a busy machine.
+check-loaded: deps tcg-kernel
+	$(MAKE) all $(TEST_BIN)
+	sh tests/loaded.sh prove -f --timer $(TEST_BIN)
+	FL_LOAD=1 sh tests/loaded.sh prove -f --timer \
+		$(LOAD_TESTS:%=$(BUILD)/tests/%)
+	FL_FORCE_TCG=1 sh tests/loaded.sh prove -f --timer \
+		$(TCG_TESTS:%=$(BUILD)/tests/%)
 
 # The whole suite built with AddressSanitizer and UndefinedBehaviorSanitizer
 # (LeakSanitizer included) in build-san/, daemon and all.  Every process

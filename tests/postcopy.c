@@ -745,10 +745,15 @@ static void sender_stopped(void)
 
 	t = now_us() - t;
 	snprintf(msg, sizeof(msg), "%s", ret ? fl_last_error() : "read");
-	ok(ret == -EIO && t >= 1400000 && t < 3500000 &&
+	/*
+	 * Not before the window (time only grows under load); how soon
+	 * after it is the scheduler's: the bound past it is a hang bound.
+	 */
+	ok(ret == -EIO && t >= 1400000 && t < 30000000 &&
 	   strstr(msg, "1500 ms"),
-	   "sender stopped (SIGSTOP): a read of a missing block fails after "
-	   "%.2f s: %d \"%s\"", (double)t / 1e6, ret, msg);
+	   "sender stopped (SIGSTOP): a read of a missing block fails, not "
+	   "before its 1.5 s window, after %.2f s: %d \"%s\"",
+	   (double)t / 1e6, ret, msg);
 	kill(senders[a], SIGCONT);
 	sender_stop(a, SIGKILL);
 	fl_source_put(s);
@@ -805,7 +810,7 @@ static int demand_hello(int *fdp, uint64_t token)
 	};
 	struct sockaddr_in sa = { .sin_family = AF_INET,
 				  .sin_port = htons(atoi(PORT)) };
-	struct timeval tv = { 5, 0 };
+	struct timeval tv = { 30, 0 };	/* a hang bound: load may slow a reply */
 	struct peer_hdr h;
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 

@@ -49,6 +49,8 @@ static const struct bench_def benches[] = {
 	  "touch 128 MiB after a restore, per backend and chunk (seed 003)" },
 	{ "remote", bench_remote,
 	  "touch 128 MiB restored from file, image, HTTP (cache), post-copy" },
+	{ "policy", bench_policy,
+	  "faults vs readahead/background pages per access pattern, in-proc" },
 };
 
 #define NBENCH (sizeof(benches) / sizeof(*benches))

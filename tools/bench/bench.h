@@ -190,5 +190,6 @@ int bench_drop(const struct bench_opts *o, struct bench_table *t);
 int bench_fault_latency(const struct bench_opts *o, struct bench_table *t);
 int bench_restore(const struct bench_opts *o, struct bench_table *t);
 int bench_remote(const struct bench_opts *o, struct bench_table *t);
+int bench_policy(const struct bench_opts *o, struct bench_table *t);
 
 #endif
