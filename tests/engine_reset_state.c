@@ -6,9 +6,12 @@
  * at its next touch; a page dropped by a plain MADV_DONTNEED (a balloon)
  * reads zeros; a removed page that is then reset reads the snapshot; a
  * thread that faults on a page while it is being reset is woken and reads
- * the snapshot.  In-process engine, internal headers (-Isrc).  Every
+ * the snapshot; two resets at once end together; a REMAP during a
+ * reset carries RESET pages away and its end still finds them.
+ * In-process engine, internal headers (-Isrc).  Every
  * point is bytes or a state, never a timing: it holds under FL_LOAD=1.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <sys/mman.h>
@@ -66,6 +69,7 @@ static int snapshot_at(uint64_t pg, uint64_t n)
 
 struct reader {
 	uint64_t pg;
+	const uint8_t *at;	/* NULL: page(pg) */
 	int same;
 	int done;
 };
@@ -74,7 +78,8 @@ static void *read_page(void *arg)
 {
 	struct reader *rd = arg;
 
-	rd->same = snapshot_at(rd->pg, 1);
+	rd->same = rd->at ? same_as_file(rd->at, PAGE, rd->pg * PAGE, SEED, 0)
+			  : snapshot_at(rd->pg, 1);
 	__atomic_store_n(&rd->done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
@@ -168,6 +173,52 @@ int main(void)
 	madvise(page(0), PAGE, MADV_DONTNEED);
 	engine_reset_end(e, (uintptr_t)page(0), PAGE);
 	ok(snapshot_at(0, 1), "reset a second time: the snapshot again");
+
+	/* 6. Two resets at once: pages turn MISSING when the last one ends. */
+	dirty(30);
+	dirty(31);
+	engine_reset_begin(e, (uintptr_t)page(30), PAGE);
+	engine_reset_begin(e, (uintptr_t)page(31), PAGE);
+	madvise(page(30), 2 * PAGE, MADV_DONTNEED);
+	ok(engine_reset_end(e, (uintptr_t)page(30), PAGE) == 0 &&
+	   state_of(30) == PG_RESET && state_of(31) == PG_RESET,
+	   "two resets under way, one ends: both pages still RESET");
+	ok(engine_reset_end(e, (uintptr_t)page(31), PAGE) == 2 &&
+	   snapshot_at(30, 2), "the last ends: both MISSING, then the "
+	   "snapshot's bytes");
+
+	/*
+	 * 7. A REMAP while a reset's drop is under way carries RESET pages
+	 * elsewhere: the reset's end finds them there (by state, not by
+	 * address), and a touch at the new address reads the snapshot.
+	 */
+	struct reader rm = { .pg = 40 };
+	uint8_t *hole = map_anon(2 * PAGE, 0);
+
+	dirty(40);
+	dirty(41);
+	engine_reset_begin(e, (uintptr_t)page(40), 2 * PAGE);
+	madvise(page(40), 2 * PAGE, MADV_DONTNEED);
+	uint8_t *moved = mremap(page(40), 2 * PAGE, 2 * PAGE,
+				MREMAP_MAYMOVE | MREMAP_FIXED, hole);
+
+	if (moved == MAP_FAILED)
+		BAIL("mremap: %s", strerror(errno));
+	rm.at = moved;
+	ok(engine_reset_end(e, (uintptr_t)page(40), 2 * PAGE) == 2,
+	   "a REMAP during the reset: its end makes the moved pages MISSING");
+	pthread_create(&th, NULL, read_page, &rm);
+	for (int i = 0; i < 10000 && !__atomic_load_n(&rm.done,
+						       __ATOMIC_ACQUIRE); i++)
+		usleep(1000);
+	ok(__atomic_load_n(&rm.done, __ATOMIC_ACQUIRE) && rm.same &&
+	   same_as_file(moved + PAGE, PAGE, 41 * PAGE, SEED, 0),
+	   "touched at their new address: the snapshot's bytes, no hang");
+	if (__atomic_load_n(&rm.done, __ATOMIC_ACQUIRE))
+		pthread_join(th, NULL);
+	else
+		BAIL("a reader hangs on a page moved while being reset");
+	munmap(moved, 2 * PAGE);
 
 	fl_engine_destroy(e);
 	fl_source_put(src);

@@ -57,6 +57,7 @@ struct fl_engine {
 	 */
 	pthread_rwlock_t lock;
 	struct region_list regions;	/* region.c */
+	int resets;		/* resets begun, not ended (lock held) */
 
 	int stopfd;		/* eventfd: wakes pollers on stop */
 	pthread_t *threads;

@@ -10,11 +10,18 @@
  * runs without the lock: in-process it waits until a handler thread has
  * read its event, which needs the lock.  The state machine is in
  * region.h.
+ *
+ * Decision: RESET pages turn MISSING only when the last reset under way
+ * ends, and then in every region, not only in the range that ended: a
+ * REMAP applied while the drop waited may have carried RESET pages to
+ * another address, and an end that looked only at its own range would
+ * leave them RESET (never filled) with their faults asleep for good.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "engine/gate.h"
 #include "engine/prefetch.h"
@@ -26,6 +33,7 @@ int64_t engine_reset_begin(struct fl_engine *e, uint64_t addr, uint64_t len)
 	uint64_t n = 0;
 
 	pthread_rwlock_wrlock(&e->lock);
+	e->resets++;
 	for (int i = 0; i < e->regions.n; i++)
 		n += region_reset_begin(e->regions.v[i], addr, addr + len);
 	pthread_rwlock_unlock(&e->lock);
@@ -34,19 +42,22 @@ int64_t engine_reset_begin(struct fl_engine *e, uint64_t addr, uint64_t len)
 
 int64_t engine_reset_end(struct fl_engine *e, uint64_t addr, uint64_t len)
 {
-	uint64_t n = 0, end = addr + len;
+	uint64_t n = 0;
 
+	(void)addr;
+	(void)len;
 	pthread_rwlock_wrlock(&e->lock);
-	for (int i = 0; i < e->regions.n; i++) {
-		struct region *r = e->regions.v[i];
-		uint64_t lo = addr > r->addr ? addr : r->addr;
-		uint64_t hi = end < r->addr + r->len ? end : r->addr + r->len;
-		uint64_t k = region_reset_end(r, addr, end);
+	if (e->resets > 0 && --e->resets == 0) {
+		for (int i = 0; i < e->regions.n; i++) {
+			struct region *r = e->regions.v[i];
+			uint64_t k = region_reset_end(r, r->addr,
+						      r->addr + r->len);
 
-		/* A fault on a RESET page was left asleep: fault again. */
-		if (k && lo < hi)
-			engine_wake(e, lo, hi - lo);
-		n += k;
+			/* A fault on a RESET page was left asleep: again. */
+			if (k)
+				engine_wake(e, r->addr, r->len);
+			n += k;
+		}
 	}
 	pthread_rwlock_unlock(&e->lock);
 	if (n)	/* missing again: background restore is not done */
@@ -56,7 +67,7 @@ int64_t engine_reset_end(struct fl_engine *e, uint64_t addr, uint64_t len)
 
 int64_t engine_reset_range(struct fl_engine *e, uint64_t addr, uint64_t len)
 {
-	if (e->client_pid != 0)
+	if (e->client_pid != 0 && e->client_pid != getpid())
 		return fl_err(-EOPNOTSUPP, "reset: the memory is another "
 			      "process's (only an in-process engine can drop it)");
 	int64_t n = engine_reset_begin(e, addr, len);

@@ -14,9 +14,11 @@
  */
 int64_t engine_reset_begin(struct fl_engine *e, uint64_t addr, uint64_t len);
 /*
- * After the caller dropped them (MADV_DONTNEED): RESET pages become
- * MISSING, threads that faulted on them meanwhile are woken, and
- * background restore looks again.  Returns the pages made missing.
+ * After the caller dropped them (MADV_DONTNEED).  When no other reset is
+ * under way, every RESET page of every region (wherever a REMAP carried
+ * it) becomes MISSING, threads that faulted on them meanwhile are woken,
+ * and background restore looks again.  Returns the pages made missing
+ * (0 while another reset is under way).
  */
 int64_t engine_reset_end(struct fl_engine *e, uint64_t addr, uint64_t len);
 /*
