@@ -11,7 +11,9 @@
  * case is about the fd), so only the field under test is wrong.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <grp.h>
+#include <sys/resource.h>
 #include <setjmp.h>
 
 #include "load.h"
@@ -763,6 +765,107 @@ static void test_source_error(const char *policy)
 	mem_file_destroy(&m);
 }
 
+/* The lowest descriptor number pid does not use: a limit there fails the next. */
+static int lowest_free_fd(pid_t pid)
+{
+	char path[64];
+	bool used[4096] = { false };
+	struct dirent *de;
+	DIR *dir;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	dir = opendir(path);
+	if (!dir)
+		return -1;
+	while ((de = readdir(dir))) {
+		int fd = atoi(de->d_name);
+
+		if (de->d_name[0] != '.' && fd >= 0 && fd < 4096)
+			used[fd] = true;
+	}
+	closedir(dir);
+	while (n < 4096 && used[n])
+		n++;
+	return n;
+}
+
+struct lost_arg {
+	const char *sock;
+	int ready[2], go[2];
+};
+
+/* Connect, say so, wait for the go, then hand over the uffd and touch. */
+static int lost_client(void *p)
+{
+	struct lost_arg *a = p;
+	uint64_t size = 4 * MIB;
+	char json[256];
+	struct fc_client c;
+	int sock;
+
+	if (fc_client_map(&c, 1, &size, FC_PAGE_4K))
+		return 10;
+	sock = fc_connect_unix(a->sock);
+	if (sock < 0 || write(a->ready[1], "c", 1) != 1 ||
+	    read(a->go[0], json, 1) != 1)
+		return 11;
+	if (fc_client_json(&c, json, sizeof(json)) < 0 ||
+	    fc_send_handshake(sock, json, &c.uffd, 1) < 0)
+		return 12;
+	if (!su_closed_by_daemon(sock, 10000))
+		return 13;
+	/* Not killed: this touch sleeps for ever (SIGALRM). */
+	alarm(5);
+	return *(volatile uint8_t *)c.regions[0].addr ? 14 : 15;
+}
+
+/*
+ * A uffd the kernel could not install in the daemon (out of descriptors:
+ * MSG_CTRUNC, no fd) was still handed over by its client, which nobody
+ * will ever serve: the client is killed, and the log says why.  The
+ * server's descriptor limit is lowered under it after it accepted.
+ */
+static void test_uffd_lost(int base_fds)
+{
+	struct lost_arg a = { .sock = srv.sock };
+	pid_t server = serve_server_pid(&srv), pid;
+	struct rlimit old, low;
+	long mark = serve_log_mark(&srv);
+	/* The sessions before this one gone: a count that only this moves. */
+	int before = proc_fds_settle(server, NULL, base_fds, 10000), r = -1;
+	char c, line[1024];
+
+	if (pipe(a.ready) || pipe(a.go) ||
+	    prlimit(server, RLIMIT_NOFILE, NULL, &old)) {
+		ok(0, "uffd lost to EMFILE: setup: %s", strerror(errno));
+		return;
+	}
+	pid = su_spawn(lost_client, &a);
+	/* Accepted: its socket and pidfd are the server's (a hang bound). */
+	if (read(a.ready[0], &c, 1) == 1)
+		for (int i = 0; i < 10000 && proc_fds(server, NULL) < before + 2;
+		     i += 10)
+			su_sleep_ms(10);
+	low = old;
+	low.rlim_cur = lowest_free_fd(server);
+	if (prlimit(server, RLIMIT_NOFILE, &low, NULL) == 0 &&
+	    write(a.go[1], "g", 1) == 1)
+		r = su_reap(pid, 20000);
+	prlimit(server, RLIMIT_NOFILE, &old, NULL);
+	ok(r == -SIGKILL && serve_log_find(&srv, mark, pid, (const char *[]){
+			"out of file descriptors", NULL }, 5000, line,
+			sizeof(line)) && strstr(line, "client killed"),
+	   "a uffd lost to the daemon's descriptor limit: its client is "
+	   "killed, and the log says so (%d)", r);
+	if (r != -SIGKILL)
+		su_reap(pid, 1000);
+	for (int i = 0; i < 2; i++) {
+		close(a.ready[i]);
+		close(a.go[i]);
+	}
+}
+
 /* A client that hands over memory it has already unmapped, then waits. */
 static int unmapped_main(void *arg)
 {
@@ -859,6 +962,7 @@ int main(void)
 	}
 	test_idle_connections();
 	test_unmapped();
+	test_uffd_lost(base_fds);
 	serve_stop(&srv);
 	serve_cleanup(&srv);
 

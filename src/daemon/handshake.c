@@ -65,7 +65,12 @@ static void handshake_read(struct daemon *d, struct session *s,
 	s->got_bytes = true;
 	s->nfds += f->n + f->dropped;
 	if (f->ctrunc && !s->nfds) {
-		/* The kernel could not install the fd here: EMFILE. */
+		/*
+		 * The kernel could not install the fd here (EMFILE), but the
+		 * client did hand its uffd over, and nobody will serve it:
+		 * counted, so that refuse() kills the client.
+		 */
+		s->nfds = 1;
 		refuse(d, s, "cannot receive the client's uffd: the daemon is "
 		       "out of file descriptors");
 		return;
