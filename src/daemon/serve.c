@@ -69,11 +69,11 @@ static int claim_path(const char *path)
 	 * same string), nor does another name for the file: those are
 	 * only told by a connection.
 	 */
-	int fd = path[0] == '/' && proc_unix_listening(path) == 1 ? 0 :
-		 sock_connect_unix(path);
+	bool seen = path[0] == '/' && proc_unix_listening(path) == 1;
+	int fd = seen ? -1 : sock_connect_unix(path);
 
-	if (fd >= 0) {
-		if (fd > 0)
+	if (seen || fd >= 0) {
+		if (fd >= 0)
 			close(fd);
 		return fl_err(-EADDRINUSE, "%s: another server is listening on it",
 			      path);

@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -23,6 +24,7 @@
 #include "daemon/session.h"
 #include "daemon/store.h"
 #include "daemon/takeover.h"
+#include "kernel/proc.h"
 #include "util/error.h"
 #include "util/sock.h"
 
@@ -157,6 +159,31 @@ static void adopt_pending(struct daemon *d, const struct proto_ops *proto,
  * Supervised: the sessions a server before this one was serving, handed
  * over by the supervisor, then STORE_ADOPT_END with the last session id.
  */
+/*
+ * A session kept by a server that spoke a protocol this one does not (a
+ * downgrade): nobody here can serve its uffd, so its client is killed
+ * through its socket's pidfd (never left asleep), and the supervisor
+ * forgets it (else every restart would hand it over again).
+ */
+static void drop_unknown(struct daemon *d, const struct store_rec *rec,
+			 struct sock_fds *f)
+{
+	int pidfd = f->n > 0 ? sock_peer_pidfd(f->fd[0], false) : -1;
+	bool killed = f->n > 1 && pidfd >= 0 &&
+		      proc_pidfd_signal(pidfd, SIGKILL) == 0;
+
+	slog(NULL, "session %d: its protocol '%s' is not spoken here: "
+	     "dropped%s", rec->id, rec->proto, killed ? "; client killed "
+	     "(its uffd would never be served)" : f->n > 1 ? "; its client "
+	     "cannot be killed: its faults will hang" : "");
+	struct store_rec drop = { .kind = STORE_DROP, .id = rec->id };
+
+	if (pidfd >= 0)
+		close(pidfd);
+	sock_fds_close(f);
+	store_send(d->store_fd, &drop, NULL, 0);
+}
+
 void adopt_sessions(struct daemon *d)
 {
 	struct store_rec *rec = malloc(STORE_REC_MAX);
@@ -176,8 +203,8 @@ void adopt_sessions(struct daemon *d)
 		const struct proto_ops *proto = proto_find(rec->proto);
 
 		if (!proto) {
-			slog(NULL, "session %d: its protocol '%s' is not "
-			     "spoken here: dropped", rec->id, rec->proto);
+			drop_unknown(d, rec, &f);
+			continue;
 		} else if (rec->kind == STORE_ADOPT && f.n >= STORE_NFDS) {
 			adopt_one(d, proto, rec, &f);
 			n++;
