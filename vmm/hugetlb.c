@@ -4,6 +4,7 @@
  * every benchmark and test (hugetlb.h).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -12,7 +13,14 @@
 #define NR_HUGE		"/proc/sys/vm/nr_hugepages"
 #define FREE_HUGE	"/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages"
 
-static long huge_old = -1;	/* nr_hugepages before us, or -1 */
+/*
+ * Pages we added to nr_hugepages, given back by subtraction: two programs
+ * that reserve at once (a test beside a benchmark) each take back only
+ * what they added, where restoring an absolute old value would shrink
+ * the other's pool under it.
+ */
+static long huge_added;
+static bool huge_atexit;
 
 long sys_read_long(const char *path)
 {
@@ -42,14 +50,16 @@ int sys_write_long(const char *path, long v)
 
 void huge_restore(void)
 {
-	if (huge_old >= 0)
-		sys_write_long(NR_HUGE, huge_old);
-	huge_old = -1;
+	long cur = sys_read_long(NR_HUGE);
+
+	if (huge_added > 0 && cur >= 0)
+		sys_write_long(NR_HUGE, cur > huge_added ? cur - huge_added : 0);
+	huge_added = 0;
 }
 
 void huge_forget(void)
 {
-	huge_old = -1;
+	huge_added = 0;
 }
 
 int huge_reserve(long n)
@@ -60,11 +70,14 @@ int huge_reserve(long n)
 		return -ENOENT;
 	if (free_now >= n)
 		return 0;
-	if (huge_old < 0) {
-		huge_old = cur;
+	long add = n - (free_now > 0 ? free_now : 0);
+
+	if (!huge_atexit) {
+		huge_atexit = true;
 		atexit(huge_restore);
 	}
-	if (sys_write_long(NR_HUGE, cur + n - (free_now > 0 ? free_now : 0)))
+	if (sys_write_long(NR_HUGE, cur + add))
 		return -EACCES;
+	huge_added += sys_read_long(NR_HUGE) - cur;
 	return sys_read_long(FREE_HUGE) >= n ? 0 : -ENOMEM;
 }

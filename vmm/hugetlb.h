@@ -8,12 +8,12 @@
 
 /*
  * Make sure at least n free 2 MiB pages exist: raise nr_hugepages by what
- * is missing, and put the old value back at exit (or huge_restore()).
+ * is missing, and take back what was added at exit (or huge_restore()).
  * 0, -ENOENT (no hugetlb), -EACCES, or -ENOMEM (the kernel found fewer).
  */
 int huge_reserve(long n);
 
-/* Put nr_hugepages back as it was before the first huge_reserve(). */
+/* Take back from nr_hugepages the pages huge_reserve() added. */
 void huge_restore(void);
 
 /* A number from (or to) a /proc or /sys file: the value or -1; 0 or -errno. */
