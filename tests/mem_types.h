@@ -47,7 +47,9 @@ static const struct mem_type mem_types[MEM_NKINDS] = {
 	[MEM_ANON] = { MEM_ANON, "anon 4K", PAGE, 0 },
 	[MEM_HUGETLB] = { MEM_HUGETLB, "hugetlb 2M", HPAGE,
 			  UFFD_FEATURE_MISSING_HUGETLBFS },
+	/* registered MISSING | MINOR: a page not in the memfd yet is missing */
 	[MEM_SHMEM_MINOR] = { MEM_SHMEM_MINOR, "memfd minor", PAGE,
+			      UFFD_FEATURE_MISSING_SHMEM |
 			      UFFD_FEATURE_MINOR_SHMEM },
 };
 
@@ -71,6 +73,7 @@ static inline uint8_t *mem_map_again(const struct mem_area *a)
 static inline int mem_map(const struct mem_type *m, uint64_t len,
 			  struct mem_area *a)
 {
+	a->addr = NULL;
 	a->len = len;
 	a->fd = -1;
 	if (m->kind != MEM_SHMEM_MINOR) {
