@@ -88,7 +88,7 @@ CLILIB_OBJ := $(filter-out $(BUILD)/tools/main.o,$(CLI_OBJ))
 TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 # Concurrency tests run a second time with every CPU busy (tests/load.h).
 LOAD_TESTS := serve_bad serve_stress engine_events engine_eexist engine_adaptive \
-	      engine_client_exit engine_reset_state \
+	      engine_client_exit engine_reset_state engine_mem \
 	      serve_reuse serve_takeover vmm
 # KVM tests run a third time inside QEMU's TCG with Debian's 6.1 kernel
 # (what machines without /dev/kvm do), wherever they run.

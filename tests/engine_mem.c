@@ -24,7 +24,8 @@
  * them on hugetlb, within the pool), declares the uffd features it needs
  * beyond its type's and is skipped, saying why, where the kernel lacks
  * them.  Hugetlb pages come from huge_reserve() (nr_hugepages raised, and
- * put back at exit).  No point asserts how threads were scheduled, only
+ * put back at exit).  Run a second time under load (FL_LOAD, LOAD_TESTS
+ * in the Makefile): no point asserts how threads were scheduled, only
  * generous bounds on how long what must happen may take.
  */
 #define _GNU_SOURCE
@@ -33,6 +34,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 
+#include "load.h"
 #include "mem_types.h"
 
 #define SEED	0x4a9e
@@ -717,6 +719,7 @@ int main(void)
 	uint64_t zeros[] = { REG_OFF + ZERO_AT, HPAGE };
 	struct fl_stats st = { .lat_ns_max = 1500 };
 
+	load_start();	/* first: FL_LOAD spinners fork from an empty process */
 	signal(SIGINT, restore);
 	signal(SIGTERM, restore);
 	signal(SIGALRM, restore);
