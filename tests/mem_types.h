@@ -35,6 +35,7 @@ enum mem_kind { MEM_ANON, MEM_HUGETLB, MEM_SHMEM_MINOR, MEM_NKINDS };
 #define MEM_BIT(k)	(1u << (k))
 #define MEM_ALL		(MEM_BIT(MEM_NKINDS) - 1)
 #define MEM_HUGE_POOL	8	/* 2 MiB pages reserved for the hugetlb cases */
+#define MEM_CASE_SECS	120	/* one case at most, then SIGALRM */
 
 struct mem_type {
 	enum mem_kind kind;
@@ -126,6 +127,9 @@ struct mem_case {
 /*
  * Run every case on every memory type it declares, or skip its points
  * saying why: the kernel lacks a feature, or the machine the memory.
+ * Each case gets MEM_CASE_SECS of its own (alarm(), re-armed before it):
+ * a fault left looping fails the test, and a table that grows, or runs
+ * slowly under load or TSan, does not run out of one program-wide limit.
  */
 static inline void mem_run(const struct mem_case *cases, int ncases)
 {
@@ -163,6 +167,7 @@ static inline void mem_run(const struct mem_case *cases, int ncases)
 				skip(k->points[t], reason);
 			} else {
 				diag("%s on %s", k->name, m->name);
+				alarm(MEM_CASE_SECS);
 				k->fn(m);
 			}
 		}
