@@ -46,12 +46,16 @@ SOVERSION := 2
 
 DEB_PKGS := gcc make pkg-config perl libjson-c-dev libzstd-dev libxxhash-dev \
 	    nginx-light iproute2 gnuplot-nox strace \
-	    libcurl4-openssl-dev
-PC_LIBS  := json-c libzstd libxxhash libcurl
+	    libcurl4-openssl-dev libprotobuf-c-dev protobuf-c-compiler
+PC_LIBS  := json-c libzstd libxxhash libcurl libprotobuf-c
 # A real KVM where /dev/kvm is missing: QEMU's TCG, Debian's 6.1 kernel
 # (extracted from its package, not installed) and a busybox initramfs
 # (testlib/tcg.c).  Without recommends: qemu's would pull in a desktop.
 TCG_PKGS  := qemu-system-x86 busybox-static xz-utils
+# CRIU >= 4.1 for the CRIU tests, built from Debian's source where none is
+# installed (tests/criu/get-criu.sh): its build packages, tests only.
+CRIU_PKGS := libprotobuf-dev libnl-3-dev libnet1-dev libcap-dev uuid-dev \
+	     libbsd-dev libnftables-dev libgnutls28-dev
 TCG_KMODS := arch/x86/kvm/kvm.ko arch/x86/kvm/kvm-amd.ko \
 	     virt/lib/irqbypass.ko drivers/crypto/ccp/ccp.ko
 
@@ -93,7 +97,7 @@ LOAD_TESTS := serve_bad serve_stress engine_events engine_eexist engine_adaptive
 # (what machines without /dev/kvm do), wherever they run.
 TCG_TESTS := vmm
 
-.PHONY: all deps check check-sanitize check-tsan check-units tests demo install clean tcg-kernel
+.PHONY: criu all deps check check-sanitize check-tsan check-units tests demo install clean tcg-kernel
 all: $(BUILD)/libfaultline.a $(BUILD)/libfaultline.so $(BUILD)/faultline
 
 # Install build and test dependencies on a fresh Debian machine.
@@ -110,7 +114,7 @@ deps:
 			echo "missing packages; run: sudo apt-get install -y $$missing"; exit 1; \
 		fi; \
 	fi
-	@missing=$$(for p in $(TCG_PKGS); do \
+	@missing=$$(for p in $(TCG_PKGS) $(CRIU_PKGS); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
 		grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ]; then \
@@ -119,7 +123,7 @@ deps:
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 			--no-install-recommends $$missing >/dev/null; \
 	elif [ -n "$$missing" ]; then \
-		echo "without /dev/kvm, KVM tests need: sudo apt-get install -y --no-install-recommends $$missing"; \
+		echo "KVM (without /dev/kvm) and CRIU tests need: sudo apt-get install -y --no-install-recommends $$missing"; \
 	fi
 
 # The kernel and kvm modules for the TCG VM, from Debian's package, and
@@ -232,7 +236,11 @@ $(BUILD)/tests/symbols: tests/symbols.c $(BUILD)/libfltest.a \
 
 tests: $(TEST_BIN)
 
-check: deps tcg-kernel
+# The criu the CRIU tests run (tests/criu/get-criu.sh; cached in build/criu).
+criu: deps
+	CRIU_DIR=$(BUILD)/criu sh tests/criu/get-criu.sh
+
+check: deps tcg-kernel criu
 	$(MAKE) all $(TEST_BIN)
 	prove -f --timer $(TEST_BIN)
 	FL_LOAD=1 prove -f --timer $(LOAD_TESTS:%=$(BUILD)/tests/%)
