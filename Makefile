@@ -64,7 +64,7 @@ OBJCOPY ?= objcopy
 # `make check-sanitize` builds everything again in build-san/ with these.
 SANITIZE ?=
 CFLAGS  += $(SANITIZE) -std=gnu11 -Wall -Wextra -Werror=implicit-function-declaration \
-	   -fPIC -pthread -Iinclude -Isrc -MMD -MP
+	   -fPIC -pthread -Iinclude -Isrc -I$(BUILD)/gen -MMD -MP
 # The product (tools/, vmm/) sees the library's internals and itself, never
 # testlib/; testlib/ and the tests see everything.
 PRODUCT_CFLAGS := -Itools -Ivmm
@@ -81,7 +81,11 @@ TESTLIB_SRC := $(sort $(wildcard testlib/*.c))
 VMM_SRC   := $(sort $(wildcard vmm/*.c))
 CLI_SRC   := $(sort $(wildcard tools/*.c tools/bench/*.c))
 TEST_SRC  := $(sort $(wildcard tests/*.c))
-LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
+# CRIU's images (src/format/criu.c) through faultline's own .proto text,
+# compiled by protoc-c into $(BUILD)/gen.
+CRIU_PROTO := src/format/criu_images.proto
+CRIU_PBC   := $(BUILD)/gen/criu_images.pb-c
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o) $(CRIU_PBC).o
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
 TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(BUILD)/%.o)
 VMM_OBJ   := $(VMM_SRC:%.c=$(BUILD)/%.o) $(BUILD)/vmm/blob.o
@@ -149,6 +153,13 @@ $(BUILD)/tcg/.done: | deps
 		else rm -f vmlinux.tmp; fi; \
 	done
 	touch $@
+
+$(CRIU_PBC).c $(CRIU_PBC).h &: $(CRIU_PROTO) | deps
+	@mkdir -p $(dir $@)
+	protoc-c --proto_path=$(dir $<) --c_out=$(dir $@) $<
+$(CRIU_PBC).o: $(CRIU_PBC).c
+	$(CC) $(CFLAGS) -c -o $@ $<
+$(BUILD)/src/format/criu.o: $(CRIU_PBC).h
 
 $(BUILD)/src/%.o: src/%.c | deps
 	@mkdir -p $(dir $@)
