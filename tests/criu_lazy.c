@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * tests/criu_lazy.c - `faultline lazy-pages` serving the real CRIU: a
+ * process this test starts is dumped (`criu dump`), then restored with
+ * `criu restore --lazy-pages` while `faultline lazy-pages` serves its
+ * memory, and the process itself checks every byte and writes what it
+ * found to a file: one thread, four threads, a tree of three processes,
+ * a fork after the restore while pages are still lazy (the child reads
+ * inherited memory), and MADV_DONTNEED, mremap and munmap on lazy memory.
+ *
+ * Decision: root only, CRIU_FAULT=130 for every criu run, --status-fd to
+ * know the daemon listens, a dumped pid reaped before the restore, and no
+ * time asserted anywhere (the bounds in criu_util.h only stop a hang), so
+ * that it passes under load as the rest does.  Small processes (a few
+ * MiB) keep `make check` short.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "criu_util.h"
+#include "tap.h"
+
+#define MIB 8
+
+struct scenario {
+	const char *name;
+	const char *kind;
+	int threads;
+	const char *roles[4];	/* result files: result.ROLE */
+	const char *opt;	/* for faultline lazy-pages, or NULL */
+};
+
+static const char *faultline_bin(void)
+{
+	const char *b = getenv("FAULTLINE_BIN");
+
+	return b ? b : "build/faultline";
+}
+
+/* faultline lazy-pages -D img, its log in dir: its pid once listening. */
+static pid_t lazy_pages(const char *dir, const char *img, const char *opt)
+{
+	char log[300], st[8];
+	struct pollfd p;
+	int fds[2];
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -1;
+	snprintf(log, sizeof(log), "%s/lazy-pages.log", dir);
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+		dup2(fd, 2);
+		dup2(fds[1], 3);	/* not close-on-exec: dup2 clears it */
+		snprintf(st, sizeof(st), "%d", 3);
+		execl(faultline_bin(), "faultline", "lazy-pages", "-D", img,
+		      "--status-fd", st, opt, (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	p = (struct pollfd){ .fd = fds[0], .events = POLLIN };
+	char c = 1;
+
+	if (pid < 0 || poll(&p, 1, CU_WAIT_S * 1000) != 1 ||
+	    read(fds[0], &c, 1) != 1 || c != 0) {
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
+		pid = -1;
+	}
+	close(fds[0]);
+	return pid;
+}
+
+/* The daemon's exit status once it is done (or killed after the bound). */
+static int daemon_exit(pid_t pid)
+{
+	int st;
+
+	for (int i = 0; i < CU_WAIT_S * 100; i++) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		usleep(10000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return -1;
+}
+
+static void show_log(const char *dir, const char *name)
+{
+	char buf[4096];
+
+	if (cu_read_file(dir, name, buf, sizeof(buf)) > 0)
+		for (char *l = strtok(buf, "\n"); l; l = strtok(NULL, "\n"))
+			diag("%s: %s", name, l);
+}
+
+static void run(const struct scenario *sc)
+{
+	char *dir = cu_tmpdir("criu-lazy"), img[200], log[200], buf[200];
+	pid_t pids[4] = { 0 }, daemon;
+	int n = 0, ok_all = 1;
+
+	snprintf(img, sizeof(img), "%s/img", dir);
+	snprintf(log, sizeof(log), "%s/criu.log", dir);
+	mkdir(img, 0755);
+	pid_t child = cu_start(dir, sc->kind, MIB, sc->threads);
+
+	/* Every process of the dump has filled its memory. */
+	for (int i = 0; sc->roles[i]; i++) {
+		char ready[32];
+
+		if (!strcmp(sc->roles[i], "child"))
+			continue;	/* forks after the restore */
+		snprintf(ready, sizeof(ready), "ready.%s", sc->roles[i]);
+		if (!cu_wait_file(dir, ready) ||
+		    cu_read_file(dir, ready, buf, sizeof(buf)) <= 0)
+			BAIL("%s: the workload did not start", sc->name);
+		pids[n++] = atoi(buf);
+	}
+	snprintf(buf, sizeof(buf), "%d", pids[0]);
+	const char *dump[] = { "dump", "-t", buf, "-D", img, NULL };
+
+	if (!is_int(cu_run_criu(log, dump), 0, "criu dump")) {
+		show_log(dir, "criu.log");
+		kill(child, SIGKILL);
+		cu_reap(child);
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		ok_all &= cu_reap(pids[i]);
+	ok(ok_all, "%s: the dumped processes are gone", sc->name);
+
+	daemon = lazy_pages(dir, img, sc->opt);
+	if (!ok(daemon > 0, "%s: faultline lazy-pages listens", sc->name)) {
+		show_log(dir, "lazy-pages.log");
+		return;
+	}
+	const char *restore[] = { "restore", "-D", img, "-d", "--lazy-pages",
+				  NULL };
+
+	if (!is_int(cu_run_criu(log, restore), 0, "criu restore --lazy-pages"))
+		show_log(dir, "criu.log");
+	snprintf(buf, sizeof(buf), "%s/go", dir);
+	close(open(buf, O_WRONLY | O_CREAT, 0644));
+	for (int i = 0; sc->roles[i]; i++) {
+		char res[32], got[200] = "";
+
+		snprintf(res, sizeof(res), "result.%s", sc->roles[i]);
+		if (cu_wait_file(dir, res))
+			cu_read_file(dir, res, got, sizeof(got));
+		if (!ok(!strcmp(got, "ok"), "%s: process %s read every byte "
+			"right", sc->name, sc->roles[i]))
+			diag("it says: %s", got[0] ? got : "(nothing)");
+	}
+	for (int i = 0; i < n; i++)
+		cu_reap(pids[i]);
+	if (!is_int(daemon_exit(daemon), 0, "faultline lazy-pages exits 0 "
+		    "once every task is served"))
+		show_log(dir, "lazy-pages.log");
+	if (getenv("CRIU_TEST_LOGS"))
+		show_log(dir, "lazy-pages.log");
+	if (tap_failures())
+		diag("left for a look: %s", dir);
+	else
+		cu_rmdir(dir);
+	free(dir);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct scenario sc[] = {
+		{ "one thread", "plain", 1, { "0" }, NULL },
+		/* Faults only: the memory is still lazy when it is touched. */
+		{ "four threads", "plain", 4, { "0" }, "--no-background" },
+		{ "a process tree", "tree", 1, { "0", "1", "2" }, NULL },
+		{ "a fork after the restore", "fork", 1, { "0", "child" },
+		  "--no-background" },
+		{ "MADV_DONTNEED, mremap, munmap", "madv", 1, { "0" },
+		  "--no-background" },
+	};
+
+	cu_workload_main(argc, argv);
+	if (geteuid() != 0)
+		skip_all("criu needs root");
+	if (!cu_criu())
+		skip_all("no criu >= 4.1 (tests/criu/get-criu.sh failed)");
+	if (access(faultline_bin(), X_OK) < 0)
+		skip_all("no faultline binary (make all)");
+	for (size_t i = 0; i < sizeof(sc) / sizeof(sc[0]); i++)
+		run(&sc[i]);
+	return done_testing();
+}
