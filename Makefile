@@ -248,8 +248,10 @@ $(BUILD)/tests/symbols: tests/symbols.c $(BUILD)/libfltest.a \
 tests: $(TEST_BIN)
 
 # The criu the CRIU tests run (tests/criu/get-criu.sh; cached in build/criu).
+# Without one (offline, not Debian) those tests skip, saying so.
 criu: deps
-	CRIU_DIR=$(BUILD)/criu sh tests/criu/get-criu.sh
+	@CRIU_DIR=build/criu sh tests/criu/get-criu.sh >/dev/null || \
+		echo "no criu >= 4.1: the CRIU tests will be skipped"
 
 check: deps tcg-kernel criu
 	$(MAKE) all $(TEST_BIN)

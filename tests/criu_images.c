@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +161,27 @@ int main(int argc, char **argv)
 	refused("a pages file cut short", "truncate -s 8192 pages-*.img",
 		"points past the end of pages-");
 	refused("no pstree", "rm pstree.img", "pstree.img: missing");
+
+	/* faultline lazy-pages refuses such a dump before it listens. */
+	char out[2048], bin[1024], sh[2048];
+
+	if (!realpath(getenv("FAULTLINE_BIN") ? getenv("FAULTLINE_BIN") :
+		      "build/faultline", bin))
+		BAIL("no faultline binary");
+	snprintf(sh, sizeof(sh), "cd '%s/bad' && cp ../img/pstree.img . && "
+		 "truncate -s 8192 pages-*.img && '%s' lazy-pages -D . "
+		 "2>&1; echo \"exit $?\"", work, bin);
+	FILE *f = popen(sh, "r");
+	size_t got = f ? fread(out, 1, sizeof(out) - 1, f) : 0;
+
+	out[got] = 0;
+	if (f)
+		pclose(f);
+	ok(strstr(out, "points past the end of pages-") &&
+	   strstr(out, "exit 1") && access("lazy-pages.socket", F_OK) < 0 &&
+	   strchr(out, '\n') == strrchr(out, '\n') - strlen("exit 1"),
+	   "faultline lazy-pages refuses it at start, in one line");
+	diag("%s", out);
 	cu_rmdir(work);
 	return done_testing();
 }
