@@ -68,6 +68,15 @@ static void check_memory(const struct criu_task *t, uint64_t addr,
 	close(fd);
 }
 
+static int lines(const char *s)
+{
+	int n = 0;
+
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
 static void copy_dir(const char *to)
 {
 	char cmd[1000];
@@ -179,7 +188,7 @@ int main(int argc, char **argv)
 		pclose(f);
 	ok(strstr(out, "points past the end of pages-") &&
 	   strstr(out, "exit 1") && access("lazy-pages.socket", F_OK) < 0 &&
-	   strchr(out, '\n') == strrchr(out, '\n') - strlen("exit 1"),
+	   lines(out) == 2,
 	   "faultline lazy-pages refuses it at start, in one line");
 	diag("%s", out);
 	cu_rmdir(work);
