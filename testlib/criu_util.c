@@ -55,13 +55,20 @@ static void w_wait_go(void)
 		usleep(2000);
 }
 
+static bool w_thp;	/* 2 MiB aligned, MADV_HUGEPAGE */
+
 static uint64_t *w_fill(size_t len, uint64_t seed)
 {
-	uint64_t *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+	size_t huge = 2u << 20, map = w_thp ? len + huge : len;
+	uint64_t *p = mmap(NULL, map, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (p == MAP_FAILED)
 		_exit(2);
+	if (w_thp) {	/* THP-backed: whole 2 MiB pages of it */
+		p = (uint64_t *)(((uintptr_t)p + huge - 1) & ~(huge - 1));
+		madvise(p, len, MADV_HUGEPAGE);
+	}
 	for (size_t i = 0; i < len / 8; i++)
 		p[i] = cu_pattern(i * 8, seed);
 	return p;
@@ -237,12 +244,38 @@ void cu_workload_main(int argc, char **argv)
 		w_fork(len);
 	else if (!strcmp(argv[3], "madv"))
 		w_madv(len);
-	else
+	else {
+		w_thp = !strcmp(argv[3], "thp");
 		w_plain(len, atoi(argv[5]));
+	}
 	exit(0);
 }
 
 /* ---- criu and the tasks it dumps ---------------------------------------- */
+
+/* What waitpid(-1) reaped, for cu_status(). */
+static struct { pid_t pid; int st; } reaped[64];
+static int nreaped;
+
+static void reap_all(void)
+{
+	pid_t p;
+	int st;
+
+	while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+		reaped[nreaped % 64].pid = p;
+		reaped[nreaped % 64].st = st;
+		nreaped++;
+	}
+}
+
+int cu_status(pid_t pid)
+{
+	for (int i = 0; i < 64 && i < nreaped; i++)
+		if (reaped[i].pid == pid)
+			return reaped[i].st;
+	return -1;
+}
 
 const char *cu_criu(void)
 {
@@ -345,8 +378,7 @@ bool cu_wait_file(const char *dir, const char *name)
 	while (access(path, F_OK) < 0) {
 		if (timed_out(&t0))
 			return false;
-		while (waitpid(-1, NULL, WNOHANG) > 0)
-			;	/* restored tasks that ended: ours to reap */
+		reap_all();	/* restored tasks that ended: ours to reap */
 		usleep(5000);
 	}
 	return true;
@@ -373,8 +405,7 @@ bool cu_reap(pid_t pid)
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
-		while (waitpid(-1, NULL, WNOHANG) > 0)
-			;
+		reap_all();
 		if (kill(pid, 0) < 0 && errno == ESRCH)
 			return true;
 		if (timed_out(&t0))

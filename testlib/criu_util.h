@@ -23,7 +23,8 @@
 
 /*
  * The workload: argv "--criu-workload DIR KIND MIB THREADS".  Kinds:
- * "plain" (THREADS threads, each checks its slice), "tree" (the process
+ * "plain" (THREADS threads, each checks its slice), "thp" (the same,
+ * its memory 2 MiB aligned and MADV_HUGEPAGE), "tree" (the process
  * and two children, each its own memory), "fork" (after the restore the
  * process forks and the child checks the inherited memory too), "madv"
  * (MADV_DONTNEED, mremap and munmap on the memory after the restore).
@@ -53,6 +54,9 @@ int cu_read_file(const char *dir, const char *name, char *buf, int len);
 
 /* Reap children until pid is gone: true, or false after CU_WAIT_S. */
 bool cu_reap(pid_t pid);
+
+/* The wait status of pid if this process reaped it, else -1. */
+int cu_status(pid_t pid);
 
 /* A new private directory under /tmp (name: its prefix). */
 char *cu_tmpdir(const char *name);

@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,7 @@ struct scenario {
 	int threads;
 	const char *roles[4];	/* result files: result.ROLE */
 	const char *opt;	/* for faultline lazy-pages, or NULL */
+	bool cut;		/* the pages files truncated after the restore */
 };
 
 static const char *faultline_bin(void)
@@ -110,7 +112,7 @@ static void show_log(const char *dir, const char *name)
 
 static void run(const struct scenario *sc)
 {
-	char *dir = cu_tmpdir("criu-lazy"), img[200], log[200], buf[200];
+	char *dir = cu_tmpdir("criu-lazy"), img[200], log[200], buf[300];
 	pid_t pids[4] = { 0 }, daemon;
 	int n = 0, ok_all = 1;
 
@@ -154,9 +156,32 @@ static void run(const struct scenario *sc)
 
 	if (!is_int(cu_run_criu(log, restore), 0, "criu restore --lazy-pages"))
 		show_log(dir, "criu.log");
+	if (sc->cut) {
+		snprintf(buf, sizeof(buf), "truncate -s 0 %s/pages-*.img", img);
+		if (system(buf))
+			BAIL("cannot truncate the pages files");
+	}
 	snprintf(buf, sizeof(buf), "%s/go", dir);
 	close(open(buf, O_WRONLY | O_CREAT, 0644));
-	for (int i = 0; sc->roles[i]; i++) {
+	if (sc->cut) {
+		/*
+		 * The pages it cannot have are poisoned: it dies of that
+		 * (SIGBUS; SIGKILL when the kernel itself met the page, e.g.
+		 * its rseq area in poisoned TLS), and says nothing.
+		 */
+		char got[200] = "";
+
+		cu_reap(pids[0]);
+		int st = cu_status(pids[0]);
+
+		cu_read_file(dir, "result.0", got, sizeof(got));
+		if (!ok(st >= 0 && WIFSIGNALED(st) && !got[0], "%s: the process "
+			"died of the poisoned pages, read no data", sc->name))
+			diag("status 0x%x, it says: %s", st, got);
+		else
+			diag("killed by signal %d", WTERMSIG(st));
+	}
+	for (int i = 0; sc->roles[i] && !sc->cut; i++) {
 		char res[32], got[200] = "";
 
 		snprintf(res, sizeof(res), "result.%s", sc->roles[i]);
@@ -183,14 +208,17 @@ static void run(const struct scenario *sc)
 int main(int argc, char **argv)
 {
 	static const struct scenario sc[] = {
-		{ "one thread", "plain", 1, { "0" }, NULL },
+		{ "one thread", "plain", 1, { "0" }, NULL, false },
 		/* Faults only: the memory is still lazy when it is touched. */
-		{ "four threads", "plain", 4, { "0" }, "--no-background" },
-		{ "a process tree", "tree", 1, { "0", "1", "2" }, NULL },
+		{ "four threads", "plain", 4, { "0" }, "--no-background", false },
+		{ "a process tree", "tree", 1, { "0", "1", "2" }, NULL, false },
 		{ "a fork after the restore", "fork", 1, { "0", "child" },
-		  "--no-background" },
+		  "--no-background", false },
 		{ "MADV_DONTNEED, mremap, munmap", "madv", 1, { "0" },
-		  "--no-background" },
+		  "--no-background", false },
+		{ "THP-backed memory", "thp", 2, { "0" }, "--no-background", false },
+		{ "pages files cut under the daemon", "plain", 1, { "0" },
+		  "--no-background", true },
 	};
 
 	cu_workload_main(argc, argv);
