@@ -192,5 +192,6 @@ int main(int argc, char **argv)
 	   "faultline lazy-pages refuses it at start, in one line");
 	diag("%s", out);
 	cu_rmdir(work);
+	free(d);
 	return done_testing();
 }

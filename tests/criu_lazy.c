@@ -86,13 +86,17 @@ static pid_t lazy_pages(const char *dir, const char *img, const char *opt)
 	return pid;
 }
 
-/* The daemon's exit status once it is done (or killed after the bound). */
+/*
+ * The daemon's exit status once it is done (or killed after the bound):
+ * reaped here, or already by cu_reap()'s waitpid(-1) (cu_status).
+ */
 static int daemon_exit(pid_t pid)
 {
 	int st;
 
 	for (int i = 0; i < CU_WAIT_S * 100; i++) {
-		if (waitpid(pid, &st, WNOHANG) == pid)
+		if (waitpid(pid, &st, WNOHANG) == pid ||
+		    (st = cu_status(pid)) != -1)
 			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 		usleep(10000);
 	}
@@ -112,10 +116,15 @@ static void show_log(const char *dir, const char *name)
 
 static void run(const struct scenario *sc)
 {
-	char *dir = cu_tmpdir("criu-lazy"), img[200], log[200], buf[300];
+	char *tmp = cu_tmpdir("criu-lazy"), dir[128], img[200], log[200],
+	     buf[300];
 	pid_t pids[4] = { 0 }, daemon;
 	int n = 0, ok_all = 1;
 
+	if (!tmp)
+		BAIL("cannot make a directory in /tmp");
+	snprintf(dir, sizeof(dir), "%s", tmp);
+	free(tmp);
 	snprintf(img, sizeof(img), "%s/img", dir);
 	snprintf(log, sizeof(log), "%s/criu.log", dir);
 	mkdir(img, 0755);
@@ -202,7 +211,6 @@ static void run(const struct scenario *sc)
 		diag("left for a look: %s", dir);
 	else
 		cu_rmdir(dir);
-	free(dir);
 }
 
 int main(int argc, char **argv)

@@ -87,8 +87,16 @@ bool engine_client_alive(struct fl_engine *e)
 			found = true;
 		}
 	}
-	int ret = found ? engine_fill(e, UFFD_OP_ZEROPAGE, addr, 0, 4096,
-				      &done) : 0;
+	/*
+	 * None yet: a page no region describes, which this engine would
+	 * serve as zeros anyway (fill_unknown), so a ZEROPAGE there is
+	 * right whatever it is (ENOENT where nothing is mapped).
+	 */
+	if (!found)
+		addr = 1u << 20;
+	while (!found && !(found = !region_find(&e->regions, addr)))
+		addr += 1u << 20;
+	int ret = engine_fill(e, UFFD_OP_ZEROPAGE, addr, 0, 4096, &done);
 
 	pthread_rwlock_unlock(&e->lock);
 	if (ret == -ESRCH && !atomic_load(&e->detached)) {

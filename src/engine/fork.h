@@ -55,9 +55,10 @@ int engine_prefetch_release(struct fl_engine *e, unsigned int flags);
 
 /*
  * Is the client still there?  For a client of unknown pid (no pidfd to
- * watch): a ZEROPAGE of a page it has (it changes nothing: EEXIST) fails
- * with ESRCH once its memory is gone, and the engine then finishes.
- * true while it is there or cannot be told (no page filled yet).
+ * watch): a ZEROPAGE of a page it has (it changes nothing: EEXIST), or
+ * else of one no region describes (served as zeros anyway), fails with
+ * ESRCH once its memory is gone, and the engine then finishes.  true
+ * while it is there.
  */
 bool engine_client_alive(struct fl_engine *e);
 
