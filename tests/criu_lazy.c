@@ -39,6 +39,7 @@ struct scenario {
 	const char *roles[4];	/* result files: result.ROLE */
 	const char *opt;	/* for faultline lazy-pages, or NULL */
 	bool cut;		/* the pages files truncated after the restore */
+	bool image;		/* --pages: a faultline image of the dump */
 };
 
 static const char *faultline_bin(void)
@@ -49,7 +50,8 @@ static const char *faultline_bin(void)
 }
 
 /* faultline lazy-pages -D img, its log in dir: its pid once listening. */
-static pid_t lazy_pages(const char *dir, const char *img, const char *opt)
+static pid_t lazy_pages(const char *dir, const char *img, const char *opt,
+			const char *pages)
 {
 	char log[300], st[8];
 	struct pollfd p;
@@ -67,7 +69,8 @@ static pid_t lazy_pages(const char *dir, const char *img, const char *opt)
 		dup2(fds[1], 3);	/* not close-on-exec: dup2 clears it */
 		snprintf(st, sizeof(st), "%d", 3);
 		execl(faultline_bin(), "faultline", "lazy-pages", "-D", img,
-		      "--status-fd", st, opt, (char *)NULL);
+		      "--status-fd", st, pages ? "--pages" : opt,
+		      pages ? pages : (char *)NULL, opt, (char *)NULL);
 		_exit(127);
 	}
 	close(fds[1]);
@@ -117,7 +120,7 @@ static void show_log(const char *dir, const char *name)
 static void run(const struct scenario *sc)
 {
 	char *tmp = cu_tmpdir("criu-lazy"), dir[128], img[200], log[200],
-	     buf[300];
+	     buf[1024];
 	pid_t pids[4] = { 0 }, daemon;
 	int n = 0, ok_all = 1;
 
@@ -155,7 +158,15 @@ static void run(const struct scenario *sc)
 		ok_all &= cu_reap(pids[i]);
 	ok(ok_all, "%s: the dumped processes are gone", sc->name);
 
-	daemon = lazy_pages(dir, img, sc->opt);
+	char flimg[300];
+
+	snprintf(flimg, sizeof(flimg), "%s/pages.flimg", dir);
+	if (sc->image) {
+		snprintf(buf, sizeof(buf), "%s image create --criu %s %s "
+			 ">/dev/null", faultline_bin(), img, flimg);
+		is_int(system(buf), 0, "faultline image create --criu");
+	}
+	daemon = lazy_pages(dir, img, sc->opt, sc->image ? flimg : NULL);
 	if (!ok(daemon > 0, "%s: faultline lazy-pages listens", sc->name)) {
 		show_log(dir, "lazy-pages.log");
 		return;
@@ -216,17 +227,22 @@ static void run(const struct scenario *sc)
 int main(int argc, char **argv)
 {
 	static const struct scenario sc[] = {
-		{ "one thread", "plain", 1, { "0" }, NULL, false },
+		{ "one thread", "plain", 1, { "0" }, NULL, false, false },
 		/* Faults only: the memory is still lazy when it is touched. */
-		{ "four threads", "plain", 4, { "0" }, "--no-background", false },
-		{ "a process tree", "tree", 1, { "0", "1", "2" }, NULL, false },
+		{ "four threads", "plain", 4, { "0" }, "--no-background",
+		  false, false },
+		{ "a process tree", "tree", 1, { "0", "1", "2" }, NULL,
+		  false, false },
 		{ "a fork after the restore", "fork", 1, { "0", "child" },
-		  "--no-background", false },
+		  "--no-background", false, false },
 		{ "MADV_DONTNEED, mremap, munmap", "madv", 1, { "0" },
-		  "--no-background", false },
-		{ "THP-backed memory", "thp", 2, { "0" }, "--no-background", false },
+		  "--no-background", false, false },
+		{ "THP-backed memory", "thp", 2, { "0" }, "--no-background",
+		  false, false },
 		{ "pages files cut under the daemon", "plain", 1, { "0" },
-		  "--no-background", true },
+		  "--no-background", true, false },
+		{ "pages from a faultline image (--pages)", "plain", 2, { "0" },
+		  "--no-background", false, true },
 	};
 
 	cu_workload_main(argc, argv);

@@ -26,6 +26,8 @@
 #include "faultline.h"
 #include "format/criu.h"
 #include "source/concat.h"
+#include "source/source.h"
+#include "util/error.h"
 
 #define SOCK_NAME	"lazy-pages.socket"
 
@@ -34,12 +36,16 @@ static const char usage[] =
 	"       [--status-fd N] [-o|--log-file FILE] [-v[N]] [--threads N]\n"
 	"       [--chunk SIZE] [--stats-json FILE] [--on-source-error poison|kill]\n"
 	"       [--no-prefetch] [--no-background] [--progress]\n"
+	"       [--pages FILE|IMAGE|URL|tcp://HOST:PORT [--cache DIR]]\n"
 	"  Serves `criu restore --lazy-pages -D DIR` on WORKDIR/" SOCK_NAME "\n"
 	"  (WORKDIR: the images directory unless -W); --status-fd N: one '\\0'\n"
 	"  written to fd N once listening; exits once every restored task's\n"
 	"  memory is in, or the task gone.  -o FILE (relative: in WORKDIR) takes\n"
 	"  the log; -v is accepted and ignored, as criu's log levels mean\n"
-	"  nothing here.\n";
+	"  nothing here.  --pages: the dump's pages from elsewhere, as\n"
+	"  `faultline image create --criu DIR IMAGE` lays them out (a faultline\n"
+	"  image, also over http(s) with --cache, or a `faultline send` peer);\n"
+	"  the images in -D still say what is lazy.\n";
 
 static int bad(const char *opt, const char *val, const char *why)
 {
@@ -78,6 +84,31 @@ static int open_pages(const char *dir, const struct criu_set *set,
 	return ret;
 }
 
+/*
+ * --pages SPEC: the pages from a faultline image (maybe over http(s)), a
+ * peer, or a raw file, laid out as open_pages() reads them: its size must
+ * be theirs.
+ */
+static int open_spec(const char *spec, const struct criu_set *set,
+		     struct serve_config *c)
+{
+	struct fl_source_opts so = { .cache_dir = c->cache_dir };
+	int ret = fl_source_open_ex(spec, &so, &c->source);
+
+	if (ret < 0)
+		return ret;
+	if (fl_source_size(c->source) != set->pages_total) {
+		ret = fl_err(-EINVAL, "--pages %s: %llu bytes, but the dump's "
+			     "pages files have %llu (made by `faultline image "
+			     "create --criu` from this dump?)", c->source->desc,
+			     (unsigned long long)fl_source_size(c->source),
+			     (unsigned long long)set->pages_total);
+		fl_source_put(c->source);
+		c->source = NULL;
+	}
+	return ret;
+}
+
 /* -o FILE: the log (stderr) goes there; relative names are in work. */
 static int log_to(const char *work, const char *file)
 {
@@ -107,12 +138,14 @@ int cmd_lazy_pages(int argc, char **argv)
 		{ "no-prefetch", no_argument, NULL, 257 },
 		{ "no-background", no_argument, NULL, 258 },
 		{ "progress", no_argument, NULL, 259 },
+		{ "pages", required_argument, NULL, 260 },
+		{ "cache", required_argument, NULL, 261 },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	struct serve_config c = { .threads = 1, .one_client = true,
 				  .handshake_timeout_ms = INT_MAX };
-	const char *dir = NULL, *work = NULL, *log = NULL;
+	const char *dir = NULL, *work = NULL, *log = NULL, *pages = NULL;
 	char sock[PATH_MAX];
 	struct criu_set set;
 	int opt, ret;
@@ -155,6 +188,8 @@ int cmd_lazy_pages(int argc, char **argv)
 		case 257: c.engine_flags |= FL_ENGINE_NO_PREFETCH; break;
 		case 258: c.engine_flags |= FL_ENGINE_NO_BACKGROUND; break;
 		case 259: c.progress = true; break;
+		case 260: pages = optarg; break;
+		case 261: c.cache_dir = optarg; break;
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
@@ -179,7 +214,8 @@ int cmd_lazy_pages(int argc, char **argv)
 	ret = criu_load(dir, &set);
 	if (ret < 0)
 		return cli_exit("lazy-pages", ret);
-	ret = open_pages(dir, &set, &c.source);
+	ret = pages ? open_spec(pages, &set, &c) :
+		      open_pages(dir, &set, &c.source);
 	if (ret == 0) {
 		c.socket_path = sock;
 		c.protocol = "criu";
