@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "criu_util.h"
+#include "http_util.h"
 #include "tap.h"
 
 #define MIB 8
@@ -39,8 +40,12 @@ struct scenario {
 	const char *roles[4];	/* result files: result.ROLE */
 	const char *opt;	/* for faultline lazy-pages, or NULL */
 	bool cut;		/* the pages files truncated after the restore */
-	bool image;		/* --pages: a faultline image of the dump */
+	int image;		/* --pages: a faultline image of the dump, 1
+				 * in the test's directory, 2 over HTTP */
 };
+
+static struct nginx ngx;	/* for image 2 */
+static bool have_nginx;
 
 static const char *faultline_bin(void)
 {
@@ -160,13 +165,18 @@ static void run(const struct scenario *sc)
 
 	char flimg[300];
 
-	snprintf(flimg, sizeof(flimg), "%s/pages.flimg", dir);
+	char url[128];
+
+	snprintf(flimg, sizeof(flimg), "%s/pages.flimg",
+		 sc->image == 2 ? ngx.www : dir);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/pages.flimg", ngx.port);
 	if (sc->image) {
 		snprintf(buf, sizeof(buf), "%s image create --criu %s %s "
 			 ">/dev/null", faultline_bin(), img, flimg);
 		is_int(system(buf), 0, "faultline image create --criu");
 	}
-	daemon = lazy_pages(dir, img, sc->opt, sc->image ? flimg : NULL);
+	daemon = lazy_pages(dir, img, sc->opt, sc->image == 2 ? url :
+			    sc->image ? flimg : NULL);
 	if (!ok(daemon > 0, "%s: faultline lazy-pages listens", sc->name)) {
 		show_log(dir, "lazy-pages.log");
 		return;
@@ -227,22 +237,24 @@ static void run(const struct scenario *sc)
 int main(int argc, char **argv)
 {
 	static const struct scenario sc[] = {
-		{ "one thread", "plain", 1, { "0" }, NULL, false, false },
+		{ "one thread", "plain", 1, { "0" }, NULL, false, 0 },
 		/* Faults only: the memory is still lazy when it is touched. */
 		{ "four threads", "plain", 4, { "0" }, "--no-background",
-		  false, false },
+		  false, 0 },
 		{ "a process tree", "tree", 1, { "0", "1", "2" }, NULL,
-		  false, false },
+		  false, 0 },
 		{ "a fork after the restore", "fork", 1, { "0", "child" },
-		  "--no-background", false, false },
+		  "--no-background", false, 0 },
 		{ "MADV_DONTNEED, mremap, munmap", "madv", 1, { "0" },
-		  "--no-background", false, false },
+		  "--no-background", false, 0 },
 		{ "THP-backed memory", "thp", 2, { "0" }, "--no-background",
-		  false, false },
+		  false, 0 },
 		{ "pages files cut under the daemon", "plain", 1, { "0" },
-		  "--no-background", true, false },
+		  "--no-background", true, 0 },
 		{ "pages from a faultline image (--pages)", "plain", 2, { "0" },
-		  "--no-background", false, true },
+		  "--no-background", false, 1 },
+		{ "pages from a faultline image over HTTP", "tree", 1,
+		  { "0", "1", "2" }, NULL, false, 2 },
 	};
 
 	cu_workload_main(argc, argv);
@@ -252,7 +264,17 @@ int main(int argc, char **argv)
 		skip_all("no criu >= 4.1 (tests/criu/get-criu.sh failed)");
 	if (access(faultline_bin(), X_OK) < 0)
 		skip_all("no faultline binary (make all)");
-	for (size_t i = 0; i < sizeof(sc) / sizeof(sc[0]); i++)
-		run(&sc[i]);
+	have_nginx = nginx_binary() && nginx_setup(&ngx) == 0 &&
+		     nginx_start(&ngx) == 0;
+	for (size_t i = 0; i < sizeof(sc) / sizeof(sc[0]); i++) {
+		if (sc[i].image == 2 && !have_nginx)
+			diag("%s: skipped, no nginx", sc[i].name);
+		else
+			run(&sc[i]);
+	}
+	if (have_nginx) {
+		nginx_kill(&ngx);
+		nginx_cleanup(&ngx);
+	}
 	return done_testing();
 }
