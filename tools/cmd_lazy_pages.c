@@ -144,6 +144,7 @@ int cmd_lazy_pages(int argc, char **argv)
 		{ 0 }
 	};
 	struct serve_config c = { .threads = 1, .one_client = true,
+				  .keeper = true,
 				  .handshake_timeout_ms = INT_MAX };
 	const char *dir = NULL, *work = NULL, *log = NULL, *pages = NULL;
 	char sock[PATH_MAX];

@@ -32,6 +32,7 @@
 
 #include "daemon/daemon.h"
 #include "daemon/handshake.h"
+#include "daemon/keeper.h"
 #include "daemon/log.h"
 #include "daemon/session.h"
 #include "daemon/store.h"
@@ -494,7 +495,8 @@ int serve_run(const struct serve_config *cfg)
 			    .store_fd = -1,
 			    .lock = PTHREAD_MUTEX_INITIALIZER,
 			    .torn = PTHREAD_COND_INITIALIZER, .torn_fd = -1,
-			    .last_step = -1, .tty = isatty(2) };
+			    .last_step = -1, .tty = isatty(2),
+			    .keeper_fd = -1 };
 	sigset_t set;
 	int ret;
 
@@ -549,6 +551,12 @@ int serve_run(const struct serve_config *cfg)
 		return fl_err(-EINVAL, "%s: empty (0 bytes): no guest memory "
 			      "to serve", cfg->mem_file);
 	}
+	if (cfg->keeper && (d.keeper_fd = keeper_start(&d.keeper_pid)) < 0) {
+		ret = fl_err(d.keeper_fd, "cannot start the uffd keeper: %s",
+			     strerror(-d.keeper_fd));
+		fl_source_put(d.src);
+		return ret;
+	}
 	/* All set up before listening: a client that sees it listen is served. */
 	d.max_sessions = max_sessions();
 	d.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -586,6 +594,7 @@ out:
 		close(d.sig_fd);
 	if (d.torn_fd >= 0)
 		close(d.torn_fd);
+	keeper_stop(d.keeper_fd, d.keeper_pid);
 	fl_source_put(d.src);
 	return ret;
 }

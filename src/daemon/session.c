@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "daemon/daemon.h"
+#include "daemon/keeper.h"
 #include "daemon/log.h"
 #include "daemon/session.h"
 #include "daemon/store.h"
@@ -243,6 +244,8 @@ void session_end(struct daemon *d, struct session *s, const char *why)
 	uint64_t ms = now_ms() - s->t_start;
 
 	store_drop(d, s);	/* first: a server started later never adopts it */
+	if (s->sock < 0)
+		keeper_drop(d->keeper_fd, (uint32_t)s->id);
 	if (s->engine)
 		fl_engine_detach(s->engine);
 	if (s->sock >= 0)
@@ -574,6 +577,9 @@ int start_serving(struct daemon *d, struct session *s,
 		return fl_err(-EINVAL, "handshake: no uffd in SCM_RIGHTS");
 	if (!is_uffd(s->uffd))
 		return fl_err(-EINVAL, "handshake: the fd sent is not a userfaultfd");
+	/* Its client kept no uffd: a copy outlives this server (keeper.h). */
+	if (s->sock < 0)
+		keeper_hold(d->keeper_fd, (uint32_t)s->id, s->uffd);
 	if (d->store_fd >= 0 && s->state_fd < 0 &&
 	    (s->state_fd = state_memfd(regs, n)) < 0)
 		return s->state_fd;
