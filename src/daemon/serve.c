@@ -540,6 +540,7 @@ int serve_run(const struct serve_config *cfg)
 				      strerror(-fd));
 		close(fd);
 	}
+	ret = 0;
 	if (cfg->source)
 		d.src = fl_source_get(cfg->source);
 	else
