@@ -432,10 +432,6 @@ static int session_client(struct daemon *d, const struct proto_ops *p,
 			       .t_start = now_ms(), .next = d->sessions };
 	d->sessions = s;
 	d->nsessions++;
-	if (parent)
-		slog(s, "forked from session %d", parent);
-	else
-		slog(s, "task %d", c->pid);
 	int ret = start_serving(d, s, c->regions, c->nregions, false);
 
 	if (ret < 0) {
