@@ -4,12 +4,15 @@
  * truncated under the engine), in-process with on_error poison: the
  * faulting thread gets SIGBUS, also when the failing chunk crosses a VMA's
  * end (the kernel refuses a POISON across it: page by page then), and the
- * engine keeps serving every other page.
+ * engine keeps serving every other page; a sparse file (holes read as
+ * zeros) cut short is not taken for one whose end is a hole: its lost
+ * pages are poisoned, never served as zeros.
  *
  * Decision: each case runs in a forked child with an alarm, so a thread
  * left asleep fails the test instead of hanging the run.
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -85,12 +88,20 @@ static int child(const char *path, bool split)
 	return 0;
 }
 
-static void run(const char *name, bool split)
+static void run(const char *name, bool split, bool sparse)
 {
 	char *path = make_snapshot(LEN, SEED, NULL, 0);
 	pid_t pid;
 	int st = -1;
 
+	if (sparse) {	/* a hole in [1 MiB, 2 MiB): the file is sparse */
+		int fd = open(path, O_RDWR);
+
+		if (fd < 0 || fallocate(fd, FALLOC_FL_PUNCH_HOLE |
+					FALLOC_FL_KEEP_SIZE, 1 << 20, 1 << 20))
+			BAIL("cannot punch a hole in %s", path);
+		close(fd);
+	}
 	fflush(stdout);
 	pid = fork();
 	if (pid == 0)
@@ -106,7 +117,8 @@ static void run(const char *name, bool split)
 
 int main(void)
 {
-	run("a chunk in one VMA", false);
-	run("a chunk across two VMAs", true);
+	run("a chunk in one VMA", false, false);
+	run("a chunk across two VMAs", true, false);
+	run("a sparse file cut short", false, true);
 	return done_testing();
 }

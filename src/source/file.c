@@ -57,10 +57,19 @@ static bool file_hole(struct fl_source *s, uint64_t off, size_t len)
 	if (!f->sparse)
 		return false;
 	off_t data = lseek(f->fd, (off_t)off, SEEK_DATA);
+	struct stat st;
 
-	if (data < 0)
-		return errno == ENXIO;	/* no data from off to the end */
-	return (uint64_t)data >= off + len;
+	if (data >= 0)
+		return (uint64_t)data >= off + len;
+	if (errno != ENXIO)
+		return false;
+	/*
+	 * No data from off to the end: a hole, unless the end moved (the
+	 * file cut short under us, where SEEK_DATA says ENXIO too).  Those
+	 * bytes are lost, not zeros: the read fails and the page is
+	 * poisoned by policy.
+	 */
+	return fstat(f->fd, &st) == 0 && (uint64_t)st.st_size >= off + len;
 }
 
 static void file_hint(struct fl_source *s, uint64_t off, size_t len)
