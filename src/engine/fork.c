@@ -73,7 +73,8 @@ bool engine_client_alive(struct fl_engine *e)
 	uint64_t addr = 0, done;
 	bool found = false;
 
-	if (fl_engine_finished(e))
+	/* The engine's state (core.h), not engine.c's API: no call back up. */
+	if (atomic_load(&e->killed) || atomic_load(&e->finished))
 		return false;
 	pthread_rwlock_rdlock(&e->lock);
 	for (int i = 0; i < e->regions.n && !found; i++) {
