@@ -11,7 +11,6 @@
 
 const struct proto_ops *const protos[] = {
 	&proto_fc,
-	&proto_criu,
 	NULL,
 };
 

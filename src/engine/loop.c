@@ -17,7 +17,6 @@
 #include "engine/core.h"
 #include "engine/fill.h"
 #include "engine/gate.h"
-#include "engine/fork.h"
 #include "engine/loop.h"
 #include "engine/prefetch.h"
 #include "engine/readahead.h"
@@ -89,11 +88,10 @@ static void apply_event(struct fl_engine *e, const struct uffd_msg *m)
 		break;
 	case UFFD_EVENT_FORK:
 		/*
-		 * To the fork handler (fork.c); without one, refused at
-		 * create: should one come anyway, the child's uffd is not
-		 * kept open in this process for ever.
+		 * Refused at create; should one come anyway, do not keep the
+		 * child's uffd open in this process for ever.
 		 */
-		engine_forked(e, (int)m->arg.fork.ufd);
+		close((int)m->arg.fork.ufd);
 		break;
 	default:
 		break;
