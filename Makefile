@@ -47,12 +47,16 @@ SOVERSION := 2
 
 DEB_PKGS := gcc make pkg-config perl libjson-c-dev libzstd-dev libxxhash-dev \
 	    nginx-light iproute2 gnuplot-nox strace \
-	    libcurl4-openssl-dev
-PC_LIBS  := json-c libzstd libxxhash libcurl
+	    libcurl4-openssl-dev libprotobuf-c-dev protobuf-c-compiler
+PC_LIBS  := json-c libzstd libxxhash libcurl libprotobuf-c
 # A real KVM where /dev/kvm is missing: QEMU's TCG, Debian's 6.1 kernel
 # (extracted from its package, not installed) and a busybox initramfs
 # (testlib/tcg.c).  Without recommends: qemu's would pull in a desktop.
 TCG_PKGS  := qemu-system-x86 busybox-static xz-utils
+# CRIU >= 4.1 for the CRIU tests, built from Debian's source where none is
+# installed (tests/criu/get-criu.sh): its build packages, tests only.
+CRIU_PKGS := libprotobuf-dev libnl-3-dev libnet1-dev libcap-dev uuid-dev \
+	     libbsd-dev libnftables-dev libgnutls28-dev
 TCG_KMODS := arch/x86/kvm/kvm.ko arch/x86/kvm/kvm-amd.ko \
 	     virt/lib/irqbypass.ko drivers/crypto/ccp/ccp.ko
 
@@ -61,7 +65,7 @@ OBJCOPY ?= objcopy
 # `make check-sanitize` builds everything again in build-san/ with these.
 SANITIZE ?=
 CFLAGS  += $(SANITIZE) -std=gnu11 -Wall -Wextra -Werror=implicit-function-declaration \
-	   -fPIC -pthread -Iinclude -Isrc -MMD -MP
+	   -fPIC -pthread -Iinclude -Isrc -I$(BUILD)/gen -MMD -MP
 # The product (tools/, vmm/) sees the library's internals and itself, never
 # testlib/; testlib/ and the tests see everything.
 PRODUCT_CFLAGS := -Itools -Ivmm
@@ -78,7 +82,11 @@ TESTLIB_SRC := $(sort $(wildcard testlib/*.c))
 VMM_SRC   := $(sort $(wildcard vmm/*.c))
 CLI_SRC   := $(sort $(wildcard tools/*.c tools/bench/*.c))
 TEST_SRC  := $(sort $(wildcard tests/*.c))
-LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
+# CRIU's images (src/format/criu.c) through faultline's own .proto text,
+# compiled by protoc-c into $(BUILD)/gen.
+CRIU_PROTO := src/format/criu_images.proto
+CRIU_PBC   := $(BUILD)/gen/criu_images.pb-c
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o) $(CRIU_PBC).o
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
 TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(BUILD)/%.o)
 VMM_OBJ   := $(VMM_SRC:%.c=$(BUILD)/%.o) $(BUILD)/vmm/blob.o
@@ -94,7 +102,7 @@ LOAD_TESTS := serve_bad serve_stress engine_events engine_eexist engine_adaptive
 # (what machines without /dev/kvm do), wherever they run.
 TCG_TESTS := vmm
 
-.PHONY: all deps check check-loaded check-sanitize check-tsan check-units tests demo install clean tcg-kernel
+.PHONY: criu all deps check check-loaded check-sanitize check-tsan check-units tests demo install clean tcg-kernel
 all: $(BUILD)/libfaultline.a $(BUILD)/libfaultline.so $(BUILD)/faultline
 
 # Install build and test dependencies on a fresh Debian machine.
@@ -111,7 +119,7 @@ deps:
 			echo "missing packages; run: sudo apt-get install -y $$missing"; exit 1; \
 		fi; \
 	fi
-	@missing=$$(for p in $(TCG_PKGS); do \
+	@missing=$$(for p in $(TCG_PKGS) $(CRIU_PKGS); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
 		grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ]; then \
@@ -120,7 +128,7 @@ deps:
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 			--no-install-recommends $$missing >/dev/null; \
 	elif [ -n "$$missing" ]; then \
-		echo "without /dev/kvm, KVM tests need: sudo apt-get install -y --no-install-recommends $$missing"; \
+		echo "KVM (without /dev/kvm) and CRIU tests need: sudo apt-get install -y --no-install-recommends $$missing"; \
 	fi
 
 # The kernel and kvm modules for the TCG VM, from Debian's package, and
@@ -146,6 +154,13 @@ $(BUILD)/tcg/.done: | deps
 		else rm -f vmlinux.tmp; fi; \
 	done
 	touch $@
+
+$(CRIU_PBC).c $(CRIU_PBC).h &: $(CRIU_PROTO) | deps
+	@mkdir -p $(dir $@)
+	protoc-c --proto_path=$(dir $<) --c_out=$(dir $@) $<
+$(CRIU_PBC).o: $(CRIU_PBC).c
+	$(CC) $(CFLAGS) -c -o $@ $<
+$(BUILD)/src/format/criu.o: $(CRIU_PBC).h
 
 $(BUILD)/src/%.o: src/%.c | deps
 	@mkdir -p $(dir $@)
@@ -233,7 +248,13 @@ $(BUILD)/tests/symbols: tests/symbols.c $(BUILD)/libfltest.a \
 
 tests: $(TEST_BIN)
 
-check: deps tcg-kernel
+# The criu the CRIU tests run (tests/criu/get-criu.sh; cached in build/criu).
+# Without one (offline, not Debian) those tests skip, saying so.
+criu: deps
+	@CRIU_DIR=build/criu sh tests/criu/get-criu.sh >/dev/null || \
+		echo "no criu >= 4.1: the CRIU tests will be skipped"
+
+check: deps tcg-kernel criu
 	$(MAKE) all $(TEST_BIN)
 	prove -f --timer $(TEST_BIN)
 	FL_LOAD=1 prove -f --timer $(LOAD_TESTS:%=$(BUILD)/tests/%)
@@ -242,7 +263,7 @@ check: deps tcg-kernel
 # The whole suite as `check` runs it, with a spinning process per CPU
 # beside it for the whole run (tests/loaded.sh): what it asserts must hold
 # on a busy machine.
-check-loaded: deps tcg-kernel
+check-loaded: deps tcg-kernel criu
 	$(MAKE) all $(TEST_BIN)
 	sh tests/loaded.sh prove -f --timer $(TEST_BIN)
 	FL_LOAD=1 sh tests/loaded.sh prove -f --timer \
@@ -261,7 +282,7 @@ SAN_LOG   := $(CURDIR)/build-san/reports
 SAN_ENV   := FAULTLINE_BIN=build-san/faultline FL_TCG_ROOT=$(BUILD)/tcg \
 	     ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:log_path=$(SAN_LOG)/asan \
 	     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(SAN_LOG)/ubsan
-check-sanitize: deps tcg-kernel
+check-sanitize: deps tcg-kernel criu
 	$(MAKE) BUILD=build-san SANITIZE="$(SAN_FLAGS)" all tests
 	rm -rf $(SAN_LOG) && mkdir -p $(SAN_LOG)
 	$(SAN_ENV) prove -f --timer $(TEST_SRC:tests/%.c=build-san/tests/%)

@@ -24,10 +24,10 @@ FUZZ_FLAGS   ?= -timeout=10 -rss_limit_mb=2048 -close_fd_mask=2 \
 FUZZ_PKGS    := clang libclang-rt-14-dev
 FUZZ_BUILD   := $(BUILD)/fuzz
 FUZZ_CFLAGS  := -O1 -g -fno-omit-frame-pointer -std=gnu11 -Wall -Wextra \
-		-pthread -Iinclude -Isrc -MMD -MP \
+		-pthread -Iinclude -Isrc -I$(BUILD)/gen -MMD -MP \
 		-fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_NAMES   := $(patsubst fuzz/fuzz_%.c,%,$(sort $(wildcard fuzz/fuzz_*.c)))
-FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o) \
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o) $(FUZZ_BUILD)/gen/criu_images.pb-c.o \
 		$(DAEMON_SRC:%.c=$(FUZZ_BUILD)/%.o)
 
 .PHONY: fuzz fuzz-build fuzz-deps $(FUZZ_NAMES:%=fuzz-%)
@@ -52,6 +52,12 @@ fuzz-deps:
 $(FUZZ_BUILD)/src/%.o: src/%.c | deps fuzz-deps
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+# CRIU's images: the protoc-c output the main build generates.
+$(FUZZ_BUILD)/gen/criu_images.pb-c.o: $(CRIU_PBC).c | fuzz-deps
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+$(FUZZ_BUILD)/src/format/criu.o: $(CRIU_PBC).h
 
 $(FUZZ_BUILD)/libfaultline.a: $(FUZZ_LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^

@@ -75,7 +75,7 @@ static void through_ops(const uint8_t *sizes, size_t k, const uint8_t *msg,
 	size_t cut = k ? sizes[0] % (k + 1) : 0;
 	int ret = 0;
 
-	if (o->open(&st, src_size) < 0)
+	if (o->open(&st, src_size, NULL) < 0)
 		return;
 	for (size_t off = 0, i = 0; off < len && ret == 0; i++) {
 		size_t n;
@@ -88,7 +88,7 @@ static void through_ops(const uint8_t *sizes, size_t k, const uint8_t *msg,
 		off += n;
 		if (i != cut || ret != 0)
 			continue;
-		if (o->keep(st, &kp) < 0 || o->open(&st2, src_size) < 0) {
+		if (o->keep(st, &kp) < 0 || o->open(&st2, src_size, NULL) < 0) {
 			free(kp.blob);
 			o->free(st);
 			return;

@@ -13,6 +13,7 @@ int cmd_bench(int argc, char **argv);	/* bench/bench.c */
 int cmd_image(int argc, char **argv);	/* tools/cmd_image.c */
 int cmd_send(int argc, char **argv);	/* tools/cmd_send.c */
 int cmd_vmm(int argc, char **argv);	/* tools/cmd_vmm.c */
+int cmd_lazy_pages(int argc, char **argv);	/* tools/cmd_lazy_pages.c */
 
 /* Exit status for a command's result: 0, or 1 after one line on stderr. */
 int cli_exit(const char *cmd, int ret);

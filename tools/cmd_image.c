@@ -7,25 +7,36 @@
  * and checking images lives in the library (src/image.c) so tests and other
  * front ends use the same code.
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "faultline.h"
 #include "cli.h"
+#include "format/criu.h"
 #include "format/image.h"
 #include "util/clock.h"
+#include "util/error.h"
 
 static void image_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: faultline image create RAW IMAGE [--chunk SIZE] [--level N]\n"
+		"       faultline image create --criu DIR IMAGE [--chunk SIZE] [--level N]\n"
 		"       faultline image inspect IMAGE\n"
 		"       faultline image verify IMAGE\n"
 		"SIZE is a power of two from 4K to 16M (default 512K); "
-		"N is a zstd level (default %d).\n", IMAGE_DEFAULT_LEVEL);
+		"N is a zstd level (default %d).\n"
+		"--criu: the pages of a CRIU dump, its pages files end to end in\n"
+		"the order of pstree.img (`faultline lazy-pages --pages IMAGE`);\n"
+		"they are written to a file beside IMAGE first.\n",
+		IMAGE_DEFAULT_LEVEL);
 }
 
 static void print_info(const char *path, const struct image_info *in)
@@ -50,18 +61,77 @@ static void print_info(const char *path, const struct image_info *in)
 	       (double)h->total_size / (double)in->file_size : 0.0);
 }
 
+/*
+ * A CRIU dump's pages files end to end (what `faultline lazy-pages`
+ * serves) into a new file beside image: its path (malloc'd), or NULL
+ * with the reason said.
+ */
+static char *criu_raw(const char *dir, const char *image)
+{
+	struct criu_set set;
+	char *raw = NULL;
+	int fd = -1, ret = criu_load(dir, &set);
+	bool loaded = ret == 0;
+
+	if (ret == 0 && asprintf(&raw, "%s.criu-pages.XXXXXX", image) < 0)
+		raw = NULL;
+	if (ret == 0 && raw && (fd = mkstemp(raw)) < 0)
+		ret = fl_err(-errno, "%s: %m", raw);
+	for (int i = 0; ret == 0 && raw && i < set.ntasks; i++) {
+		char path[4096];
+		int in;
+
+		if (!set.tasks[i].pages_size)
+			continue;
+		snprintf(path, sizeof(path), "%s/pages-%u.img", dir,
+			 set.tasks[i].pages_id);
+		in = open(path, O_RDONLY | O_CLOEXEC);
+		if (in < 0) {
+			ret = fl_err(-errno, "%s: %m", path);
+			break;
+		}
+		for (uint64_t left = set.tasks[i].pages_size; left && !ret;) {
+			ssize_t n = copy_file_range(in, NULL, fd, NULL, left, 0);
+
+			if (n <= 0)
+				ret = fl_err(n < 0 ? -errno : -EIO, "%s: %s", path,
+					     n < 0 ? strerror(errno) :
+					     "shorter than when read");
+			else
+				left -= (uint64_t)n;
+		}
+		close(in);
+	}
+	if (loaded)
+		criu_free(&set);
+	if (fd >= 0)
+		close(fd);
+	if (ret < 0 || !raw) {
+		fprintf(stderr, "faultline image: %s\n", raw ? fl_last_error() :
+			"out of memory");
+		if (raw && fd >= 0)
+			unlink(raw);
+		free(raw);
+		return NULL;
+	}
+	return raw;
+}
+
 static int do_create(int argc, char **argv)
 {
 	struct image_create_opts o = { 0 };
-	const char *pos[2];
+	const char *pos[2], *criu = NULL;
 	struct image_info info;
-	int npos = 0;
+	char *raw = NULL;
+	int npos = 0, ret;
 	double t;
 
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 
-		if (!strcmp(a, "--chunk") || !strcmp(a, "--level")) {
+		if (!strcmp(a, "--criu") && i + 1 < argc) {
+			criu = argv[++i];
+		} else if (!strcmp(a, "--chunk") || !strcmp(a, "--level")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "faultline image: %s needs a value\n",
 					a);
@@ -105,12 +175,23 @@ static int do_create(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (npos != 2) {
+	if (npos != (criu ? 1 : 2)) {
 		image_usage(stderr);
 		return 2;
 	}
 	t = now_s();
-	if (image_create(pos[0], pos[1], &o, &info) < 0) {
+	if (criu) {
+		pos[1] = pos[0];
+		pos[0] = raw = criu_raw(criu, pos[1]);
+		if (!raw)
+			return 1;
+	}
+	ret = image_create(pos[0], pos[1], &o, &info);
+	if (raw) {
+		unlink(raw);
+		free(raw);
+	}
+	if (ret < 0) {
 		fprintf(stderr, "faultline image: %s\n", fl_last_error());
 		return 1;
 	}

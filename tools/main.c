@@ -22,6 +22,7 @@ static const struct command commands[] = {
 	{ "image", cmd_image, "create, inspect, verify snapshot images" },
 	{ "send", cmd_send, "send a memory file to a post-copy destination" },
 	{ "vmm", cmd_vmm, "run a test KVM guest over restored memory" },
+	{ "lazy-pages", cmd_lazy_pages, "serve `criu restore --lazy-pages` (criu lazy-pages)" },
 };
 
 static void usage(FILE *f)
@@ -29,7 +30,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: faultline COMMAND [ARGS] | help [COMMAND] | "
 		"--version\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(*commands); i++)
-		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].help);
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
 }
 
 /* `faultline help [COMMAND]`: the list, or COMMAND --help. */

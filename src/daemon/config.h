@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct fl_source;
+
 #define SERVE_MAX_UIDS 32
 
 struct serve_config {
@@ -34,6 +36,13 @@ struct serve_config {
 	const char *replay;		/* replay this trace in every session */
 	bool progress;			/* draw restore progress on stderr */
 	unsigned int engine_flags;	/* FL_ENGINE_NO_PREFETCH, _NO_BACKGROUND */
+	struct fl_source *source;	/* opened by the caller: mem_file unused */
+	const void *proto_arg;		/* for the protocol's open() */
+	bool one_client;		/* one connection, then no listener; exit
+					 * when its sessions (and their forks) end */
+	int status_fd;			/* > 0: one '\0' there once listening */
+	bool keeper;			/* keeper.h: copies of socketless
+					 * sessions' uffds outlive the server */
 };
 
 #endif

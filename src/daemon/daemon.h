@@ -16,6 +16,7 @@
 
 #include "daemon/proto.h"
 #include "daemon/config.h"
+#include "engine/fork.h"
 #include "faultline.h"
 
 #define MAX_SESSIONS	1024
@@ -23,8 +24,9 @@
 enum sess_state { S_HANDSHAKE, S_SERVING };
 
 struct session {
+	struct daemon *d;
 	int id;
-	int sock;
+	int sock;		/* -1: a client its connection named (named()) */
 	pid_t pid;		/* the socket's peer (SO_PEERCRED) */
 	uid_t uid;
 	enum sess_state state;
@@ -37,6 +39,11 @@ struct session {
 	bool stored;		/* the supervisor keeps its descriptors */
 	int nfds;		/* fds received so far, in all */
 	bool got_bytes;		/* some of the handshake arrived */
+	int named;		/* clients of named() started as sessions */
+	int parent;		/* forked: its parent's session id (else 0) */
+	int conn;		/* named: its connection's session id (else 0) */
+	bool held;		/* named: no prefetch until the connection ends */
+	uint64_t t_probe;	/* ms: without a socket, last asked if alive */
 	struct fl_engine *engine;
 	int nregions;
 	uint64_t bytes;
@@ -60,7 +67,7 @@ struct daemon {
 	int ended;
 	bool draining;
 	struct session *sessions;
-	pthread_mutex_t lock;	/* tearing */
+	pthread_mutex_t lock;	/* tearing, forks */
 	pthread_cond_t torn;
 	int tearing;		/* sessions being torn down */
 	int torn_fd;		/* eventfd: a teardown ended (wakes the loop) */
@@ -74,6 +81,18 @@ struct daemon {
 	bool fds_warned;	/* "out of file descriptors" said */
 	int store_fd;		/* to the supervisor (or -1: unsupervised) */
 	bool listen_given;	/* the listener came from the supervisor */
+	struct fork_rec *forks;	/* children to serve (lock; torn_fd wakes) */
+	int keeper_fd;		/* keeper.h, or -1 */
+	pid_t keeper_pid;
+};
+
+/* A forked client waiting for its session (session.c). */
+struct fork_rec {
+	struct engine_child c;
+	const struct proto_ops *proto;
+	uid_t uid;
+	int parent;
+	struct fork_rec *next;
 };
 
 #endif

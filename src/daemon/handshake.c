@@ -31,10 +31,37 @@ static void refuse_bad(struct daemon *d, struct session *s)
 	refuse(d, s, why);
 }
 
+/*
+ * A protocol that names clients as they come (named()): each served at
+ * once, in a session of its own; the connection ends once complete.
+ */
+static void named_fed(struct daemon *d, struct session *s, int ret)
+{
+	char why[96];
+
+	if (ret >= 0) {
+		int r = session_named(d, s, s->proto->named(s->pstate));
+
+		ret = r < 0 ? r : ret;
+	}
+	if (ret < 0) {
+		refuse_bad(d, s);
+	} else if (ret > 0) {
+		session_release(d, s);
+		snprintf(why, sizeof(why), "handshake complete: %d client%s "
+			 "served", s->named, s->named == 1 ? "" : "s");
+		session_end(d, s, why);
+	}
+}
+
 void handshake_fed(struct daemon *d, struct session *s, int ret)
 {
 	struct proto_client c;
 
+	if (s->proto->named) {
+		named_fed(d, s, ret);
+		return;
+	}
 	if (ret == 0)
 		return;		/* more to come */
 	if (ret > 1) {
@@ -64,6 +91,8 @@ static void handshake_read(struct daemon *d, struct session *s,
 
 	s->got_bytes = true;
 	s->nfds += f->n + f->dropped;
+	if (s->proto->named)	/* clients come one by one: max in one read */
+		max = s->nfds - f->n - f->dropped + max;
 	if (f->ctrunc && !s->nfds) {
 		/*
 		 * The kernel could not install the fd here (EMFILE), but the

@@ -32,7 +32,13 @@ void slog(const struct session *s, const char *fmt, ...)
 		fputs("\r\033[K", stderr);
 		bar_on_line = false;
 	}
-	if (s)
+	if (s && s->sock < 0 && s->client_pid)	/* a CRIU task: its pid */
+		fprintf(stderr, "faultline: session %d (task %d of the "
+			"images): %s\n", s->id, (int)s->client_pid, msg);
+	else if (s && s->sock < 0)	/* a forked child: pid unknown */
+		fprintf(stderr, "faultline: session %d (a child of session "
+			"%d): %s\n", s->id, s->parent, msg);
+	else if (s)
 		fprintf(stderr, "faultline: session %d (pid %d uid %u): %s\n",
 			s->id, (int)s->pid, (unsigned int)s->uid, msg);
 	else

@@ -11,6 +11,7 @@
 
 const struct proto_ops *const protos[] = {
 	&proto_fc,
+	&proto_criu,
 	NULL,
 };
 

@@ -13,6 +13,7 @@
 #ifndef FAULTLINE_DAEMON_PROTO_H
 #define FAULTLINE_DAEMON_PROTO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -44,12 +45,29 @@ struct proto_keep {
 
 struct proto_ops {
 	const char *name;
-	/* Descriptors one handshake may carry in all. */
+	/*
+	 * Descriptors one handshake may carry in all; with named(), in one
+	 * read (the clients' uffds then come one by one).
+	 */
 	int max_fds;
 	/* An unfinished handshake, for the log ("incomplete JSON array"). */
 	const char *unfinished;
-	/* A handshake state; the memory file's size bounds every region. */
-	int (*open)(void **st, uint64_t src_size);
+	/*
+	 * The client's memory is its own once restored: its session ends
+	 * then, closing the uffd (CRIU: what is not lazy reads as zeros, as
+	 * the kernel fills it).  false: it ends when the client does.
+	 */
+	bool end_when_restored;
+	/*
+	 * Clients may fork while served (their uffds ask for fork events):
+	 * each child is served as a session of its own (engine/fork.h).
+	 */
+	bool forks;
+	/*
+	 * A handshake state; the memory file's size bounds every region;
+	 * arg is serve_config.proto_arg (what the protocol needs to know).
+	 */
+	int (*open)(void **st, uint64_t src_size, const void *arg);
 	/*
 	 * What one read got: len bytes (maybe 0) and nfds descriptors, the
 	 * protocol's from now on (it closes what it does not keep).  0 for
@@ -58,8 +76,20 @@ struct proto_ops {
 	 */
 	int (*feed)(void *st, const char *buf, size_t len, const int *fds,
 		    int nfds);
-	/* Client i (0 <= i < what feed returned) of a complete handshake. */
+	/*
+	 * Client i (0 <= i < what feed returned, or named() said); its uffd
+	 * is the caller's from then on.
+	 */
 	int (*client)(void *st, int i, struct proto_client *out);
+	/*
+	 * Optional: clients named so far, before the handshake is complete.
+	 * A protocol that has it names clients as they come (CRIU: one a
+	 * restored task, which may fault before the last has come), each
+	 * served at once as a session of its own without a socket, and its
+	 * connection ends once complete.  NULL: one client, the connection
+	 * its session (Firecracker).
+	 */
+	int (*named)(void *st);
 	/*
 	 * Input while serving: the bytes and descriptors the client sent on
 	 * sock (replies go there), for its engine e.  NULL: the client sends
@@ -87,5 +117,7 @@ const struct proto_ops *proto_find(const char *name);
 
 /* Firecracker's UFFD handshake (proto_fc.c). */
 extern const struct proto_ops proto_fc;
+/* CRIU's lazy-pages socket (proto_criu.c); arg: a struct criu_set. */
+extern const struct proto_ops proto_criu;
 
 #endif

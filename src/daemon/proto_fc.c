@@ -271,8 +271,9 @@ struct fc_state {
 	struct fl_region_desc regs[FC_REGIONS_MAX];
 };
 
-static int fc_open(void **out, uint64_t src_size)
+static int fc_open(void **out, uint64_t src_size, const void *arg)
 {
+	(void)arg;
 	struct fc_state *st = calloc(1, sizeof(*st));
 
 	if (!st || fc_parser_new(&st->p) < 0) {

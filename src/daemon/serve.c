@@ -32,11 +32,13 @@
 
 #include "daemon/daemon.h"
 #include "daemon/handshake.h"
+#include "daemon/keeper.h"
 #include "daemon/log.h"
 #include "daemon/session.h"
 #include "daemon/store.h"
 #include "daemon/supervise.h"
 #include "daemon/takeover.h"
+#include "engine/fork.h"
 #include "format/trace.h"
 #include "kernel/proc.h"
 #include "source/source.h"
@@ -212,6 +214,10 @@ static void accept_one(struct daemon *d)
 		return;
 	}
 	slog(s, "connected");
+	if (d->cfg->one_client) {	/* CRIU's restorer connects once */
+		close(d->listen_fd);
+		d->listen_fd = -1;
+	}
 	if (d->store_fd >= 0)	/* kept, should this server die */
 		store_pending(d, s);
 }
@@ -328,8 +334,21 @@ static void check_sessions(struct daemon *d)
 
 	for (; s; s = next) {
 		next = s->next;
+		/*
+		 * A client without a socket (named by its connection, or
+		 * forked) and of unknown pid: nothing says it has exited but
+		 * its memory gone, asked about once a second (fork.h).
+		 */
+		if (s->state == S_SERVING && s->sock < 0 &&
+		    now - s->t_probe >= 1000) {
+			s->t_probe = now;
+			engine_client_alive(s->engine);
+		}
 		if (s->state == S_SERVING && fl_engine_finished(s->engine))
 			session_end(d, s, "client gone");
+		else if (s->state == S_SERVING && s->restored &&
+			 s->proto->end_when_restored)
+			session_end(d, s, "restored: its memory is its own");
 		else if (s->state == S_HANDSHAKE &&
 			 now - s->t_start > (uint64_t)d->cfg->handshake_timeout_ms)
 			handshake_timeout(d, s);
@@ -393,6 +412,9 @@ static int loop(struct daemon *d)
 			break;
 		if (d->cfg->once && d->ended)
 			break;
+		if (d->cfg->one_client && d->listen_fd < 0 && !d->nsessions &&
+		    !d->forks && !tearing_now(d))
+			break;
 		pfd[n] = (struct pollfd){ .fd = d->sig_fd, .events = POLLIN };
 		who[n++] = NULL;
 		pfd[n] = (struct pollfd){ .fd = d->torn_fd, .events = POLLIN };
@@ -414,11 +436,12 @@ static int loop(struct daemon *d)
 			on_signal(d);
 			continue;	/* sessions may be gone: poll anew */
 		}
-		if (pfd[1].revents) {	/* a teardown ended: room, maybe */
+		if (pfd[1].revents) {	/* a teardown ended, or a fork */
 			eventfd_t v;
 
 			eventfd_read(d->torn_fd, &v);
 		}
+		take_forks(d);
 		for (int i = first; i < n; i++) {
 			struct session *s = who[i];
 
@@ -472,7 +495,8 @@ int serve_run(const struct serve_config *cfg)
 			    .store_fd = -1,
 			    .lock = PTHREAD_MUTEX_INITIALIZER,
 			    .torn = PTHREAD_COND_INITIALIZER, .torn_fd = -1,
-			    .last_step = -1, .tty = isatty(2) };
+			    .last_step = -1, .tty = isatty(2),
+			    .keeper_fd = -1 };
 	sigset_t set;
 	int ret;
 
@@ -516,13 +540,23 @@ int serve_run(const struct serve_config *cfg)
 				      strerror(-fd));
 		close(fd);
 	}
-	ret = fl_source_open_ex(cfg->mem_file, &so, &d.src);
+	ret = 0;
+	if (cfg->source)
+		d.src = fl_source_get(cfg->source);
+	else
+		ret = fl_source_open_ex(cfg->mem_file, &so, &d.src);
 	if (ret < 0)
 		return ret;
-	if (fl_source_size(d.src) == 0) {
+	if (!cfg->source && fl_source_size(d.src) == 0) {
 		fl_source_put(d.src);
 		return fl_err(-EINVAL, "%s: empty (0 bytes): no guest memory "
 			      "to serve", cfg->mem_file);
+	}
+	if (cfg->keeper && (d.keeper_fd = keeper_start(&d.keeper_pid)) < 0) {
+		ret = fl_err(d.keeper_fd, "cannot start the uffd keeper: %s",
+			     strerror(-d.keeper_fd));
+		fl_source_put(d.src);
+		return ret;
 	}
 	/* All set up before listening: a client that sees it listen is served. */
 	d.max_sessions = max_sessions();
@@ -541,6 +575,11 @@ int serve_run(const struct serve_config *cfg)
 	slog(NULL, "serving %s (%llu MiB) on %s", d.src->desc,
 	     (unsigned long long)(fl_source_size(d.src) >> 20),
 	     cfg->socket_path ? cfg->socket_path : "the systemd socket");
+	if (cfg->status_fd > 0) {	/* listening: say so (criu's --status-fd) */
+		if (write(cfg->status_fd, "", 1) != 1)
+			slog(NULL, "--status-fd %d: %m", cfg->status_fd);
+		close(cfg->status_fd);
+	}
 	if (d.store_fd >= 0) {
 		struct store_rec r = { .kind = STORE_READY };
 
@@ -556,6 +595,7 @@ out:
 		close(d.sig_fd);
 	if (d.torn_fd >= 0)
 		close(d.torn_fd);
+	keeper_stop(d.keeper_fd, d.keeper_pid);
 	fl_source_put(d.src);
 	return ret;
 }

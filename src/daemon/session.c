@@ -25,9 +25,11 @@
 #include <unistd.h>
 
 #include "daemon/daemon.h"
+#include "daemon/keeper.h"
 #include "daemon/log.h"
 #include "daemon/session.h"
 #include "daemon/store.h"
+#include "engine/fork.h"
 #include "kernel/proc.h"
 #include "source/source.h"
 #include "util/clock.h"
@@ -190,7 +192,8 @@ static void session_free(struct session *s)
 		close(s->state_fd);
 	if (s->pstate)
 		s->proto->free(s->pstate);
-	close(s->sock);
+	if (s->sock >= 0)
+		close(s->sock);
 	free(s);
 }
 
@@ -241,9 +244,12 @@ void session_end(struct daemon *d, struct session *s, const char *why)
 	uint64_t ms = now_ms() - s->t_start;
 
 	store_drop(d, s);	/* first: a server started later never adopts it */
+	if (s->sock < 0)
+		keeper_drop(d->keeper_fd, (uint32_t)s->id);
 	if (s->engine)
 		fl_engine_detach(s->engine);
-	shutdown(s->sock, SHUT_RDWR);
+	if (s->sock >= 0)
+		shutdown(s->sock, SHUT_RDWR);
 
 	for (struct session **pp = &d->sessions; *pp; pp = &(*pp)->next) {
 		if (*pp == s) {
@@ -344,12 +350,13 @@ struct session *session_new(struct daemon *d, const struct proto_ops *p,
 	struct session *s = calloc(1, sizeof(*s));
 	struct sock_cred cred;
 
-	if (!s || p->open(&s->pstate, fl_source_size(d->src)) < 0) {
+	if (!s || p->open(&s->pstate, fl_source_size(d->src), d->cfg->proto_arg) < 0) {
 		slog(NULL, "out of memory: refusing a client");
 		free(s);
 		close(fd);
 		return NULL;
 	}
+	s->d = d;
 	s->proto = p;
 	s->id = id;
 	s->sock = fd;
@@ -372,6 +379,126 @@ struct session *session_new(struct daemon *d, const struct proto_ops *p,
 	d->sessions = s;
 	d->nsessions++;
 	return s;
+}
+
+/*
+ * A client forked (engine/fork.h; on the engine thread that read the
+ * event): queued for the control loop, which alone touches the session
+ * list, and the loop woken.
+ */
+static int forked(void *arg, struct engine_child *c)
+{
+	struct session *s = arg;
+	struct daemon *d = s->d;
+	struct fork_rec *f = malloc(sizeof(*f));
+
+	if (!f)
+		return -ENOMEM;
+	*f = (struct fork_rec){ .c = *c, .proto = s->proto, .uid = s->uid,
+				.parent = s->id };
+	pthread_mutex_lock(&d->lock);
+	f->next = d->forks;
+	d->forks = f;
+	if (d->torn_fd >= 0 && eventfd_write(d->torn_fd, 1) < 0) {
+		/* the loop polls again within 200 ms anyway */
+	}
+	pthread_mutex_unlock(&d->lock);
+	return 0;
+}
+
+/*
+ * A session without a socket for a client that did not connect itself:
+ * one a connection named (named()), or a forked child (parent > 0, its
+ * page states in state_fd).  Serving at once; 0, or -errno with the
+ * reason set (the session ended, its uffd closed).
+ */
+static int session_client(struct daemon *d, const struct proto_ops *p,
+			  uid_t uid, const struct proto_client *c,
+			  int parent, int conn, int state_fd)
+{
+	struct session *s = calloc(1, sizeof(*s));
+
+	if (!s) {
+		close(c->uffd);
+		if (state_fd >= 0)
+			close(state_fd);
+		return fl_err(-ENOMEM, "out of memory");
+	}
+	*s = (struct session){ .d = d, .id = ++d->next_id, .sock = -1,
+			       .uid = uid, .proto = p, .client_pid = c->pid,
+			       .uffd = c->uffd, .pidfd = -1,
+			       .state_fd = state_fd, .parent = parent,
+			       .conn = conn, .held = conn > 0,
+			       .t_start = now_ms(), .next = d->sessions };
+	d->sessions = s;
+	d->nsessions++;
+	int ret = start_serving(d, s, c->regions, c->nregions, false);
+
+	if (ret < 0) {
+		char why[320];
+
+		snprintf(why, sizeof(why), "cannot serve it: %s",
+			 fl_last_error());
+		session_end(d, s, why);
+	}
+	return ret;
+}
+
+int session_named(struct daemon *d, struct session *conn, int upto)
+{
+	struct proto_client c;
+	int ret = 0;
+
+	while (ret == 0 && conn->named < upto) {
+		ret = conn->proto->client(conn->pstate, conn->named++, &c);
+		if (ret == 0)
+			ret = session_client(d, conn->proto, conn->uid, &c, 0,
+					     conn->id, -1);
+	}
+	return ret;
+}
+
+void session_release(struct daemon *d, struct session *conn)
+{
+	unsigned int fl = d->cfg->engine_flags;
+
+	if (d->cfg->record)
+		fl |= FL_ENGINE_NO_PREFETCH | FL_ENGINE_NO_BACKGROUND;
+	for (struct session *s = d->sessions; s; s = s->next) {
+		if (s->conn != conn->id || !s->held)
+			continue;
+		s->held = false;
+		if (s->engine && engine_prefetch_release(s->engine, fl) < 0)
+			slog(s, "no prefetch: %s", fl_last_error());
+	}
+}
+
+void take_forks(struct daemon *d)
+{
+	pthread_mutex_lock(&d->lock);
+	struct fork_rec *f = d->forks;
+
+	d->forks = NULL;
+	pthread_mutex_unlock(&d->lock);
+	while (f) {
+		struct fork_rec *next = f->next;
+		struct proto_client c = { .uffd = f->c.uffd,
+					  .nregions = f->c.nregions,
+					  .regions = f->c.regions };
+
+		if (d->draining) {	/* nobody will serve it: say so */
+			slog(NULL, "a child of session %d forked as the daemon "
+			     "stops: not served", f->parent);
+			close(f->c.uffd);
+			close(f->c.state_fd);
+		} else {
+			session_client(d, f->proto, f->uid, &c, f->parent, 0,
+				       f->c.state_fd);
+		}
+		free(f->c.regions);
+		free(f);
+		f = next;
+	}
 }
 
 static bool is_uffd(int fd)
@@ -435,23 +562,31 @@ int start_serving(struct daemon *d, struct session *s,
 	};
 	int ret;
 
-	/* Recording: every first touch must fault, so nothing is filled ahead. */
-	if (cfg->record)
+	/*
+	 * Recording: every first touch must fault, so nothing is filled
+	 * ahead; held: not until the client's memory is in place (fork.h).
+	 */
+	if (cfg->record || s->held)
 		o.flags |= FL_ENGINE_NO_PREFETCH | FL_ENGINE_NO_BACKGROUND;
 
 	if (s->uffd < 0)
 		return fl_err(-EINVAL, "handshake: no uffd in SCM_RIGHTS");
 	if (!is_uffd(s->uffd))
 		return fl_err(-EINVAL, "handshake: the fd sent is not a userfaultfd");
+	/* Its client kept no uffd: a copy outlives this server (keeper.h). */
+	if (s->sock < 0)
+		keeper_hold(d->keeper_fd, (uint32_t)s->id, s->uffd);
 	if (d->store_fd >= 0 && s->state_fd < 0 &&
 	    (s->state_fd = state_memfd(regs, n)) < 0)
 		return s->state_fd;
 	if (s->state_fd >= 0) {
+		/* A forked child starts where its parent was (fork.h). */
 		o.flags |= FL_ENGINE_SHARED_STATE |
-			   (takeover ? FL_ENGINE_TAKEOVER : 0);
+			   (takeover || s->parent ? FL_ENGINE_TAKEOVER : 0);
 		o.state_fd = s->state_fd;
 	}
-	ret = fl_engine_create(&o, &s->engine);
+	ret = engine_create_forking(&o, s->proto->forks ? forked : NULL, s,
+				    &s->engine);
 	if (ret < 0)
 		return ret;
 	s->uffd = -1;	/* the engine owns it now */
@@ -475,7 +610,8 @@ int start_serving(struct daemon *d, struct session *s,
 	s->nregions = n;
 	s->t_serving = now_ms();
 	slog(s, "%s %d region%s, %llu MiB, from %s",
-	     takeover ? "taken over: serving" : "serving", n, n > 1 ? "s" : "",
+	     takeover ? "taken over: serving" : s->parent ? "forked: serving" :
+	     "serving", n, n == 1 ? "" : "s",
 	     (unsigned long long)(s->bytes >> 20), d->src->desc);
 	if (takeover)
 		s->stored = true;	/* the supervisor has it already */

@@ -32,6 +32,15 @@ int tearing_now(struct daemon *d);
  */
 int start_serving(struct daemon *d, struct session *s,
 		  const struct fl_region_desc *regs, int n, bool takeover);
+/*
+ * Start a session for each client conn's protocol named (named()) up to
+ * upto: 0, or -errno (that client's session ended, the reason set).
+ */
+int session_named(struct daemon *d, struct session *conn, int upto);
+/* conn's handshake is complete: prefetch for the sessions it named. */
+void session_release(struct daemon *d, struct session *conn);
+/* Serve the children that forked since (queued by engine threads). */
+void take_forks(struct daemon *d);
 /* The client wrote (or closed) while being served. */
 void serving_input(struct daemon *d, struct session *s, short revents);
 /* Say once that a session's restore is complete. */

@@ -43,14 +43,14 @@ static void adopt_one(struct daemon *d, const struct proto_ops *proto,
 	void *pstate = NULL;
 	int ret;
 
-	if (!s || !regs || proto->open(&pstate, fl_source_size(d->src))) {
+	if (!s || !regs || proto->open(&pstate, fl_source_size(d->src), d->cfg->proto_arg)) {
 		sock_fds_close(f);
 		free(regs);
 		free(s);
 		return;
 	}
 	/* A pid may be reused by now: the socket's own pidfd, or none. */
-	*s = (struct session){ .id = rec->id, .sock = f->fd[STORE_SOCK],
+	*s = (struct session){ .d = d, .id = rec->id, .sock = f->fd[STORE_SOCK],
 			       .uffd = f->fd[STORE_UFFD],
 			       .pidfd = sock_peer_pidfd(f->fd[STORE_SOCK],
 							false),

@@ -29,6 +29,7 @@ struct engine_stats {
 };
 
 struct worker;
+struct engine_child;
 
 #define WOKEN_SLOTS 256
 
@@ -109,6 +110,10 @@ struct fl_engine {
 	_Atomic uint8_t *state_map;
 	uint64_t state_size, state_used;	/* bytes */
 	bool takeover;
+
+	/* fork.h: who takes a forked child's uffd (NULL: fork events refused). */
+	int (*on_fork)(void *arg, struct engine_child *c);
+	void *fork_arg;
 
 	struct engine_stats st;
 };

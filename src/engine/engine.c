@@ -18,6 +18,7 @@
 
 #include "engine/core.h"
 #include "engine/fill.h"
+#include "engine/fork.h"
 #include "engine/gate.h"
 #include "engine/worker.h"
 #include "engine/loop.h"
@@ -205,7 +206,7 @@ static int adopt_uffd(struct fl_engine *e, const struct fl_engine_opts *opts)
 		return fl_err(-EINVAL, "fd %d: %s", opts->uffd,
 			      fr == -ENOTTY ? "not a userfaultfd" :
 			      "a userfaultfd whose UFFDIO_API was never done");
-	if (fr == 0 && (feat & UFFD_FEATURE_EVENT_FORK))
+	if (fr == 0 && (feat & UFFD_FEATURE_EVENT_FORK) && !e->on_fork)
 		return fl_err(-EINVAL, "uffd %d asks for fork events "
 			      "(UFFD_FEATURE_EVENT_FORK): a forked child's "
 			      "memory would not be served", opts->uffd);
@@ -245,6 +246,13 @@ static bool fd0_is_uffd(void)
 
 int fl_engine_create(const struct fl_engine_opts *opts, struct fl_engine **out)
 {
+	return engine_create_forking(opts, NULL, NULL, out);
+}
+
+int engine_create_forking(const struct fl_engine_opts *opts,
+			  engine_fork_fn *fn, void *arg,
+			  struct fl_engine **out)
+{
 	struct fl_engine_opts def = { .uffd = -1 };
 	struct fl_engine *e;
 	int ret;
@@ -270,6 +278,8 @@ int fl_engine_create(const struct fl_engine_opts *opts, struct fl_engine **out)
 		goto fail;
 	}
 	e->adopted = opts->flags & FL_ENGINE_ADOPT;
+	e->on_fork = fn;
+	e->fork_arg = arg;
 	ret = pin_client(e, opts);
 	if (ret < 0)
 		goto fail;

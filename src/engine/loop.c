@@ -17,6 +17,7 @@
 #include "engine/core.h"
 #include "engine/fill.h"
 #include "engine/gate.h"
+#include "engine/fork.h"
 #include "engine/loop.h"
 #include "engine/prefetch.h"
 #include "engine/readahead.h"
@@ -88,10 +89,11 @@ static void apply_event(struct fl_engine *e, const struct uffd_msg *m)
 		break;
 	case UFFD_EVENT_FORK:
 		/*
-		 * Refused at create; should one come anyway, do not keep the
-		 * child's uffd open in this process for ever.
+		 * To the fork handler (fork.c); without one, refused at
+		 * create: should one come anyway, the child's uffd is not
+		 * kept open in this process for ever.
 		 */
-		close((int)m->arg.fork.ufd);
+		engine_forked(e, (int)m->arg.fork.ufd);
 		break;
 	default:
 		break;

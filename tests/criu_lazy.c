@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * tests/criu_lazy.c - `faultline lazy-pages` serving the real CRIU: a
+ * process this test starts is dumped (`criu dump`), then restored with
+ * `criu restore --lazy-pages` while `faultline lazy-pages` serves its
+ * memory, and the process itself checks every byte and writes what it
+ * found to a file: one thread, four threads, a tree of three processes,
+ * a fork after the restore while pages are still lazy (the child reads
+ * inherited memory), and MADV_DONTNEED, mremap and munmap on lazy memory.
+ *
+ * Decision: root only, CRIU_FAULT=130 for every criu run, --status-fd to
+ * know the daemon listens, a dumped pid reaped before the restore, and no
+ * time asserted anywhere (the bounds in criu_util.h only stop a hang), so
+ * that it passes under load as the rest does.  Small processes (a few
+ * MiB) keep `make check` short.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "criu_util.h"
+#include "http_util.h"
+#include "tap.h"
+
+#define MIB 8
+
+struct scenario {
+	const char *name;
+	const char *kind;
+	int threads;
+	const char *roles[4];	/* result files: result.ROLE */
+	const char *opt;	/* for faultline lazy-pages, or NULL */
+	bool cut;		/* the pages files truncated after the restore */
+	bool kill;		/* the daemon killed after the restore */
+	int image;		/* --pages: a faultline image of the dump, 1
+				 * in the test's directory, 2 over HTTP */
+};
+
+static struct nginx ngx;	/* for image 2 */
+static bool have_nginx;
+
+static const char *faultline_bin(void)
+{
+	const char *b = getenv("FAULTLINE_BIN");
+
+	return b ? b : "build/faultline";
+}
+
+/* faultline lazy-pages -D img, its log in dir: its pid once listening. */
+static pid_t lazy_pages(const char *dir, const char *img, const char *opt,
+			const char *pages)
+{
+	char log[300], st[8];
+	struct pollfd p;
+	int fds[2];
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -1;
+	snprintf(log, sizeof(log), "%s/lazy-pages.log", dir);
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+		dup2(fd, 2);
+		dup2(fds[1], 3);	/* not close-on-exec: dup2 clears it */
+		snprintf(st, sizeof(st), "%d", 3);
+		execl(faultline_bin(), "faultline", "lazy-pages", "-D", img,
+		      "--status-fd", st, pages ? "--pages" : opt,
+		      pages ? pages : (char *)NULL, opt, (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	p = (struct pollfd){ .fd = fds[0], .events = POLLIN };
+	char c = 1;
+
+	if (pid < 0 || poll(&p, 1, CU_WAIT_S * 1000) != 1 ||
+	    read(fds[0], &c, 1) != 1 || c != 0) {
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
+		pid = -1;
+	}
+	close(fds[0]);
+	return pid;
+}
+
+/*
+ * The daemon's exit status once it is done (or killed after the bound):
+ * reaped here, or already by cu_reap()'s waitpid(-1) (cu_status).
+ */
+static int daemon_exit(pid_t pid)
+{
+	int st;
+
+	for (int i = 0; i < CU_WAIT_S * 100; i++) {
+		if (waitpid(pid, &st, WNOHANG) == pid ||
+		    (st = cu_status(pid)) != -1)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		usleep(10000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return -1;
+}
+
+/* The keeper's pid, from the line it writes to the daemon's log. */
+static pid_t keeper_pid(const char *dir)
+{
+	char buf[8192], *p;
+
+	for (int i = 0; i < CU_WAIT_S * 100; i++) {
+		if (cu_read_file(dir, "lazy-pages.log", buf, sizeof(buf)) > 0 &&
+		    (p = strstr(buf, "held by pid ")))
+			return atoi(p + strlen("held by pid "));
+		usleep(10000);
+	}
+	return -1;
+}
+
+/* pid sleeps in a userfault (its wchan), true; false after the bound. */
+static bool in_userfault(pid_t pid)
+{
+	char path[64], w[64] = "";
+
+	snprintf(path, sizeof(path), "/proc/%d/wchan", pid);
+	for (int i = 0; i < CU_WAIT_S * 100; i++) {
+		FILE *f = fopen(path, "re");
+
+		w[0] = 0;
+		if (f) {
+			if (!fgets(w, sizeof(w), f))
+				w[0] = 0;
+			fclose(f);
+		}
+		if (!strcmp(w, "handle_userfault"))
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/*
+ * The daemon was killed mid-restore: the keeper holds the task's uffd, so
+ * its memory stays registered and its first lazy fault waits (no zeros).
+ * Then the task is killed, and the keeper, which says who it is.
+ */
+static void killed_daemon(const char *dir, pid_t task, const char *name)
+{
+	char got[200] = "";
+	pid_t k = keeper_pid(dir);
+
+	ok(k > 0, "%s: the keeper says it holds the uffd", name);
+	ok(in_userfault(task), "%s: the task waits in its fault", name);
+	kill(task, SIGKILL);
+	cu_reap(task);
+	cu_read_file(dir, "result.0", got, sizeof(got));
+	ok(!got[0], "%s: it read nothing (no zeros)", name);
+	if (got[0])
+		diag("it says: %s", got);
+	if (k > 0) {
+		kill(k, SIGTERM);
+		cu_reap(k);
+	}
+}
+
+static void show_log(const char *dir, const char *name)
+{
+	char buf[4096];
+
+	if (cu_read_file(dir, name, buf, sizeof(buf)) > 0)
+		for (char *l = strtok(buf, "\n"); l; l = strtok(NULL, "\n"))
+			diag("%s: %s", name, l);
+}
+
+static void run(const struct scenario *sc)
+{
+	char *tmp = cu_tmpdir("criu-lazy"), dir[128], img[200], log[200],
+	     buf[1024];
+	pid_t pids[4] = { 0 }, daemon;
+	int n = 0, ok_all = 1;
+
+	if (!tmp)
+		BAIL("cannot make a directory in /tmp");
+	snprintf(dir, sizeof(dir), "%s", tmp);
+	free(tmp);
+	snprintf(img, sizeof(img), "%s/img", dir);
+	snprintf(log, sizeof(log), "%s/criu.log", dir);
+	mkdir(img, 0755);
+	pid_t child = cu_start(dir, sc->kind, MIB, sc->threads);
+
+	/* Every process of the dump has filled its memory. */
+	for (int i = 0; sc->roles[i]; i++) {
+		char ready[32];
+
+		if (!strcmp(sc->roles[i], "child"))
+			continue;	/* forks after the restore */
+		snprintf(ready, sizeof(ready), "ready.%s", sc->roles[i]);
+		if (!cu_wait_file(dir, ready) ||
+		    cu_read_file(dir, ready, buf, sizeof(buf)) <= 0)
+			BAIL("%s: the workload did not start", sc->name);
+		pids[n++] = atoi(buf);
+	}
+	snprintf(buf, sizeof(buf), "%d", pids[0]);
+	const char *dump[] = { "dump", "-t", buf, "-D", img, NULL };
+
+	if (!is_int(cu_run_criu(log, dump), 0, "criu dump")) {
+		show_log(dir, "criu.log");
+		kill(child, SIGKILL);
+		cu_reap(child);
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		ok_all &= cu_reap(pids[i]);
+	ok(ok_all, "%s: the dumped processes are gone", sc->name);
+
+	char flimg[300];
+
+	char url[128];
+
+	snprintf(flimg, sizeof(flimg), "%s/pages.flimg",
+		 sc->image == 2 ? ngx.www : dir);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/pages.flimg", ngx.port);
+	if (sc->image) {
+		snprintf(buf, sizeof(buf), "%s image create --criu %s %s "
+			 ">/dev/null", faultline_bin(), img, flimg);
+		is_int(system(buf), 0, "faultline image create --criu");
+	}
+	daemon = lazy_pages(dir, img, sc->opt, sc->image == 2 ? url :
+			    sc->image ? flimg : NULL);
+	if (!ok(daemon > 0, "%s: faultline lazy-pages listens", sc->name)) {
+		show_log(dir, "lazy-pages.log");
+		return;
+	}
+	const char *restore[] = { "restore", "-D", img, "-d", "--lazy-pages",
+				  NULL };
+
+	if (!is_int(cu_run_criu(log, restore), 0, "criu restore --lazy-pages"))
+		show_log(dir, "criu.log");
+	if (sc->kill) {		/* what CRIU's protocol leaves: see docs */
+		kill(daemon, SIGKILL);
+		daemon_exit(daemon);
+		daemon = -1;
+	}
+	if (sc->cut) {
+		snprintf(buf, sizeof(buf), "truncate -s 0 %s/pages-*.img", img);
+		if (system(buf))
+			BAIL("cannot truncate the pages files");
+	}
+	snprintf(buf, sizeof(buf), "%s/go", dir);
+	close(open(buf, O_WRONLY | O_CREAT, 0644));
+	if (sc->cut) {
+		/*
+		 * The pages it cannot have are poisoned: it dies of that
+		 * (SIGBUS; SIGKILL when the kernel itself met the page, e.g.
+		 * its rseq area in poisoned TLS), and says nothing.
+		 */
+		char got[200] = "";
+
+		cu_reap(pids[0]);
+		int st = cu_status(pids[0]);
+
+		cu_read_file(dir, "result.0", got, sizeof(got));
+		if (!ok(st >= 0 && WIFSIGNALED(st) && !got[0], "%s: the process "
+			"died of the poisoned pages, read no data", sc->name))
+			diag("status 0x%x, it says: %s", st, got);
+		else
+			diag("killed by signal %d", WTERMSIG(st));
+	}
+	if (sc->kill)
+		killed_daemon(dir, pids[0], sc->name);
+	for (int i = 0; sc->roles[i] && !sc->cut && !sc->kill; i++) {
+		char res[32], got[200] = "";
+
+		snprintf(res, sizeof(res), "result.%s", sc->roles[i]);
+		if (cu_wait_file(dir, res))
+			cu_read_file(dir, res, got, sizeof(got));
+		if (!ok(!strcmp(got, "ok"), "%s: process %s read every byte "
+			"right", sc->name, sc->roles[i]))
+			diag("it says: %s", got[0] ? got : "(nothing)");
+	}
+	for (int i = 0; i < n; i++)
+		cu_reap(pids[i]);
+	if (daemon > 0 && !is_int(daemon_exit(daemon), 0, "faultline "
+				  "lazy-pages exits 0 once every task is served"))
+		show_log(dir, "lazy-pages.log");
+	if (getenv("CRIU_TEST_LOGS"))
+		show_log(dir, "lazy-pages.log");
+	if (tap_failures())
+		diag("left for a look: %s", dir);
+	else
+		cu_rmdir(dir);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct scenario sc[] = {
+		{ "one thread", "plain", 1, { "0" }, NULL, false, false, 0 },
+		/* Faults only: the memory is still lazy when it is touched. */
+		{ "four threads", "plain", 4, { "0" }, "--no-background",
+		  false, false, 0 },
+		{ "a process tree", "tree", 1, { "0", "1", "2" }, NULL,
+		  false, false, 0 },
+		{ "a fork after the restore", "fork", 1, { "0", "child" },
+		  "--no-background", false, false, 0 },
+		{ "MADV_DONTNEED, mremap, munmap", "madv", 1, { "0" },
+		  "--no-background", false, false, 0 },
+		{ "THP-backed memory", "thp", 2, { "0" }, "--no-background",
+		  false, false, 0 },
+		{ "pages files cut under the daemon", "plain", 1, { "0" },
+		  "--no-background", true, false, 0 },
+		{ "pages from a faultline image (--pages)", "plain", 2, { "0" },
+		  "--no-background", false, false, 1 },
+		{ "faultline lazy-pages killed", "plain", 1, { "0" },
+		  "--no-background", false, true, 0 },
+		{ "pages from a faultline image over HTTP", "tree", 1,
+		  { "0", "1", "2" }, NULL, false, false, 2 },
+	};
+
+	cu_workload_main(argc, argv);
+	if (geteuid() != 0)
+		skip_all("criu needs root");
+	if (!cu_criu())
+		skip_all("no criu >= 4.1 (tests/criu/get-criu.sh failed)");
+	if (access(faultline_bin(), X_OK) < 0)
+		skip_all("no faultline binary (make all)");
+	have_nginx = nginx_binary() && nginx_setup(&ngx) == 0 &&
+		     nginx_start(&ngx) == 0;
+	for (size_t i = 0; i < sizeof(sc) / sizeof(sc[0]); i++) {
+		if (sc[i].image == 2 && !have_nginx)
+			diag("%s: skipped, no nginx", sc[i].name);
+		else
+			run(&sc[i]);
+	}
+	if (have_nginx) {
+		nginx_kill(&ngx);
+		nginx_cleanup(&ngx);
+	}
+	return done_testing();
+}

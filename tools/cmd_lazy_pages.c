@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * cmd_lazy_pages.c - `faultline lazy-pages`: a stand-in for `criu
+ * lazy-pages`, taking the same options, so that `criu restore
+ * --lazy-pages` is served by faultline's engine: the dump's images read
+ * and checked (format/criu.h), its pages files read end to end as one
+ * source, the daemon (src/daemon/serve.c) speaking CRIU's protocol
+ * (src/daemon/proto_criu.c) on WORKDIR/lazy-pages.socket.
+ *
+ * Decision: unsupervised, one connection, and done when every task's
+ * memory is restored or its task gone, as CRIU's own daemon is; a bad
+ * image is refused before the socket exists, so the restore fails at
+ * connect instead of serving wrong memory.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "daemon/serve.h"
+#include "faultline.h"
+#include "format/criu.h"
+#include "source/concat.h"
+#include "source/source.h"
+#include "util/error.h"
+
+#define SOCK_NAME	"lazy-pages.socket"
+
+static const char usage[] =
+	"usage: faultline lazy-pages -D|--images-dir DIR [-W|--work-dir DIR]\n"
+	"       [--status-fd N] [-o|--log-file FILE] [-v[N]] [--threads N]\n"
+	"       [--chunk SIZE] [--stats-json FILE] [--on-source-error poison|kill]\n"
+	"       [--no-prefetch] [--no-background] [--progress]\n"
+	"       [--pages FILE|IMAGE|URL|tcp://HOST:PORT [--cache DIR]]\n"
+	"  Serves `criu restore --lazy-pages -D DIR` on WORKDIR/" SOCK_NAME "\n"
+	"  (WORKDIR: the images directory unless -W); --status-fd N: one '\\0'\n"
+	"  written to fd N once listening; exits once every restored task's\n"
+	"  memory is in, or the task gone.  -o FILE (relative: in WORKDIR) takes\n"
+	"  the log; -v is accepted and ignored, as criu's log levels mean\n"
+	"  nothing here.  --pages: the dump's pages from elsewhere, as\n"
+	"  `faultline image create --criu DIR IMAGE` lays them out (a faultline\n"
+	"  image, also over http(s) with --cache, or a `faultline send` peer);\n"
+	"  the images in -D still say what is lazy.\n";
+
+static int bad(const char *opt, const char *val, const char *why)
+{
+	fprintf(stderr, "faultline lazy-pages: %s '%s': %s\n", opt, val, why);
+	return 2;
+}
+
+/* The pages files of the tasks that have any, in the set's order. */
+static int open_pages(const char *dir, const struct criu_set *set,
+		      struct fl_source **out)
+{
+	const char **paths = calloc((size_t)set->ntasks + 1, sizeof(*paths));
+	char desc[300];
+	int n = 0, ret = 0;
+
+	if (!paths)
+		return -ENOMEM;
+	for (int i = 0; i < set->ntasks && ret == 0; i++) {
+		char *p;
+
+		if (!set->tasks[i].pages_size)
+			continue;
+		if (asprintf(&p, "%s/pages-%u.img", dir,
+			     set->tasks[i].pages_id) < 0)
+			ret = -ENOMEM;
+		else
+			paths[n++] = p;
+	}
+	snprintf(desc, sizeof(desc), "%s (CRIU images, %d task%s)", dir,
+		 set->ntasks, set->ntasks == 1 ? "" : "s");
+	if (ret == 0)
+		ret = source_concat_open(paths, n, desc, out);
+	for (int i = 0; i < n; i++)
+		free((char *)paths[i]);
+	free(paths);
+	return ret;
+}
+
+/*
+ * --pages SPEC: the pages from a faultline image (maybe over http(s)), a
+ * peer, or a raw file, laid out as open_pages() reads them: its size must
+ * be theirs.
+ */
+static int open_spec(const char *spec, const struct criu_set *set,
+		     struct serve_config *c)
+{
+	struct fl_source_opts so = { .cache_dir = c->cache_dir };
+	int ret = fl_source_open_ex(spec, &so, &c->source);
+
+	if (ret < 0)
+		return ret;
+	if (fl_source_size(c->source) != set->pages_total) {
+		ret = fl_err(-EINVAL, "--pages %s: %llu bytes, but the dump's "
+			     "pages files have %llu (made by `faultline image "
+			     "create --criu` from this dump?)", c->source->desc,
+			     (unsigned long long)fl_source_size(c->source),
+			     (unsigned long long)set->pages_total);
+		fl_source_put(c->source);
+		c->source = NULL;
+	}
+	return ret;
+}
+
+/* -o FILE: the log (stderr) goes there; relative names are in work. */
+static int log_to(const char *work, const char *file)
+{
+	char path[PATH_MAX];
+
+	if (file[0] == '/')
+		snprintf(path, sizeof(path), "%s", file);
+	else
+		snprintf(path, sizeof(path), "%s/%s", work, file);
+	if (!freopen(path, "a", stderr))
+		return bad("--log-file", path, strerror(errno));
+	setvbuf(stderr, NULL, _IOLBF, 0);
+	return 0;
+}
+
+int cmd_lazy_pages(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "images-dir", required_argument, NULL, 'D' },
+		{ "work-dir", required_argument, NULL, 'W' },
+		{ "status-fd", required_argument, NULL, 256 },
+		{ "log-file", required_argument, NULL, 'o' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "chunk", required_argument, NULL, 'c' },
+		{ "stats-json", required_argument, NULL, 'j' },
+		{ "on-source-error", required_argument, NULL, 'e' },
+		{ "no-prefetch", no_argument, NULL, 257 },
+		{ "no-background", no_argument, NULL, 258 },
+		{ "progress", no_argument, NULL, 259 },
+		{ "pages", required_argument, NULL, 260 },
+		{ "cache", required_argument, NULL, 261 },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	struct serve_config c = { .threads = 1, .one_client = true,
+				  .keeper = true,
+				  .handshake_timeout_ms = INT_MAX };
+	const char *dir = NULL, *work = NULL, *log = NULL, *pages = NULL;
+	char sock[PATH_MAX];
+	struct criu_set set;
+	int opt, ret;
+	char *end;
+
+	while ((opt = getopt_long(argc, argv, "D:W:o:v::t:c:j:e:h", opts,
+				  NULL)) != -1) {
+		switch (opt) {
+		case 'D': dir = optarg; break;
+		case 'W': work = optarg; break;
+		case 'o': log = optarg; break;
+		case 'v': break;
+		case 'j': c.stats_json = optarg; break;
+		case 256:
+			c.status_fd = (int)strtol(optarg, &end, 10);
+			if (*end || c.status_fd <= 0)
+				return bad("--status-fd", optarg,
+					   "must be an open descriptor above 0");
+			break;
+		case 't':
+			c.threads = (unsigned int)strtoul(optarg, &end, 10);
+			if (*end || c.threads < 1 || c.threads > 64)
+				return bad("--threads", optarg, "must be 1 to 64");
+			break;
+		case 'c':
+			if (parse_size(optarg, &c.chunk) < 0 || c.chunk < 4096 ||
+			    c.chunk > FL_MAX_CHUNK || (c.chunk & (c.chunk - 1)))
+				return bad("--chunk", optarg,
+					   "must be a power of two from 4K to 2M");
+			break;
+		case 'e':
+			if (!strcmp(optarg, "poison"))
+				c.on_error = FL_ON_ERROR_POISON;
+			else if (!strcmp(optarg, "kill"))
+				c.on_error = FL_ON_ERROR_KILL;
+			else
+				return bad("--on-source-error", optarg,
+					   "must be poison or kill");
+			break;
+		case 257: c.engine_flags |= FL_ENGINE_NO_PREFETCH; break;
+		case 258: c.engine_flags |= FL_ENGINE_NO_BACKGROUND; break;
+		case 259: c.progress = true; break;
+		case 260: pages = optarg; break;
+		case 261: c.cache_dir = optarg; break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			return 2;
+		}
+	}
+	if (optind < argc)
+		return bad("argument", argv[optind], "unexpected");
+	if (!dir) {
+		fprintf(stderr, "faultline lazy-pages: -D DIR (the images) is "
+			"required\n%s", usage);
+		return 2;
+	}
+	if (!work)
+		work = dir;
+	if (log && (ret = log_to(work, log)))
+		return ret;
+	if (snprintf(sock, sizeof(sock), "%s/%s", work, SOCK_NAME) >= 108)
+		return bad("--work-dir", work, "too long for a socket path");
+	ret = criu_load(dir, &set);
+	if (ret < 0)
+		return cli_exit("lazy-pages", ret);
+	ret = pages ? open_spec(pages, &set, &c) :
+		      open_pages(dir, &set, &c.source);
+	if (ret == 0) {
+		c.socket_path = sock;
+		c.protocol = "criu";
+		c.proto_arg = &set;
+		ret = serve_run(&c);
+		fl_source_put(c.source);
+	}
+	criu_free(&set);
+	return cli_exit("lazy-pages", ret);
+}
