@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -87,6 +88,46 @@ static int s_after(void *st)
 }
 static int s_zero(void *st) { return pid(st, 0); }
 
+/*
+ * A connection taken over mid-stream: task 1 named and handed to its
+ * session, task 9's pid half read.  What keep() made, restored into a new
+ * state, goes on from there: task 1 is not named again, task 9 is client
+ * 1, and the end comes after it.
+ */
+static void kept(void)
+{
+	struct proto_client c;
+	struct proto_keep k = { 0 };
+	void *st, *st2;
+	int32_t p9 = 9;
+	uint32_t end = 0x52535446;
+
+	proto_criu.open(&st, 0, &set);
+	pid(st, 1);
+	feed(st, "x", 1, 1);
+	proto_criu.client(st, 0, &c);
+	close(c.uffd);
+	pid(st, -7);
+	feed(st, &p9, 2, 0);
+	ok(proto_criu.keep(st, &k) == 0 && k.len > 0 && k.nfds == 0,
+	   "kept mid-stream: a blob, no descriptor");
+	proto_criu.open(&st2, 0, &set);
+	is_int(proto_criu.restore(st2, k.blob, k.len, k.fds, k.nfds), 0,
+	       "restored: more to come");
+	is_int(proto_criu.named(st2), 1, "task 1 counted as named");
+	is_int(feed(st2, (char *)&p9 + 2, 2, 0), 0, "the pid's other half");
+	is_int(feed(st2, "x", 1, 1), 0, "task 9's uffd");
+	is_int(feed(st2, &end, 4, 0), 2, "the end: two clients in all");
+	ok(proto_criu.client(st2, 1, &c) == 0 && c.pid == 9 && c.uffd >= 0,
+	   "client 1 is task 9");
+	close(c.uffd);
+	ok(proto_criu.restore(st, k.blob, k.len - 1, NULL, 0) < 0,
+	   "a kept state of another length: refused (%s)", fl_last_error());
+	free(k.blob);
+	proto_criu.free(st);
+	proto_criu.free(st2);
+}
+
 int main(void)
 {
 	struct proto_client c;
@@ -125,5 +166,6 @@ int main(void)
 	refused("a task sent twice", s_twice, "twice");
 	refused("bytes after the end", s_after, "after the end");
 	refused("pid 0", s_zero, "not a pid");
+	kept();
 	return done_testing();
 }

@@ -7,10 +7,11 @@
  * source, the daemon (src/daemon/serve.c) speaking CRIU's protocol
  * (src/daemon/proto_criu.c) on WORKDIR/lazy-pages.socket.
  *
- * Decision: unsupervised, one connection, and done when every task's
- * memory is restored or its task gone, as CRIU's own daemon is; a bad
- * image is refused before the socket exists, so the restore fails at
- * connect instead of serving wrong memory.
+ * Decision: one connection, and done when every task's memory is
+ * restored or its task gone, as CRIU's own daemon is; supervised as
+ * `faultline serve` is, so a server killed mid-restore is taken over and
+ * no task is left waiting; a bad image is refused before the socket
+ * exists, so the restore fails at connect instead of serving wrong memory.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,6 +24,7 @@
 
 #include "cli.h"
 #include "daemon/serve.h"
+#include "daemon/supervise.h"
 #include "faultline.h"
 #include "format/criu.h"
 #include "source/concat.h"
@@ -144,7 +146,6 @@ int cmd_lazy_pages(int argc, char **argv)
 		{ 0 }
 	};
 	struct serve_config c = { .threads = 1, .one_client = true,
-				  .keeper = true,
 				  .handshake_timeout_ms = INT_MAX };
 	const char *dir = NULL, *work = NULL, *log = NULL, *pages = NULL;
 	char sock[PATH_MAX];
@@ -217,6 +218,16 @@ int cmd_lazy_pages(int argc, char **argv)
 		return cli_exit("lazy-pages", ret);
 	ret = pages ? open_spec(pages, &set, &c) :
 		      open_pages(dir, &set, &c.source);
+	/*
+	 * Checked: this process becomes the supervisor, and the server its
+	 * child (this command again, told so by the environment) reads the
+	 * images anew.  argv - 1 is the whole command line.
+	 */
+	if (ret == 0 && !getenv(STORE_FD_ENV)) {
+		fl_source_put(c.source);
+		criu_free(&set);
+		return supervise_run(argv - 1);
+	}
 	if (ret == 0) {
 		c.socket_path = sock;
 		c.protocol = "criu";

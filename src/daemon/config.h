@@ -41,8 +41,6 @@ struct serve_config {
 	bool one_client;		/* one connection, then no listener; exit
 					 * when its sessions (and their forks) end */
 	int status_fd;			/* > 0: one '\0' there once listening */
-	bool keeper;			/* keeper.h: copies of socketless
-					 * sessions' uffds outlive the server */
 };
 
 #endif

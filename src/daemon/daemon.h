@@ -82,8 +82,6 @@ struct daemon {
 	int store_fd;		/* to the supervisor (or -1: unsupervised) */
 	bool listen_given;	/* the listener came from the supervisor */
 	struct fork_rec *forks;	/* children to serve (lock; torn_fd wakes) */
-	int keeper_fd;		/* keeper.h, or -1 */
-	pid_t keeper_pid;
 };
 
 /* A forked client waiting for its session (session.c). */

@@ -46,8 +46,10 @@ static void named_fed(struct daemon *d, struct session *s, int ret)
 	}
 	if (ret < 0) {
 		refuse_bad(d, s);
-	} else if (ret > 0) {
-		session_release(d, s);
+	} else if (ret == 0) {
+		store_data(d, s);	/* after: its clients are kept as theirs */
+	} else {
+		session_release(d, s->id);
 		snprintf(why, sizeof(why), "handshake complete: %d client%s "
 			 "served", s->named, s->named == 1 ? "" : "s");
 		session_end(d, s, why);
@@ -116,7 +118,8 @@ static void handshake_read(struct daemon *d, struct session *s,
 	}
 	int ret = s->proto->feed(s->pstate, buf, n, f->fd, f->n);
 
-	store_data(d, s);
+	if (!s->proto->named)	/* named_fed() keeps it after its clients */
+		store_data(d, s);
 	handshake_fed(d, s, ret);
 }
 

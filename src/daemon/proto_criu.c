@@ -15,9 +15,9 @@
  * place in the pages files read end to end (the daemon's source), and
  * anything else registered reads as zeros (the engine's answer to memory
  * no region describes).  A pid is never looked up or signalled: it is
- * another namespace's.  What the supervisor would keep of a state is not
- * written: `faultline lazy-pages` runs unsupervised (CRIU's own daemon
- * cannot be taken over either).
+ * another namespace's.  Supervised like `faultline serve`: each task's
+ * session is kept as any other, the connection's place in the stream
+ * too (criu_keep()), so a server killed mid-restore is taken over.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -217,22 +217,75 @@ static int criu_named(void *p)
 	return ((struct criu_st *)p)->nnamed;
 }
 
+/*
+ * What the supervisor keeps of a connection: where the stream is, and the
+ * descriptors queued for a task not named yet.  Kept after the named
+ * clients became sessions (they are kept as sessions of their own), so a
+ * named client's uffd is never in it.
+ */
+struct criu_kept {
+	int32_t tasks, have, pid, nnamed;
+	uint8_t word[4];
+	uint32_t done;
+	uint32_t ntasks;
+	uint8_t seen[];		/* ntasks bytes */
+};
+
 static int criu_keep(void *p, struct proto_keep *k)
 {
-	(void)p;
-	(void)k;
-	return fl_err(-EOPNOTSUPP, "the criu protocol is not supervised");
+	struct criu_st *st = p;
+	int n = st->set->ntasks;
+	struct criu_kept *kp;
+
+	for (int i = 0; i < st->nnamed; i++)
+		if (st->named[i].uffd >= 0)
+			return -EBUSY;	/* not served yet: not kept */
+	kp = calloc(1, sizeof(*kp) + (size_t)n);
+	if (!kp)
+		return -ENOMEM;
+	*kp = (struct criu_kept){ .tasks = st->tasks, .have = st->have,
+				  .pid = st->pid, .nnamed = st->nnamed,
+				  .done = st->done, .ntasks = (uint32_t)n };
+	memcpy(kp->word, st->word, sizeof(kp->word));
+	for (int i = 0; i < n; i++)
+		kp->seen[i] = st->seen[i];
+	k->blob = kp;
+	k->len = sizeof(*kp) + (size_t)n;
+	memcpy(k->fds, st->fds, sizeof(int) * (size_t)st->nfds);
+	k->nfds = st->nfds;
+	return 0;
 }
 
+/* Named clients before a takeover are sessions already: slots only. */
 static int criu_restore(void *p, const void *blob, size_t len,
 			const int *fds, int nfds)
 {
-	(void)p;
-	(void)blob;
-	(void)len;
-	for (int i = 0; i < nfds; i++)
-		close(fds[i]);
-	return fl_err(-EOPNOTSUPP, "the criu protocol is not supervised");
+	struct criu_st *st = p;
+	const struct criu_kept *kp = blob;
+	int n = st->set->ntasks;
+
+	if (len != sizeof(*kp) + (size_t)n || kp->ntasks != (uint32_t)n ||
+	    kp->tasks < 0 || kp->tasks > n || kp->nnamed < 0 ||
+	    kp->nnamed > kp->tasks || kp->have < 0 || kp->have > 3 ||
+	    nfds > CRIU_FDS_QUEUED) {
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+		return fl_err(-EINVAL, "the kept state of a CRIU connection "
+			      "does not fit this dump");
+	}
+	st->tasks = kp->tasks;
+	st->have = kp->have;
+	st->pid = kp->pid;
+	st->done = kp->done;
+	memcpy(st->word, kp->word, sizeof(st->word));
+	for (int i = 0; i < n; i++)
+		st->seen[i] = kp->seen[i];
+	for (int i = 0; i < kp->nnamed; i++)
+		st->named[i].uffd = -1;
+	st->nnamed = kp->nnamed;
+	memcpy(st->fds, fds, sizeof(int) * (size_t)nfds);
+	st->nfds = nfds;
+	return st->done ? st->nnamed : 0;
 }
 
 static void criu_st_free(void *p)

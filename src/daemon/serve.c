@@ -32,7 +32,6 @@
 
 #include "daemon/daemon.h"
 #include "daemon/handshake.h"
-#include "daemon/keeper.h"
 #include "daemon/log.h"
 #include "daemon/session.h"
 #include "daemon/store.h"
@@ -119,6 +118,19 @@ static void stop_listening(struct daemon *d)
 	d->listen_fd = -1;
 	if (d->own_socket)
 		unlink(d->cfg->socket_path);
+}
+
+/*
+ * The one client has come (cfg->one_client): nobody else is served, by
+ * this server or any after it (the supervisor forgets the listener).
+ */
+static void listen_no_more(struct daemon *d)
+{
+	struct store_rec r = { .kind = STORE_LISTEN };
+
+	stop_listening(d);
+	if (d->store_fd >= 0)
+		store_send(d->store_fd, &r, NULL, 0);
 }
 
 /* ---- sessions ----------------------------------------------------------- */
@@ -214,10 +226,8 @@ static void accept_one(struct daemon *d)
 		return;
 	}
 	slog(s, "connected");
-	if (d->cfg->one_client) {	/* CRIU's restorer connects once */
-		close(d->listen_fd);
-		d->listen_fd = -1;
-	}
+	if (d->cfg->one_client)		/* CRIU's restorer connects once */
+		listen_no_more(d);
 	if (d->store_fd >= 0)	/* kept, should this server die */
 		store_pending(d, s);
 }
@@ -478,7 +488,7 @@ static void supervised_fds(struct daemon *d)
 	if (d->store_fd >= 0)
 		fcntl(d->store_fd, F_SETFD, FD_CLOEXEC);
 	if (l && d->store_fd >= 0) {
-		d->listen_given = true;
+		d->listen_given = true;		/* -1: listen no more */
 		d->listen_fd = atoi(l);
 		d->own_socket = d->cfg->socket_path != NULL;
 		fcntl(d->listen_fd, F_SETFD, FD_CLOEXEC);
@@ -495,8 +505,7 @@ int serve_run(const struct serve_config *cfg)
 			    .store_fd = -1,
 			    .lock = PTHREAD_MUTEX_INITIALIZER,
 			    .torn = PTHREAD_COND_INITIALIZER, .torn_fd = -1,
-			    .last_step = -1, .tty = isatty(2),
-			    .keeper_fd = -1 };
+			    .last_step = -1, .tty = isatty(2)};
 	sigset_t set;
 	int ret;
 
@@ -552,19 +561,13 @@ int serve_run(const struct serve_config *cfg)
 		return fl_err(-EINVAL, "%s: empty (0 bytes): no guest memory "
 			      "to serve", cfg->mem_file);
 	}
-	if (cfg->keeper && (d.keeper_fd = keeper_start(&d.keeper_pid)) < 0) {
-		ret = fl_err(d.keeper_fd, "cannot start the uffd keeper: %s",
-			     strerror(-d.keeper_fd));
-		fl_source_put(d.src);
-		return ret;
-	}
 	/* All set up before listening: a client that sees it listen is served. */
 	d.max_sessions = max_sessions();
 	d.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	d.torn_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	signal(SIGPIPE, SIG_IGN);
 	d.sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-	ret = d.listen_fd >= 0 ? 0 : listen_on(&d, cfg->socket_path);
+	ret = d.listen_given ? 0 : listen_on(&d, cfg->socket_path);
 	if (ret < 0)
 		goto out;
 	if (d.store_fd >= 0 && !d.listen_given) {
@@ -575,7 +578,8 @@ int serve_run(const struct serve_config *cfg)
 	slog(NULL, "serving %s (%llu MiB) on %s", d.src->desc,
 	     (unsigned long long)(fl_source_size(d.src) >> 20),
 	     cfg->socket_path ? cfg->socket_path : "the systemd socket");
-	if (cfg->status_fd > 0) {	/* listening: say so (criu's --status-fd) */
+	/* Listening: say so (criu's --status-fd), once, not after a restart. */
+	if (cfg->status_fd > 0 && !d.listen_given) {
 		if (write(cfg->status_fd, "", 1) != 1)
 			slog(NULL, "--status-fd %d: %m", cfg->status_fd);
 		close(cfg->status_fd);
@@ -595,7 +599,6 @@ out:
 		close(d.sig_fd);
 	if (d.torn_fd >= 0)
 		close(d.torn_fd);
-	keeper_stop(d.keeper_fd, d.keeper_pid);
 	fl_source_put(d.src);
 	return ret;
 }

@@ -25,7 +25,6 @@
 #include <unistd.h>
 
 #include "daemon/daemon.h"
-#include "daemon/keeper.h"
 #include "daemon/log.h"
 #include "daemon/session.h"
 #include "daemon/store.h"
@@ -244,8 +243,6 @@ void session_end(struct daemon *d, struct session *s, const char *why)
 	uint64_t ms = now_ms() - s->t_start;
 
 	store_drop(d, s);	/* first: a server started later never adopts it */
-	if (s->sock < 0)
-		keeper_drop(d->keeper_fd, (uint32_t)s->id);
 	if (s->engine)
 		fl_engine_detach(s->engine);
 	if (s->sock >= 0)
@@ -458,14 +455,14 @@ int session_named(struct daemon *d, struct session *conn, int upto)
 	return ret;
 }
 
-void session_release(struct daemon *d, struct session *conn)
+void session_release(struct daemon *d, int conn)
 {
 	unsigned int fl = d->cfg->engine_flags;
 
 	if (d->cfg->record)
 		fl |= FL_ENGINE_NO_PREFETCH | FL_ENGINE_NO_BACKGROUND;
 	for (struct session *s = d->sessions; s; s = s->next) {
-		if (s->conn != conn->id || !s->held)
+		if (s->conn != conn || !s->held)
 			continue;
 		s->held = false;
 		if (s->engine && engine_prefetch_release(s->engine, fl) < 0)
@@ -573,9 +570,6 @@ int start_serving(struct daemon *d, struct session *s,
 		return fl_err(-EINVAL, "handshake: no uffd in SCM_RIGHTS");
 	if (!is_uffd(s->uffd))
 		return fl_err(-EINVAL, "handshake: the fd sent is not a userfaultfd");
-	/* Its client kept no uffd: a copy outlives this server (keeper.h). */
-	if (s->sock < 0)
-		keeper_hold(d->keeper_fd, (uint32_t)s->id, s->uffd);
 	if (d->store_fd >= 0 && s->state_fd < 0 &&
 	    (s->state_fd = state_memfd(regs, n)) < 0)
 		return s->state_fd;

@@ -38,7 +38,7 @@ int start_serving(struct daemon *d, struct session *s,
  */
 int session_named(struct daemon *d, struct session *conn, int upto);
 /* conn's handshake is complete: prefetch for the sessions it named. */
-void session_release(struct daemon *d, struct session *conn);
+void session_release(struct daemon *d, int conn);
 /* Serve the children that forked since (queued by engine threads). */
 void take_forks(struct daemon *d);
 /* The client wrote (or closed) while being served. */

@@ -80,7 +80,8 @@ static struct store_rec *rec_of(struct session *s, uint32_t kind,
 {
 	struct store_rec *r;
 
-	if (s->proto->keep(s->pstate, k) < 0)
+	*k = (struct proto_keep){ 0 };
+	if (s->pstate && s->proto->keep(s->pstate, k) < 0)
 		return NULL;
 	r = store_rec_new(kind, s->id, (uint32_t)nregions, (uint32_t)k->len);
 	if (!r || k->len > STORE_REC_MAX) {
@@ -137,12 +138,18 @@ void store_data(struct daemon *d, struct session *s)
 	free(r);
 }
 
+/*
+ * A session without a socket (named by a connection, or forked) sends its
+ * descriptors from STORE_UFFD on (STORE_NO_SOCK), and the connection that
+ * named it while that is still under way (its prefetch is held until then).
+ */
 void store_session(struct daemon *d, struct session *s,
 		   const struct fl_region_desc *regs, int n)
 {
 	int fds[STORE_NFDS + PROTO_KEEP_FDS] = { s->sock,
 						 fl_engine_uffd(s->engine),
 						 s->state_fd };
+	int *from = s->sock < 0 ? fds + STORE_UFFD : fds;
 	struct proto_keep k;
 	struct store_rec *r = rec_of(s, STORE_SESSION, n, &k);
 	int ret = -EMSGSIZE;
@@ -150,13 +157,19 @@ void store_session(struct daemon *d, struct session *s,
 	if (r) {
 		struct store_region *rr = store_regions(r);
 
+		if (s->sock < 0) {
+			r->flags |= STORE_NO_SOCK;
+			r->conn = s->held ? s->conn : 0;
+		}
+
 		for (int i = 0; i < n; i++)
 			rr[i] = (struct store_region){ regs[i].addr,
 						       regs[i].len,
 						       regs[i].page_size,
 						       regs[i].src_offset };
 		memcpy(fds + STORE_NFDS, k.fds, sizeof(int) * (size_t)k.nfds);
-		ret = store_send(d->store_fd, r, fds, STORE_NFDS + k.nfds);
+		ret = store_send(d->store_fd, r, from,
+				 (int)(fds + STORE_NFDS - from) + k.nfds);
 		free(r);
 	}
 	if (ret == 0)

@@ -20,7 +20,8 @@
 #include "util/sock.h"
 
 enum store_kind {
-	STORE_LISTEN = 1,	/* server -> supervisor: fds = { listener } */
+	STORE_LISTEN = 1,	/* server -> supervisor: fds = { listener }, or
+				 * none: no server listens again (one client) */
 	STORE_PENDING,		/* server -> supervisor: accepted, fds = { sock } */
 	STORE_READING,		/* server -> supervisor: id's handshake being read */
 	STORE_DATA,		/* server -> supervisor: the handshake's state */
@@ -37,6 +38,11 @@ enum store_kind {
  * read is lost (it died in the read, or the state outgrew a record).
  */
 #define STORE_WAS_READING	1
+/*
+ * STORE_SESSION / STORE_ADOPT: a session without a socket (its connection
+ * named it, or it forked): the descriptors start at STORE_UFFD.
+ */
+#define STORE_NO_SOCK		2
 
 /*
  * One record at most, header included.  A SOCK_SEQPACKET message must fit
@@ -70,7 +76,10 @@ struct store_rec {
 	uint32_t uid;
 	uint64_t t_start;	/* ms, CLOCK_MONOTONIC (system-wide) */
 	int32_t client_pid;	/* the protocol's name for the client, or 0 */
-	uint32_t flags;		/* STORE_WAS_READING */
+	uint32_t flags;		/* STORE_WAS_READING, STORE_NO_SOCK */
+	int32_t conn;		/* named by this connection, still under way
+				 * when stored (its prefetch held), or 0 */
+	uint32_t reserved;
 	uint32_t nregions;
 	uint32_t nblob;
 	char proto[16];		/* the protocol's name (proto.h) */

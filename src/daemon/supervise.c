@@ -48,6 +48,7 @@ struct sup {
 	sigset_t sigs;
 	int sig_fd;
 	int listen_fd;		/* from STORE_LISTEN, or -1 */
+	bool listen_done;	/* STORE_LISTEN without one: none again */
 	int store_fd;		/* our end of the current server's channel */
 	pid_t server;
 	int quick;		/* deaths in a row before STORE_READY */
@@ -106,10 +107,12 @@ static void keep_session(struct sup *s, const struct store_rec *rec,
 			 struct sock_fds *f)
 {
 	bool serving = rec->kind == STORE_SESSION;
+	int need = !serving ? 1 : rec->flags & STORE_NO_SOCK ? STORE_NFDS - 1 :
+		   STORE_NFDS;
 	struct stored *st = calloc(1, sizeof(*st));
 
 	drop_session(s, rec->id);	/* a pending one now serving */
-	if (!st || f->n < (serving ? STORE_NFDS : 1) ||
+	if (!st || f->n < need ||
 	    s->ntab == MAX_STORED || stored_set(st, rec, f, 0) < 0) {
 		say("cannot keep session %d (%d fds): it will not survive a "
 		    "restart of the server", rec->id, f->n);
@@ -177,10 +180,11 @@ static int store_input(struct sup *s)
 		return 0;
 	if (ret < 0)
 		return ret;
-	if (rec->kind == STORE_LISTEN && f.n == 1) {
+	if (rec->kind == STORE_LISTEN && f.n <= 1) {
 		if (s->listen_fd >= 0)
 			close(s->listen_fd);
-		s->listen_fd = f.fd[0];
+		s->listen_fd = f.n ? f.fd[0] : -1;
+		s->listen_done = !f.n;
 		return 0;
 	}
 	if (rec->kind == STORE_SESSION || rec->kind == STORE_PENDING) {
@@ -259,8 +263,8 @@ static int start_server(struct sup *s)
 
 		snprintf(num, sizeof(num), "%d", fd);
 		setenv(STORE_FD_ENV, num, 1);
-		if (s->listen_fd >= 0) {
-			int l = dup(s->listen_fd);
+		if (s->listen_fd >= 0 || s->listen_done) {
+			int l = s->listen_done ? -1 : dup(s->listen_fd);
 
 			snprintf(num, sizeof(num), "%d", l);
 			setenv(LISTEN_FD_ENV, num, 1);

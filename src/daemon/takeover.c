@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -31,6 +32,17 @@
 static void nonblocking(int fd)
 {
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+/*
+ * A session without a socket came with its descriptors from STORE_UFFD
+ * on: put the missing socket's place back (-1), so the rest reads alike.
+ */
+static void no_sock(struct sock_fds *f)
+{
+	memmove(f->fd + 1, f->fd, sizeof(int) * (size_t)f->n);
+	f->fd[STORE_SOCK] = -1;
+	f->n++;
 }
 
 /* Serve one session the last server had, as the supervisor kept it. */
@@ -57,15 +69,17 @@ static void adopt_one(struct daemon *d, const struct proto_ops *proto,
 			       .state_fd = f->fd[STORE_STATE], .pid = rec->pid,
 			       .uid = rec->uid, .t_start = rec->t_start,
 			       .client_pid = rec->client_pid, .nfds = 1,
+			       .conn = rec->conn, .held = rec->conn > 0,
 			       .proto = proto, .pstate = pstate };
 	if (s->pidfd < 0)
 		s->pidfd = -1;
+	if (s->sock >= 0)
+		nonblocking(s->sock);
 	for (uint32_t i = 0; i < rec->nregions; i++)
 		regs[i] = (struct fl_region_desc){
 			.addr = rr[i].addr, .len = rr[i].len,
 			.page_size = rr[i].page_size,
 			.src_offset = rr[i].src_offset };
-	nonblocking(s->sock);
 	s->next = d->sessions;
 	d->sessions = s;
 	d->nsessions++;
@@ -152,6 +166,8 @@ static void adopt_pending(struct daemon *d, const struct proto_ops *proto,
 	}
 	slog(s, "taken over: its handshake (%u bytes kept)", rec->nblob);
 	s->got_bytes = rec->nblob > 0;
+	if (proto->named && ret >= 0)	/* those are sessions of their own */
+		s->named = proto->named(s->pstate);
 	handshake_fed(d, s, ret);
 }
 
@@ -184,6 +200,24 @@ static void drop_unknown(struct daemon *d, const struct store_rec *rec,
 	store_send(d->store_fd, &drop, NULL, 0);
 }
 
+/*
+ * Sessions held for a connection that is not among those taken over: it
+ * completed (or ended) after they were kept, so nothing holds them now.
+ */
+static void release_orphans(struct daemon *d)
+{
+	for (struct session *s = d->sessions; s; s = s->next) {
+		struct session *c = d->sessions;
+
+		if (!s->held)
+			continue;
+		while (c && c->id != s->conn)
+			c = c->next;
+		if (!c)
+			session_release(d, s->conn);
+	}
+}
+
 void adopt_sessions(struct daemon *d)
 {
 	struct store_rec *rec = malloc(STORE_REC_MAX);
@@ -205,7 +239,11 @@ void adopt_sessions(struct daemon *d)
 		if (!proto) {
 			drop_unknown(d, rec, &f);
 			continue;
-		} else if (rec->kind == STORE_ADOPT && f.n >= STORE_NFDS) {
+		}
+		if (rec->kind == STORE_ADOPT && rec->flags & STORE_NO_SOCK &&
+		    f.n < SOCK_FDS_MAX)
+			no_sock(&f);
+		if (rec->kind == STORE_ADOPT && f.n >= STORE_NFDS) {
 			adopt_one(d, proto, rec, &f);
 			n++;
 			continue;
@@ -217,6 +255,7 @@ void adopt_sessions(struct daemon *d)
 		sock_fds_close(&f);
 	}
 	free(rec);
+	release_orphans(d);
 	if (n)
 		slog(NULL, "took over %d session%s from the server before",
 		     n, n == 1 ? "" : "s");
