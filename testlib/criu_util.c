@@ -176,25 +176,30 @@ static void w_tree(size_t len)
 			waitpid(kids[i], NULL, 0);
 }
 
-static void w_fork(size_t len)
+/*
+ * Forks while its memory is still lazy, depth deep (a child, then its
+ * child): each process reads the inherited memory after its fork.
+ */
+static void w_fork(size_t len, int depth)
 {
+	static const char *const role[] = { "0", "child", "grandchild" };
 	uint64_t *p = w_fill(len, 0);
 	char why[200] = "";
+	int level = 0;
+	pid_t c = 0;
 
 	w_ready("0", p, len);
 	w_wait_go();
-	/* The child inherits memory that is still lazy: it reads it first. */
-	pid_t c = fork();
-
-	if (c == 0) {
-		w_check(p, 0, 0, len / 8, 0, why, sizeof(why));
-		w_result("child", why);
-		_exit(0);
+	while (level < depth && level < 2) {
+		c = fork();
+		if (c != 0)
+			break;		/* the parent (or an error) stays */
+		level++;
 	}
 	w_check(p, 0, 0, len / 8, 0, why, sizeof(why));
 	if (c < 0)
 		snprintf(why, sizeof(why), "fork: %s", strerror(errno));
-	w_result("0", why);
+	w_result(role[level], why);
 	if (c > 0)
 		waitpid(c, NULL, 0);
 }
@@ -241,7 +246,9 @@ void cu_workload_main(int argc, char **argv)
 	if (!strcmp(argv[3], "tree"))
 		w_tree(len);
 	else if (!strcmp(argv[3], "fork"))
-		w_fork(len);
+		w_fork(len, 1);
+	else if (!strcmp(argv[3], "fork2"))
+		w_fork(len, 2);
 	else if (!strcmp(argv[3], "madv"))
 		w_madv(len);
 	else {

@@ -6,7 +6,10 @@
  * memory, and the process itself checks every byte and writes what it
  * found to a file: one thread, four threads, a tree of three processes,
  * a fork after the restore while pages are still lazy (the child reads
- * inherited memory), and MADV_DONTNEED, mremap and munmap on lazy memory.
+ * inherited memory) and a fork of that fork, MADV_DONTNEED, mremap and
+ * munmap on lazy memory, THP, a pages file cut, pages from a faultline
+ * image (local, over HTTP), and the server killed mid-restore (its
+ * supervisor takes the sessions over).
  *
  * Decision: root only, CRIU_FAULT=130 for every criu run, --status-fd to
  * know the daemon listens, a dumped pid reaped before the restore, and no
@@ -141,7 +144,8 @@ static bool proc_until(pid_t pid, const char *name,
 }
 
 static bool has_pid(const char *l) { return atoi(l) > 0; }
-static bool is_userfault(const char *l) { return !strcmp(l, "handle_userfault"); }
+/* In a fault, or in fork() waiting for its event to be read. */
+static bool is_userfault(const char *l) { return strstr(l, "userfault"); }
 
 /* The supervisor's child, the server (faultline lazy-pages is supervised). */
 static pid_t server_of(pid_t sup)
@@ -207,7 +211,7 @@ static void run(const struct scenario *sc)
 	for (int i = 0; sc->roles[i]; i++) {
 		char ready[32];
 
-		if (!strcmp(sc->roles[i], "child"))
+		if (strstr(sc->roles[i], "child"))
 			continue;	/* forks after the restore */
 		snprintf(ready, sizeof(ready), "ready.%s", sc->roles[i]);
 		if (!cu_wait_file(dir, ready) ||
@@ -329,6 +333,10 @@ int main(int argc, char **argv)
 		  "--no-background", false, false, 1 },
 		{ "its server killed mid-restore", "plain", 1, { "0" },
 		  "--no-background", false, true, 0 },
+		/* The server killed as the first fork's event waits. */
+		{ "a fork of a fork, the server killed", "fork2", 1,
+		  { "0", "child", "grandchild" }, "--no-background", false,
+		  true, 0 },
 		{ "pages from a faultline image over HTTP", "tree", 1,
 		  { "0", "1", "2" }, NULL, false, false, 2 },
 	};
