@@ -46,6 +46,7 @@ struct scenario {
 	bool kill;		/* the daemon killed after the restore */
 	int image;		/* --pages: a faultline image of the dump, 1
 				 * in the test's directory, 2 over HTTP */
+	bool record;		/* --record, then restored again, --prefetch */
 };
 
 static struct nginx ngx;	/* for image 2 */
@@ -58,9 +59,12 @@ static const char *faultline_bin(void)
 	return b ? b : "build/faultline";
 }
 
-/* faultline lazy-pages -D img, its log in dir: its pid once listening. */
-static pid_t lazy_pages(const char *dir, const char *img, const char *opt,
-			const char *pages)
+/*
+ * faultline lazy-pages -D img and the options in args (NULL-terminated,
+ * at most 8), its log in dir: its pid once listening.
+ */
+static pid_t lazy_pages(const char *dir, const char *img,
+			const char *const *args)
 {
 	char log[300], st[8];
 	struct pollfd p;
@@ -77,9 +81,11 @@ static pid_t lazy_pages(const char *dir, const char *img, const char *opt,
 		dup2(fd, 2);
 		dup2(fds[1], 3);	/* not close-on-exec: dup2 clears it */
 		snprintf(st, sizeof(st), "%d", 3);
-		execl(faultline_bin(), "faultline", "lazy-pages", "-D", img,
-		      "--status-fd", st, pages ? "--pages" : opt,
-		      pages ? pages : (char *)NULL, opt, (char *)NULL);
+		const char *argv[16] = { "faultline", "lazy-pages", "-D", img,
+					 "--status-fd", st };
+		for (int i = 0; args[i] && i < 8; i++)
+			argv[6 + i] = args[i];
+		execv(faultline_bin(), (char **)argv);
 		_exit(127);
 	}
 	close(fds[1]);
@@ -191,6 +197,52 @@ static void show_log(const char *dir, const char *name)
 			diag("%s: %s", name, l);
 }
 
+/*
+ * The same dump restored again, the working set the first restore
+ * recorded (trace) replayed: every process reads every byte right, and
+ * the stats say pages were replayed.
+ */
+static void replayed(const struct scenario *sc, const char *dir,
+		     const char *img, const char *trace)
+{
+	char js[200], log[200], buf[8192] = "";
+	const char *args[] = { "--no-background", "--prefetch", trace,
+			       "--stats-json", js, NULL };
+	const char *restore[] = { "restore", "-D", img, "-d", "--lazy-pages",
+				  NULL };
+
+	snprintf(js, sizeof(js), "%s/stats.json", dir);
+	snprintf(log, sizeof(log), "%s/criu.log", dir);
+	ok(access(trace, R_OK) == 0, "%s: a working set recorded", sc->name);
+	for (int i = 0; sc->roles[i]; i++) {
+		snprintf(buf, sizeof(buf), "%s/result.%s", dir, sc->roles[i]);
+		unlink(buf);
+	}
+	pid_t daemon = lazy_pages(dir, img, args);
+
+	if (!ok(daemon > 0, "%s, again: faultline lazy-pages --prefetch "
+		"listens", sc->name))
+		return;
+	is_int(cu_run_criu(log, restore), 0, "criu restore --lazy-pages, "
+	       "again");
+	for (int i = 0; sc->roles[i]; i++) {
+		char res[32], got[200] = "";
+
+		snprintf(res, sizeof(res), "result.%s", sc->roles[i]);
+		if (cu_wait_file(dir, res))
+			cu_read_file(dir, res, got, sizeof(got));
+		ok(!strcmp(got, "ok"), "%s, replayed: process %s read every "
+		   "byte right", sc->name, sc->roles[i]);
+	}
+	is_int(daemon_exit(daemon), 0, "faultline lazy-pages --prefetch exits 0");
+	cu_read_file(dir, "stats.json", buf, sizeof(buf));
+	char *r = strstr(buf, "\"pages_replayed\":");
+
+	ok(r && atol(r + strlen("\"pages_replayed\":")) > 0,
+	   "%s, replayed: pages came ahead of faults from the trace",
+	   sc->name);
+}
+
 static void run(const struct scenario *sc)
 {
 	char *tmp = cu_tmpdir("criu-lazy"), dir[128], img[200], log[200],
@@ -244,8 +296,22 @@ static void run(const struct scenario *sc)
 			 ">/dev/null", faultline_bin(), img, flimg);
 		is_int(system(buf), 0, "faultline image create --criu");
 	}
-	daemon = lazy_pages(dir, img, sc->opt, sc->image == 2 ? url :
-			    sc->image ? flimg : NULL);
+	const char *args[8] = { 0 };
+	int na = 0;
+	char trace[200];
+
+	snprintf(trace, sizeof(trace), "%s/ws.trace", dir);
+	if (sc->opt)
+		args[na++] = sc->opt;
+	if (sc->image) {
+		args[na++] = "--pages";
+		args[na++] = sc->image == 2 ? url : flimg;
+	}
+	if (sc->record) {
+		args[na++] = "--record";
+		args[na++] = trace;
+	}
+	daemon = lazy_pages(dir, img, args);
 	if (!ok(daemon > 0, "%s: faultline lazy-pages listens", sc->name)) {
 		show_log(dir, "lazy-pages.log");
 		return;
@@ -304,6 +370,8 @@ static void run(const struct scenario *sc)
 		   strstr(lg, "taken over: serving"), "%s: a new server took "
 		   "the task's session over", sc->name);
 	}
+	if (sc->record && daemon > 0)
+		replayed(sc, dir, img, trace);
 	if (getenv("CRIU_TEST_LOGS"))
 		show_log(dir, "lazy-pages.log");
 	if (tap_failures())
@@ -315,30 +383,32 @@ static void run(const struct scenario *sc)
 int main(int argc, char **argv)
 {
 	static const struct scenario sc[] = {
-		{ "one thread", "plain", 1, { "0" }, NULL, false, false, 0 },
+		{ "one thread", "plain", 1, { "0" }, NULL, false, false, 0, false },
 		/* Faults only: the memory is still lazy when it is touched. */
 		{ "four threads", "plain", 4, { "0" }, "--no-background",
-		  false, false, 0 },
+		  false, false, 0, false },
 		{ "a process tree", "tree", 1, { "0", "1", "2" }, NULL,
-		  false, false, 0 },
+		  false, false, 0, false },
 		{ "a fork after the restore", "fork", 1, { "0", "child" },
-		  "--no-background", false, false, 0 },
+		  "--no-background", false, false, 0, false },
 		{ "MADV_DONTNEED, mremap, munmap", "madv", 1, { "0" },
-		  "--no-background", false, false, 0 },
+		  "--no-background", false, false, 0, false },
 		{ "THP-backed memory", "thp", 2, { "0" }, "--no-background",
-		  false, false, 0 },
+		  false, false, 0, false },
 		{ "pages files cut under the daemon", "plain", 1, { "0" },
-		  "--no-background", true, false, 0 },
+		  "--no-background", true, false, 0, false },
 		{ "pages from a faultline image (--pages)", "plain", 2, { "0" },
-		  "--no-background", false, false, 1 },
+		  "--no-background", false, false, 1, false },
 		{ "its server killed mid-restore", "plain", 1, { "0" },
-		  "--no-background", false, true, 0 },
+		  "--no-background", false, true, 0, false },
 		/* The server killed as the first fork's event waits. */
 		{ "a fork of a fork, the server killed", "fork2", 1,
 		  { "0", "child", "grandchild" }, "--no-background", false,
-		  true, 0 },
+		  true, 0, false },
+		{ "a process tree's working set recorded, replayed", "tree", 1,
+		  { "0", "1", "2" }, "--no-background", false, false, 0, true },
 		{ "pages from a faultline image over HTTP", "tree", 1,
-		  { "0", "1", "2" }, NULL, false, false, 2 },
+		  { "0", "1", "2" }, NULL, false, false, 2, false },
 	};
 
 	cu_workload_main(argc, argv);

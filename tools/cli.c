@@ -4,9 +4,11 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "faultline.h"
@@ -44,4 +46,23 @@ int parse_size(const char *s, uint64_t *out)
 		return -EINVAL;
 	*out = (uint64_t)v << shift;
 	return 0;
+}
+
+/* A file the daemon will write later: its directory must take it now. */
+int cli_check_writable(const char *path)
+{
+	char dir[PATH_MAX];
+	char *slash;
+
+	if (access(path, F_OK) == 0)
+		return access(path, W_OK) < 0 ? -errno : 0;
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == dir)
+		dir[1] = 0;
+	else
+		*slash = 0;
+	return access(dir, W_OK | X_OK) < 0 ? -errno : 0;
 }

@@ -20,5 +20,7 @@ int cli_exit(const char *cmd, int ret);
 
 /* Parse "4096", "64K", "2M", "1G" into bytes; -EINVAL if malformed. */
 int parse_size(const char *s, uint64_t *out);
+/* A file written later: 0 if its directory takes it now, or -errno. */
+int cli_check_writable(const char *path);
 
 #endif

@@ -39,6 +39,7 @@ static const char usage[] =
 	"       [--chunk SIZE] [--stats-json FILE] [--on-source-error poison|kill]\n"
 	"       [--no-prefetch] [--no-background] [--progress]\n"
 	"       [--pages FILE|IMAGE|URL|tcp://HOST:PORT [--cache DIR]]\n"
+	"       [--record TRACE] [--prefetch TRACE]\n"
 	"  Serves `criu restore --lazy-pages -D DIR` on WORKDIR/" SOCK_NAME "\n"
 	"  (WORKDIR: the images directory unless -W); --status-fd N: one '\\0'\n"
 	"  written to fd N once listening; exits once every restored task's\n"
@@ -47,7 +48,9 @@ static const char usage[] =
 	"  nothing here.  --pages: the dump's pages from elsewhere, as\n"
 	"  `faultline image create --criu DIR IMAGE` lays them out (a faultline\n"
 	"  image, also over http(s) with --cache, or a `faultline send` peer);\n"
-	"  the images in -D still say what is lazy.\n";
+	"  the images in -D still say what is lazy.  --record: the working set\n"
+	"  of every task (which pages each touched first, in order) in one\n"
+	"  trace; --prefetch: replayed at the next restore of the same dump.\n";
 
 static int bad(const char *opt, const char *val, const char *why)
 {
@@ -142,6 +145,8 @@ int cmd_lazy_pages(int argc, char **argv)
 		{ "progress", no_argument, NULL, 259 },
 		{ "pages", required_argument, NULL, 260 },
 		{ "cache", required_argument, NULL, 261 },
+		{ "record", required_argument, NULL, 262 },
+		{ "prefetch", required_argument, NULL, 263 },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -192,6 +197,17 @@ int cmd_lazy_pages(int argc, char **argv)
 		case 259: c.progress = true; break;
 		case 260: pages = optarg; break;
 		case 261: c.cache_dir = optarg; break;
+		case 262:
+			if (cli_check_writable(optarg) < 0)
+				return bad("--record", optarg, strerror(errno));
+			c.record = optarg;
+			break;
+		case 263:
+			if (access(optarg, R_OK) < 0)
+				return bad("--prefetch", optarg,
+					   "cannot read the trace file");
+			c.replay = optarg;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return 0;

@@ -54,25 +54,6 @@ static int parse_uids(const char *arg, struct serve_config *c)
 	return ret;
 }
 
-/* A file the daemon will write later: its directory must take it now. */
-static int check_writable(const char *path)
-{
-	char dir[PATH_MAX];
-	char *slash;
-
-	if (access(path, F_OK) == 0)
-		return access(path, W_OK) < 0 ? -errno : 0;
-	snprintf(dir, sizeof(dir), "%s", path);
-	slash = strrchr(dir, '/');
-	if (!slash)
-		snprintf(dir, sizeof(dir), ".");
-	else if (slash == dir)
-		dir[1] = 0;
-	else
-		*slash = 0;
-	return access(dir, W_OK | X_OK) < 0 ? -errno : 0;
-}
-
 static bool is_url(const char *spec)
 {
 	return !strncasecmp(spec, "http://", 7) ||
@@ -136,7 +117,7 @@ int cmd_serve(int argc, char **argv)
 		case 'm': c.mem_file = optarg; break;
 		case 'j': c.stats_json = optarg; break;
 		case 'r':
-			if (check_writable(optarg) < 0)
+			if (cli_check_writable(optarg) < 0)
 				return bad("--record", optarg, strerror(errno));
 			c.record = optarg;
 			break;

@@ -82,6 +82,8 @@ struct daemon {
 	int store_fd;		/* to the supervisor (or -1: unsupervised) */
 	bool listen_given;	/* the listener came from the supervisor */
 	struct fork_rec *forks;	/* children to serve (lock; torn_fd wakes) */
+	struct trace *trace;	/* --record with named clients: one working
+				 * set for them all (lock) */
 };
 
 /* A forked client waiting for its session (session.c). */

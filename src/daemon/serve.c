@@ -499,6 +499,25 @@ static void supervised_fds(struct daemon *d)
 	unsetenv(LISTEN_FD_ENV);
 }
 
+/*
+ * --record with a protocol whose connections name their clients: one
+ * trace for them all (session.c merge_trace()); a server taking over
+ * goes on from what the one before it wrote.
+ */
+static int shared_trace(struct daemon *d)
+{
+	if (!d->cfg->record || !d->proto->named)
+		return 0;
+	d->trace = malloc(sizeof(*d->trace));
+	if (!d->trace)
+		return -ENOMEM;
+	trace_init(d->trace);
+	if (d->listen_given && access(d->cfg->record, F_OK) == 0 &&
+	    trace_load(d->trace, d->cfg->record) < 0)
+		slog(NULL, "%s", fl_last_error());
+	return 0;
+}
+
 int serve_run(const struct serve_config *cfg)
 {
 	struct daemon d = { .cfg = cfg, .listen_fd = -1, .sig_fd = -1,
@@ -561,6 +580,11 @@ int serve_run(const struct serve_config *cfg)
 		return fl_err(-EINVAL, "%s: empty (0 bytes): no guest memory "
 			      "to serve", cfg->mem_file);
 	}
+	ret = shared_trace(&d);
+	if (ret < 0) {
+		fl_source_put(d.src);
+		return ret;
+	}
 	/* All set up before listening: a client that sees it listen is served. */
 	d.max_sessions = max_sessions();
 	d.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -599,6 +623,10 @@ out:
 		close(d.sig_fd);
 	if (d.torn_fd >= 0)
 		close(d.torn_fd);
+	if (d.trace) {
+		trace_free(d.trace);
+		free(d.trace);
+	}
 	fl_source_put(d.src);
 	return ret;
 }

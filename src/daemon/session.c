@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -29,6 +30,7 @@
 #include "daemon/session.h"
 #include "daemon/store.h"
 #include "engine/fork.h"
+#include "format/trace.h"
 #include "kernel/proc.h"
 #include "source/source.h"
 #include "util/clock.h"
@@ -138,6 +140,31 @@ struct teardown {
 	char why[160];
 };
 
+/*
+ * The clients one connection names make one restore (CRIU: the tasks of
+ * a dump, at their own offsets of the pages), so they share one working
+ * set: this session's trace added to the daemon's, and the file written
+ * anew (whole, renamed over), so that it holds every client's so far.
+ */
+static int merge_trace(struct daemon *d, struct session *s)
+{
+	char part[PATH_MAX];
+	int ret;
+
+	snprintf(part, sizeof(part), "%s.%d.part", d->cfg->record, s->id);
+	ret = fl_engine_save_trace(s->engine, part);
+	pthread_mutex_lock(&d->lock);
+	if (ret == 0)
+		ret = trace_load(d->trace, part);
+	unlink(part);
+	if (ret == 0)
+		ret = trace_save(d->trace, part);
+	if (ret == 0 && rename(part, d->cfg->record) < 0)
+		ret = fl_err(-errno, "%s: %m", d->cfg->record);
+	pthread_mutex_unlock(&d->lock);
+	return ret;
+}
+
 static void teardown_engine(struct daemon *d, struct session *s,
 			    const char *why, uint64_t ms)
 {
@@ -174,7 +201,8 @@ static void teardown_engine(struct daemon *d, struct session *s,
 		     fl_engine_error(s->engine) : "(no message)");
 	write_stats(d, s, &st, ms);
 	if (d->cfg->record) {
-		if (fl_engine_save_trace(s->engine, d->cfg->record) < 0)
+		if ((d->trace ? merge_trace(d, s) :
+		     fl_engine_save_trace(s->engine, d->cfg->record)) < 0)
 			slog(s, "%s", fl_last_error());
 		else
 			slog(s, "working set (%llu faults) written to %s",
