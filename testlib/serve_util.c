@@ -245,8 +245,9 @@ int serve_start(struct serve *s, const char *mem,
 	}
 	if (s->listen_fd >= 0)
 		return 0;	/* already listening: the socket is ours */
+	/* A bound that only stops a hang: a loaded TCG guest starts slowly. */
 	t0 = su_now_ms();
-	while (su_now_ms() - t0 < 5000) {
+	while (su_now_ms() - t0 < 30000) {
 		if (su_listening(s->sock))
 			return 0;
 		if (!serve_alive(s)) {
@@ -257,7 +258,7 @@ int serve_start(struct serve *s, const char *mem,
 		}
 		su_sleep_ms(5);
 	}
-	diag("daemon not listening on %s after 5 s", s->sock);
+	diag("daemon not listening on %s after 30 s", s->sock);
 	serve_log_dump(s, 0);
 	return -ETIMEDOUT;
 }
@@ -350,7 +351,7 @@ int serve_log_find(struct serve *s, long from, int pid,
 				if (!strchr(line, '\n'))
 					break;
 				line[strcspn(line, "\n")] = 0;
-				if (strncmp(line, "faultline:", 10))
+				if (!strstr(line, "faultline: "))
 					continue;
 				if (pid > 0 && !su_names_pid(line, pidtag))
 					continue;

@@ -132,7 +132,7 @@ int su_names_pid(const char *line, const char *tag);
 
 /*
  * Wait up to timeout_ms for a daemon stderr line after byte offset from that
- * starts with "faultline:", names "(pid PID)" when pid > 0, and contains
+ * holds "faultline: ", names "(pid PID)" when pid > 0, and contains
  * one of the keywords (case-insensitive; NULL-terminated list, or none).
  * Copies the line to out.  1 if found, 0 if not.
  */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "daemon/log.h"
 #include "faultline.h"
 
 int cli_exit(const char *cmd, int ret)
@@ -65,4 +66,17 @@ int cli_check_writable(const char *path)
 	else
 		*slash = 0;
 	return access(dir, W_OK | X_OK) < 0 ? -errno : 0;
+}
+
+int cli_log_level(const char *cmd, const char *name)
+{
+	int level = log_level_parse(name);
+
+	if (level < 0) {
+		fprintf(stderr, "faultline %s: --log-level '%s': must be error, "
+			"warning, info or debug\n", cmd, name);
+		return 2;
+	}
+	log_init(level);
+	return 0;
 }

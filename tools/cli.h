@@ -22,5 +22,10 @@ int cli_exit(const char *cmd, int ret);
 int parse_size(const char *s, uint64_t *out);
 /* A file written later: 0 if its directory takes it now, or -errno. */
 int cli_check_writable(const char *path);
+/*
+ * --log-level NAME for cmd: the daemon's log from now on; 0, or 2 (a usage
+ * error, said on stderr).
+ */
+int cli_log_level(const char *cmd, const char *name);
 
 #endif

@@ -40,6 +40,7 @@ static const char usage[] =
 	"       [--no-prefetch] [--no-background] [--progress]\n"
 	"       [--pages FILE|IMAGE|URL|tcp://HOST:PORT [--cache DIR]]\n"
 	"       [--record TRACE] [--prefetch TRACE]\n"
+	"       [--log-level error|warning|info|debug]\n"
 	"  Serves `criu restore --lazy-pages -D DIR` on WORKDIR/" SOCK_NAME "\n"
 	"  (WORKDIR: the images directory unless -W); --status-fd N: one '\\0'\n"
 	"  written to fd N once listening; exits once every restored task's\n"
@@ -147,6 +148,7 @@ int cmd_lazy_pages(int argc, char **argv)
 		{ "cache", required_argument, NULL, 261 },
 		{ "record", required_argument, NULL, 262 },
 		{ "prefetch", required_argument, NULL, 263 },
+		{ "log-level", required_argument, NULL, 264 },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -201,6 +203,10 @@ int cmd_lazy_pages(int argc, char **argv)
 			if (cli_check_writable(optarg) < 0)
 				return bad("--record", optarg, strerror(errno));
 			c.record = optarg;
+			break;
+		case 264:
+			if ((ret = cli_log_level("lazy-pages", optarg)))
+				return ret;
 			break;
 		case 263:
 			if (access(optarg, R_OK) < 0)

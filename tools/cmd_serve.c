@@ -23,6 +23,7 @@ static const char usage[] =
 	"       [--on-source-error poison|kill] [--record TRACE] [--prefetch TRACE]\n"
 	"       [--cache DIR] [--cache-max SIZE] [--progress|--no-progress]\n"
 	"       [--no-prefetch] [--no-background]\n"
+	"       [--log-level error|warning|info|debug]\n"
 	"  --progress: restore progress on stderr, checked every 250 ms: a bar\n"
 	"  on a terminal (the default there), otherwise a line each time the\n"
 	"  restore has passed another 10 % mark (a restore done within 250 ms\n"
@@ -102,6 +103,7 @@ int cmd_serve(int argc, char **argv)
 		{ "no-progress", no_argument, NULL, 259 },
 		{ "no-prefetch", no_argument, NULL, 260 },
 		{ "no-background", no_argument, NULL, 261 },
+		{ "log-level", required_argument, NULL, 262 },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -160,6 +162,10 @@ int cmd_serve(int argc, char **argv)
 		case 259: c.progress = false; break;
 		case 260: c.engine_flags |= FL_ENGINE_NO_PREFETCH; break;
 		case 261: c.engine_flags |= FL_ENGINE_NO_BACKGROUND; break;
+		case 262:
+			if ((ret = cli_log_level("serve", optarg)))
+				return ret;
+			break;
 		case 257:
 			if (parse_size(optarg, &c.cache_max) < 0 ||
 			    c.cache_max < (1 << 20))

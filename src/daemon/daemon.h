@@ -50,6 +50,7 @@ struct session {
 	uint64_t t_start;	/* ms, CLOCK_MONOTONIC */
 	uint64_t t_serving;	/* ms, when the handshake was done */
 	bool restored;		/* "restore complete" was said */
+	bool refused;		/* closed by refuse(): a warning */
 	uint64_t restore_ms;	/* from the handshake to that */
 	uint64_t missing, total;	/* bytes, at the last progress scan */
 	struct session *next;

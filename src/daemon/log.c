@@ -1,15 +1,28 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * log.c - the server's log lines on stderr, and the progress bar that a
- * log line replaces on a terminal; teardown threads log too, so one lock
- * keeps each line and the bar whole.
+ * log.c - the daemon's log lines on stderr, each with its level, and the
+ * progress bar that a log line replaces on a terminal; teardown threads
+ * log too, so one lock keeps each line and the bar whole.
+ *
+ * Decision: under systemd (stderr is the stream $JOURNAL_STREAM names)
+ * a line starts with journald's priority prefix ("<4>"), as sd-daemon(3)
+ * describes, and journald adds the time; anywhere else with an RFC 3339
+ * timestamp and the level's name, so that a log file alone says when.
  */
+#define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "daemon/daemon.h"
 #include "daemon/log.h"
+
+static int max_level = LOG_INFO;
 
 /*
  * The progress bar is on stderr's last line (a terminal): a log line
@@ -19,30 +32,122 @@
 static bool bar_on_line;
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void slog(const struct session *s, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
+static const char *const level_names[] = {
+	[LOG_ERR] = "error", [LOG_WARNING] = "warning",
+	[LOG_INFO] = "info", [LOG_DEBUG] = "debug",
+};
 
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	pthread_mutex_lock(&out_lock);
-	if (bar_on_line) {	/* a log line replaces the progress bar */
+/*
+ * Is stderr the stream $JOURNAL_STREAM ("DEV:INO") names?  Asked at each
+ * line: stderr may have been reopened (lazy-pages -o FILE) since.
+ */
+static bool stderr_is_journal(void)
+{
+	const char *js = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+
+	return js && sscanf(js, "%llu:%llu", &dev, &ino) == 2 &&
+	       fstat(2, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
+
+void log_init(int level)
+{
+	max_level = level;
+}
+
+int log_level_parse(const char *name)
+{
+	for (int i = 0; i < (int)(sizeof(level_names) / sizeof(*level_names));
+	     i++)
+		if (level_names[i] && !strcmp(name, level_names[i]))
+			return i;
+	return -EINVAL;
+}
+
+/* "2026-12-03T20:19:50.123+00:00": now, local time, in buf. */
+static void rfc3339(char *buf, size_t n)
+{
+	struct timespec ts;
+	struct tm tm;
+	char zone[8];
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	localtime_r(&ts.tv_sec, &tm);
+	strftime(zone, sizeof(zone), "%z", &tm);	/* +0000 */
+	size_t len = strftime(buf, n, "%Y-%m-%dT%H:%M:%S", &tm);
+
+	snprintf(buf + len, n - len, ".%03ld%.3s:%s", ts.tv_nsec / 1000000,
+		 zone, zone + 3);
+}
+
+/* The line's start: journald's priority, or the time and level. */
+static void line_head(int prio, char *buf, size_t n)
+{
+	char ts[40];
+
+	if (stderr_is_journal()) {
+		snprintf(buf, n, "<%d>", prio);
+		return;
+	}
+	rfc3339(ts, sizeof(ts));
+	snprintf(buf, n, "%s %s ", ts, level_names[prio]);
+}
+
+/* A whole line, out_lock held: the bar it replaces cleared first. */
+static void put_line(int prio, const char *who, const char *msg)
+{
+	char head[64];
+
+	line_head(prio, head, sizeof(head));
+	if (bar_on_line) {
 		fputs("\r\033[K", stderr);
 		bar_on_line = false;
 	}
-	if (s && s->sock < 0 && s->client_pid)	/* a CRIU task: its pid */
-		fprintf(stderr, "faultline: session %d (task %d of the "
-			"images): %s\n", s->id, (int)s->client_pid, msg);
-	else if (s && s->sock < 0)	/* a forked child: pid unknown */
-		fprintf(stderr, "faultline: session %d (a child of session "
-			"%d): %s\n", s->id, s->parent, msg);
-	else if (s)
-		fprintf(stderr, "faultline: session %d (pid %d uid %u): %s\n",
-			s->id, (int)s->pid, (unsigned int)s->uid, msg);
+	fprintf(stderr, "%sfaultline: %s%s\n", head, who, msg);
+}
+
+void log_line(int prio, const char *tag, const char *msg)
+{
+	char who[64];
+
+	if (prio > max_level)
+		return;
+	snprintf(who, sizeof(who), "%s: ", tag);
+	pthread_mutex_lock(&out_lock);
+	put_line(prio, who, msg);
+	pthread_mutex_unlock(&out_lock);
+}
+
+/* "session N (...): " for s, or "" */
+static void session_name(const struct session *s, char *buf, size_t n)
+{
+	if (!s)
+		buf[0] = 0;
+	else if (s->sock < 0 && s->client_pid)	/* a CRIU task: its pid */
+		snprintf(buf, n, "session %d (task %d of the images): ", s->id,
+			 (int)s->client_pid);
+	else if (s->sock < 0)	/* a forked child: pid unknown */
+		snprintf(buf, n, "session %d (a child of session %d): ", s->id,
+			 s->parent);
 	else
-		fprintf(stderr, "faultline: %s\n", msg);
+		snprintf(buf, n, "session %d (pid %d uid %u): ", s->id,
+			 (int)s->pid, (unsigned int)s->uid);
+}
+
+void slog_at(int prio, const struct session *s, const char *fmt, ...)
+{
+	char msg[512], who[96];
+	va_list ap;
+
+	if (prio > max_level)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	session_name(s, who, sizeof(who));
+	pthread_mutex_lock(&out_lock);
+	put_line(prio, who, msg);
 	pthread_mutex_unlock(&out_lock);
 }
 

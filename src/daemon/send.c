@@ -43,6 +43,7 @@
 #include "faultline.h"
 #include "util/error.h"
 #include "source/peer_proto.h"
+#include "daemon/log.h"
 #include "daemon/send.h"
 #include "source/source.h"
 #include "util/clock.h"
@@ -93,7 +94,7 @@ static __attribute__((format(printf, 1, 2))) void send_log(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "faultline send: %s\n", line);
+	log_line(LOG_INFO, "send", line);
 }
 
 static int send_msg(struct send_session *s, int fd, uint16_t type,

@@ -189,7 +189,7 @@ static void accept_no_fds(struct daemon *d)
 		d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	}
 	if (!d->fds_warned)
-		slog(NULL, "out of file descriptors with %d sessions: refusing "
+		serr(NULL, "out of file descriptors with %d sessions: refusing "
 		     "clients (raise the limit: ulimit -n, LimitNOFILE=)",
 		     d->nsessions);
 	d->fds_warned = true;
@@ -337,6 +337,21 @@ static void handshake_timeout(struct daemon *d, struct session *s)
 	refuse(d, s, why);
 }
 
+/*
+ * Is s restored?  Asked at every wake of the loop for a session that ends
+ * then (the engine wakes it, engine_notify_restored()), not only at the
+ * progress check: a CRIU restore is done when its last session ends.
+ */
+static bool restored_now(struct session *s, uint64_t now)
+{
+	struct fl_stats st;
+
+	if (!s->restored && fl_engine_stats(s->engine, &st) == 0 &&
+	    st.restore_complete)
+		say_restored(s, &st, now);
+	return s->restored;
+}
+
 static void check_sessions(struct daemon *d)
 {
 	uint64_t now = now_ms();
@@ -356,8 +371,8 @@ static void check_sessions(struct daemon *d)
 		}
 		if (s->state == S_SERVING && fl_engine_finished(s->engine))
 			session_end(d, s, "client gone");
-		else if (s->state == S_SERVING && s->restored &&
-			 s->proto->end_when_restored)
+		else if (s->state == S_SERVING && s->proto->end_when_restored &&
+			 restored_now(s, now))
 			session_end(d, s, "restored: its memory is its own");
 		else if (s->state == S_HANDSHAKE &&
 			 now - s->t_start > (uint64_t)d->cfg->handshake_timeout_ms)
@@ -514,7 +529,7 @@ static int shared_trace(struct daemon *d)
 	trace_init(d->trace);
 	if (d->listen_given && access(d->cfg->record, F_OK) == 0 &&
 	    trace_load(d->trace, d->cfg->record) < 0)
-		slog(NULL, "%s", fl_last_error());
+		serr(NULL, "%s", fl_last_error());
 	return 0;
 }
 
@@ -605,7 +620,7 @@ int serve_run(const struct serve_config *cfg)
 	/* Listening: say so (criu's --status-fd), once, not after a restart. */
 	if (cfg->status_fd > 0 && !d.listen_given) {
 		if (write(cfg->status_fd, "", 1) != 1)
-			slog(NULL, "--status-fd %d: %m", cfg->status_fd);
+			swarn(NULL, "--status-fd %d: %m", cfg->status_fd);
 		close(cfg->status_fd);
 	}
 	if (d.store_fd >= 0) {

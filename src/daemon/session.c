@@ -96,7 +96,7 @@ static void write_stats(struct daemon *d, struct session *s,
 		err = wr == n ? 0 : wr < 0 ? errno : ENOSPC;	/* short: full */
 	}
 	if (err && !atomic_exchange(&failing, true))
-		slog(s, "cannot write its stats to %s: %s", path,
+		serr(s, "cannot write its stats to %s: %s", path,
 		     err == EINVAL ? "not a regular file" : strerror(err));
 	if (!err)
 		atomic_store(&failing, false);
@@ -194,7 +194,7 @@ static void teardown_engine(struct daemon *d, struct session *s,
 	     (unsigned long long)fl_stats_percentile(&st, 50) / 1000,
 	     (unsigned long long)fl_stats_percentile(&st, 99) / 1000);
 	if (st.pages_poisoned || st.source_errors || fl_engine_error(s->engine)[0])
-		slog(s, "%llu pages poisoned, %llu source errors; the first: %s",
+		serr(s, "%llu pages poisoned, %llu source errors; the first: %s",
 		     (unsigned long long)st.pages_poisoned,
 		     (unsigned long long)st.source_errors,
 		     fl_engine_error(s->engine)[0] ?
@@ -285,7 +285,8 @@ void session_end(struct daemon *d, struct session *s, const char *why)
 	d->nsessions--;
 	d->ended++;
 	if (!s->engine) {
-		slog(s, "closed: %s", why);
+		slog_at(s->refused ? LOG_WARNING : LOG_INFO, s, "closed: %s",
+			why);
 		if (s->uffd >= 0)
 			close(s->uffd);
 		session_free(s);
@@ -366,6 +367,7 @@ void refuse(struct daemon *d, struct session *s, const char *why)
 			 "and killing the client failed (%s)", why,
 			 err == -ESRCH ? "it had exited" : strerror(-err));
 	}
+	s->refused = true;	/* logged as a warning */
 	session_end(d, s, line);
 }
 
@@ -376,7 +378,7 @@ struct session *session_new(struct daemon *d, const struct proto_ops *p,
 	struct sock_cred cred;
 
 	if (!s || p->open(&s->pstate, fl_source_size(d->src), d->cfg->proto_arg) < 0) {
-		slog(NULL, "out of memory: refusing a client");
+		serr(NULL, "out of memory: refusing a client");
 		free(s);
 		close(fd);
 		return NULL;
@@ -494,7 +496,7 @@ void session_release(struct daemon *d, int conn)
 			continue;
 		s->held = false;
 		if (s->engine && engine_prefetch_release(s->engine, fl) < 0)
-			slog(s, "no prefetch: %s", fl_last_error());
+			swarn(s, "no prefetch: %s", fl_last_error());
 	}
 }
 
@@ -512,7 +514,7 @@ void take_forks(struct daemon *d)
 					  .regions = f->c.regions };
 
 		if (d->draining) {	/* nobody will serve it: say so */
-			slog(NULL, "a child of session %d forked as the daemon "
+			swarn(NULL, "a child of session %d forked as the daemon "
 			     "stops: not served", f->parent);
 			close(f->c.uffd);
 			close(f->c.state_fd);
@@ -612,6 +614,9 @@ int start_serving(struct daemon *d, struct session *s,
 	if (ret < 0)
 		return ret;
 	s->uffd = -1;	/* the engine owns it now */
+	/* Ends once restored: the loop woken then, not at its next check. */
+	if (s->proto->end_when_restored && d->torn_fd >= 0)
+		engine_notify_restored(s->engine, d->torn_fd);
 	for (int i = 0; i < n && ret == 0; i++) {
 		ret = fl_engine_add_region(s->engine, &regs[i], d->src);
 		s->bytes += regs[i].len;

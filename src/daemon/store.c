@@ -175,7 +175,7 @@ void store_session(struct daemon *d, struct session *s,
 	if (ret == 0)
 		s->stored = true;
 	else
-		slog(s, "cannot hand its descriptors to the supervisor: it "
+		swarn(s, "cannot hand its descriptors to the supervisor: it "
 		     "will not survive a restart of the server");
 }
 

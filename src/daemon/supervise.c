@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "daemon/log.h"
 #include "daemon/store.h"
 #include "daemon/supervise.h"
 
@@ -60,8 +62,18 @@ struct sup {
 	int ntab;
 };
 
-#define say(fmt, ...) \
-	fprintf(stderr, "faultline: supervisor: " fmt "\n", __VA_ARGS__)
+/* A line of the supervisor's, at prio (log.h). */
+static __attribute__((format(printf, 2, 3)))
+void say(int prio, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log_line(prio, "supervisor", msg);
+}
 
 static void close_fds(int *fds, int n)
 {
@@ -114,7 +126,7 @@ static void keep_session(struct sup *s, const struct store_rec *rec,
 	drop_session(s, rec->id);	/* a pending one now serving */
 	if (!st || f->n < need ||
 	    s->ntab == MAX_STORED || stored_set(st, rec, f, 0) < 0) {
-		say("cannot keep session %d (%d fds): it will not survive a "
+		say(LOG_ERR, "cannot keep session %d (%d fds): it will not survive a "
 		    "restart of the server", rec->id, f->n);
 		sock_fds_close(f);
 		free(st);
@@ -221,7 +233,7 @@ static void hand_over(struct sup *s)
 		int ret = store_send(s->store_fd, st->rec, st->fds, st->nfds);
 
 		if (ret < 0)
-			say("cannot hand session %d over: %s", st->rec->id,
+			say(LOG_ERR, "cannot hand session %d over: %s", st->rec->id,
 			    strerror(-ret));
 	}
 	end.id = s->last_id;
@@ -270,7 +282,7 @@ static int start_server(struct sup *s)
 			setenv(LISTEN_FD_ENV, num, 1);
 		}
 		execv(s->self, s->argv);
-		say("cannot execute %s: %s", s->self, strerror(errno));
+		say(LOG_ERR, "cannot execute %s: %s", s->self, strerror(errno));
 		_exit(127);
 	}
 	close(sv[1]);
@@ -298,10 +310,10 @@ static int server_gone(struct sup *s, int status)
 		return WIFEXITED(status) ? WEXITSTATUS(status) :
 		       128 + WTERMSIG(status);
 	if (s->upgrading) {
-		say("server handed over; starting %s anew, %d sessions to "
+		say(LOG_INFO, "server handed over; starting %s anew, %d sessions to "
 		    "adopt", s->self, s->ntab);
 	} else {
-		say("server died (signal %d); restarting it, %d sessions to "
+		say(LOG_WARNING, "server died (signal %d); restarting it, %d sessions to "
 		    "adopt", WTERMSIG(status), s->ntab);
 		/*
 		 * Dying again and again before it is ready (a crash at
@@ -319,7 +331,7 @@ static int server_gone(struct sup *s, int status)
 	int ret = start_server(s);
 
 	if (ret < 0) {
-		say("cannot start the server: %s", strerror(-ret));
+		say(LOG_ERR, "cannot start the server: %s", strerror(-ret));
 		return 1;
 	}
 	return -1;	/* serving again */

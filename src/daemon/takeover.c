@@ -188,7 +188,7 @@ static void drop_unknown(struct daemon *d, const struct store_rec *rec,
 	bool killed = f->n > 1 && pidfd >= 0 &&
 		      proc_pidfd_signal(pidfd, SIGKILL) == 0;
 
-	slog(NULL, "session %d: its protocol '%s' is not spoken here: "
+	swarn(NULL, "session %d: its protocol '%s' is not spoken here: "
 	     "dropped%s", rec->id, rec->proto, killed ? "; client killed "
 	     "(its uffd would never be served)" : f->n > 1 ? "; its client "
 	     "cannot be killed: its faults will hang" : "");

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <sys/eventfd.h>
 
 #include "faultline.h"
 #include "engine/prefetch_state.h"
@@ -114,6 +115,8 @@ struct fl_engine {
 	/* fork.h: who takes a forked child's uffd (NULL: fork events refused). */
 	int (*on_fork)(void *arg, struct engine_child *c);
 	void *fork_arg;
+	int restored_fd;		/* an eventfd told once restored, or -1
+					 * (engine_notify_restored()) */
 
 	struct engine_stats st;
 };
@@ -156,5 +159,17 @@ static inline void stat_add(_Atomic uint64_t *c, uint64_t v)
  * else's prefetch (whose runs prefetch.c keeps short while faults come).
  */
 #define FILL_YIELD	(1u << 3)
+
+/*
+ * Nothing missing since at (ns): say so, and tell whoever asked
+ * (engine_notify_restored(), fork.h).
+ */
+static inline void engine_restored(struct fl_engine *e, uint64_t at)
+{
+	atomic_store(&e->restored_ns, at);
+	atomic_store(&e->restored, true);
+	if (e->restored_fd >= 0)
+		eventfd_write(e->restored_fd, 1);
+}
 
 #endif

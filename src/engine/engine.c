@@ -140,6 +140,7 @@ static struct fl_engine *engine_alloc(const struct fl_engine_opts *opts,
 			(opts->flags & FL_ENGINE_CLIENT_REMOTE) ? -1 :
 			opts->client_pid;
 	e->client_pidfd = -1;
+	e->restored_fd = -1;
 	e->pagemap_fd = -1;
 	if (e->client_pid > 0 && e->client_pid != getpid()) {
 		char path[40];
@@ -575,8 +576,7 @@ int fl_engine_progress(struct fl_engine *e, uint64_t *missing,
 	if (t && !m && !atomic_load(&e->restored)) {
 		uint64_t at = atomic_load(&e->last_fill_ns);
 
-		atomic_store(&e->restored_ns, at ? at : now_ns());
-		atomic_store(&e->restored, true);
+		engine_restored(e, at ? at : now_ns());
 	}
 	pthread_rwlock_unlock(&e->lock);
 	*missing = m;

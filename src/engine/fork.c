@@ -128,3 +128,8 @@ void engine_forked(struct fl_engine *e, int uffd)
 		close(c.state_fd);
 	free(c.regions);
 }
+
+void engine_notify_restored(struct fl_engine *e, int efd)
+{
+	e->restored_fd = efd;
+}

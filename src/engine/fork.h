@@ -62,6 +62,13 @@ int engine_prefetch_release(struct fl_engine *e, unsigned int flags);
  */
 bool engine_client_alive(struct fl_engine *e);
 
+/*
+ * A session that ends once its client is restored (CRIU's tasks) learns
+ * it at once: efd (an eventfd the caller keeps open) is written 1 each
+ * time the restore completes.  Set before fl_engine_start().
+ */
+void engine_notify_restored(struct fl_engine *e, int efd);
+
 /* A FORK event's child, in e (loop.c, engine lock held exclusively). */
 void engine_forked(struct fl_engine *e, int uffd);
 

@@ -466,8 +466,7 @@ static void *filler(void *arg)
 		if (more || gen != e->pf.bg_gen)	/* regions added meanwhile */
 			continue;
 		if (!atomic_load(&e->restored))
-			atomic_store(&e->restored_ns, now_ns());
-		atomic_store(&e->restored, true);
+			engine_restored(e, now_ns());
 	}
 	pthread_mutex_unlock(&e->pf.lock);
 	return NULL;
