@@ -107,12 +107,16 @@ static void put_line(int prio, const char *who, const char *msg)
 	fprintf(stderr, "%sfaultline: %s%s\n", head, who, msg);
 }
 
-void log_line(int prio, const char *tag, const char *msg)
+void log_line(int prio, const char *tag, const char *fmt, ...)
 {
-	char who[64];
+	char who[64], msg[512];
+	va_list ap;
 
 	if (prio > max_level)
 		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
 	snprintf(who, sizeof(who), "%s: ", tag);
 	pthread_mutex_lock(&out_lock);
 	put_line(prio, who, msg);

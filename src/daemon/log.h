@@ -23,8 +23,9 @@ int log_level_parse(const char *name);
 /* "... faultline: session N (pid P uid U): ..." (s may be NULL). */
 __attribute__((format(printf, 3, 4)))
 void slog_at(int prio, const struct session *s, const char *fmt, ...);
-/* One whole line after "faultline" and a tag ("send", "supervisor"). */
-void log_line(int prio, const char *tag, const char *msg);
+/* A line after "faultline: " and a tag ("send", "supervisor"). */
+__attribute__((format(printf, 3, 4)))
+void log_line(int prio, const char *tag, const char *fmt, ...);
 
 #define slog(s, ...)	slog_at(LOG_INFO, s, __VA_ARGS__)
 #define swarn(s, ...)	slog_at(LOG_WARNING, s, __VA_ARGS__)

@@ -86,16 +86,7 @@ struct send_session {
 	struct send_session *next;
 };
 
-static __attribute__((format(printf, 1, 2))) void send_log(const char *fmt, ...)
-{
-	char line[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	log_line(LOG_INFO, "send", line);
-}
+#define send_log(...)	log_line(LOG_INFO, "send", __VA_ARGS__)
 
 static int send_msg(struct send_session *s, int fd, uint16_t type,
 		    uint16_t flags, uint64_t a, uint64_t b, const void *data,

@@ -15,7 +15,6 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -63,17 +62,7 @@ struct sup {
 };
 
 /* A line of the supervisor's, at prio (log.h). */
-static __attribute__((format(printf, 2, 3)))
-void say(int prio, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	log_line(prio, "supervisor", msg);
-}
+#define say(prio, ...)	log_line(prio, "supervisor", __VA_ARGS__)
 
 static void close_fds(int *fds, int n)
 {
