@@ -74,6 +74,17 @@ static int run_one(const struct bench_def *d, const struct bench_opts *o,
 		free(t);
 		return ret;
 	}
+	if (t->skipped) {
+		fprintf(stderr, "faultline bench %s: skipped: %s\n", d->name,
+			t->skipped);
+		*out = json_object_new_object();
+		json_object_object_add(*out, "bench",
+				       json_object_new_string(d->name));
+		json_object_object_add(*out, "skipped",
+				       json_object_new_string(t->skipped));
+		free(t);
+		return 0;
+	}
 	if (!o->json) {
 		bench_print_table(t, stdout);
 		fflush(stdout);

@@ -79,6 +79,7 @@ struct bench_table {
 	int nkv;
 	struct bench_kv kv[BENCH_MAX_KV];
 	char notes[1536];	/* printed under the table */
+	const char *skipped;	/* why it did not run (no rows), or NULL */
 };
 
 /* ---- timing ------------------------------------------------------------- */
@@ -177,6 +178,9 @@ struct bench_daemon {
  */
 int bench_daemon_start(struct bench_daemon *d, const char *bench, int id,
 		       const char *const *args);
+/* The faultline binary: $FAULTLINE_BIN, this program if it is faultline,
+ * else build/faultline. */
+const char *bench_faultline_exe(void);
 /* SIGTERM (SIGKILL after 3 s), reap it and remove its socket. */
 void bench_daemon_stop(struct bench_daemon *d);
 /* fc_client_connect(), retried while the socket is not there yet (5 s). */
