@@ -34,6 +34,7 @@ struct bench_opts {
 	int runs;		/* medians of this many runs */
 	uint64_t size;		/* bytes per benchmark (0: default) */
 	const char *only;	/* comma-separated key prefixes, or NULL */
+	const char *criu;	/* --criu PATH (bench criu), or NULL */
 };
 
 /* Is a row with this key selected by --only (always, without it)? */
@@ -195,5 +196,8 @@ int bench_fault_latency(const struct bench_opts *o, struct bench_table *t);
 int bench_restore(const struct bench_opts *o, struct bench_table *t);
 int bench_remote(const struct bench_opts *o, struct bench_table *t);
 int bench_policy(const struct bench_opts *o, struct bench_table *t);
+int bench_criu(const struct bench_opts *o, struct bench_table *t);
+/* criu.c: the process `bench criu` dumps (argv: --criu-workload DIR SIZE). */
+int bench_criu_workload(int argc, char **argv);
 
 #endif
