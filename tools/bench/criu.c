@@ -290,6 +290,35 @@ static int wait_file(const char *path, pid_t pid)
 	return 0;
 }
 
+/*
+ * Wait until the restored process pid has written path and the daemon *d
+ * (if > 0) has exited, noting when it exited (*exit_s, from t0; *d is 0
+ * then) and its wait status (*st): 0, -ECHILD if the process ended first,
+ * -ETIMEDOUT after BOUND_S.  Both are watched at once: a daemon done
+ * before the process is timed then, not when the process is.
+ */
+static int await_restored(const char *path, pid_t pid, pid_t *d, double t0,
+			  double *exit_s, int *st)
+{
+	double end = bench_now() + BOUND_S;
+	bool have = false;
+
+	for (;;) {
+		if (*d > 0 && waitpid(*d, st, WNOHANG) == *d) {
+			*exit_s = bench_now() - t0;
+			*d = 0;
+		}
+		have = have || access(path, F_OK) == 0;
+		if (have && *d <= 0)
+			return 0;
+		if (!have && waitpid(pid, NULL, WNOHANG) == pid)
+			return -ECHILD;
+		if (bench_now() > end)
+			return -ETIMEDOUT;
+		usleep(1000);
+	}
+}
+
 /* A lazy-pages daemon of kind k, once it listens (its '\0' on fd 3). */
 static int start_daemon(const struct crun *c, const struct cand *k,
 			const char *log, const char *stats, pid_t *pid)
@@ -473,7 +502,7 @@ static int restore(struct crun *c, const struct cand *k, struct sample *s)
 			    k->kind == EAGER ? NULL : "--lazy-pages", NULL };
 	pid_t d = 0;
 	double t0;
-	int ret;
+	int ret, st = 0;
 
 	*s = (struct sample){ .faults = -1, .copied = -1, .p50_us = -1,
 			      .p99_us = -1, .restore_ms = -1 };
@@ -504,23 +533,18 @@ static int restore(struct crun *c, const struct cand *k, struct sample *s)
 		ret = -EIO;
 		goto out;
 	}
-	ret = wait_file(path, c->pid);
+	ret = await_restored(path, c->pid, &d, t0, &s->t[M_ALL], &st);
 	if (ret < 0) {
 		fprintf(stderr, "faultline bench criu: %s: the restored "
-			"process wrote no result: %s\n", k->label,
-			strerror(-ret));
+			"process wrote no result, or the daemon did not exit: "
+			"%s\n", k->label, strerror(-ret));
 		goto out;
 	}
-	if (d > 0) {	/* it exits once every page is in */
-		ret = wait_exit(d, BOUND_S);
-		s->t[M_ALL] = bench_now() - t0;
-		d = 0;
-		if (ret) {
-			fprintf(stderr, "faultline bench criu: %s exited %d "
-				"(see %s)\n", k->label, ret, dlog);
-			ret = -EIO;
-			goto out;
-		}
+	if (k->kind != EAGER && (!WIFEXITED(st) || WEXITSTATUS(st))) {
+		fprintf(stderr, "faultline bench criu: %s ended with status "
+			"0x%x (see %s)\n", k->label, st, dlog);
+		ret = -EIO;
+		goto out;
 	}
 	ret = read_result(c, t0, s);
 	if (k->kind == EAGER)
