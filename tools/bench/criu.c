@@ -62,11 +62,21 @@ static int put_file(const char *dir, const char *name, const char *text)
 	return ret;
 }
 
-/* Until path exists (no bound: the bench kills a process it gives up on). */
-static void await_path(const char *path)
+/*
+ * Until path exists: 0, or -ETIMEDOUT after BOUND_S (a bench that died
+ * leaves no process polling for ever).  Its clock goes on across a dump
+ * and restore (CRIU keeps it in a time namespace).
+ */
+static int await_path(const char *path)
 {
-	while (access(path, F_OK) < 0)
+	double end = bench_now() + BOUND_S;
+
+	while (access(path, F_OK) < 0) {
+		if (bench_now() > end)
+			return -ETIMEDOUT;
 		usleep(200);
+	}
+	return 0;
 }
 
 /*
@@ -118,7 +128,8 @@ int bench_criu_workload(int argc, char **argv)
 	snprintf(text, sizeof(text), "%d\n", (int)getpid());
 	if (put_file(argv[1], "ready", text) < 0)
 		return 1;
-	await_path(go);		/* dumped here, and restored here */
+	if (await_path(go) < 0)	/* dumped here, and restored here */
+		return 1;
 	t_run = bench_now();
 	ok = bench_sum(p, size) == want;
 	t_pass = bench_now();
@@ -127,8 +138,7 @@ int bench_criu_workload(int argc, char **argv)
 		 t_pass - off, ok ? "ok" : "wrong");
 	if (put_file(argv[1], "result", text) < 0)
 		return 1;
-	await_path(quit);
-	return 0;
+	return await_path(quit) < 0;
 }
 
 /* ---- the candidates and what a restore measured -------------------------- */
@@ -472,15 +482,13 @@ static int dump(struct crun *c, double *sec)
 }
 
 /* The process's result file: its times against t0, and its verdict. */
-static int read_result(const struct crun *c, double t0, struct sample *s)
+static int read_result(const char *path, double t0, struct sample *s)
 {
-	char path[PATH_MAX], verdict[16] = "";
+	char verdict[16] = "";
 	double run, pass;
-	FILE *f;
+	FILE *f = fopen(path, "re");
 	int n;
 
-	at(path, sizeof(path), c->dir, "result");
-	f = fopen(path, "re");
 	if (!f)
 		return -errno;
 	n = fscanf(f, "%lf %lf %15s", &run, &pass, verdict);
@@ -493,47 +501,74 @@ static int read_result(const struct crun *c, double t0, struct sample *s)
 	return 0;
 }
 
+/* One restore's files: its logs and faultline's stats in the bench's dir. */
+struct rfiles {
+	char log[PATH_MAX];	/* criu restore's output */
+	char dlog[PATH_MAX];	/* the daemon's */
+	char stats[PATH_MAX];	/* faultline lazy-pages --stats-json */
+	char result[PATH_MAX];	/* what the process writes */
+};
+
+/* Name k's files, and remove what the last restore left. */
+static void restore_files(const struct crun *c, const struct cand *k,
+			  struct rfiles *f)
+{
+	char name[64], quit[PATH_MAX];
+
+	snprintf(name, sizeof(name), "%s-restore.log", k->key);
+	at(f->log, sizeof(f->log), c->dir, name);
+	snprintf(name, sizeof(name), "%s-daemon.log", k->key);
+	at(f->dlog, sizeof(f->dlog), c->dir, name);
+	at(f->stats, sizeof(f->stats), c->dir, "stats.json");
+	at(f->result, sizeof(f->result), c->dir, "result");
+	unlink(f->stats);
+	unlink(f->result);
+	at(quit, sizeof(quit), c->dir, "exit");
+	unlink(quit);
+}
+
+/* What the daemon served, where it says so; eager: in before it runs. */
+static void count_served(const struct cand *k, const struct rfiles *f,
+			 struct sample *s)
+{
+	if (k->kind == EAGER)
+		s->t[M_ALL] = s->t[M_RUN];
+	else if (k->kind == FL_LAZY)
+		count_faultline(f->stats, s);
+	else if (k->verbose)
+		count_criu(f->dlog, s);
+}
+
 /* Restore the dump with candidate k; the process is reaped after. */
 static int restore(struct crun *c, const struct cand *k, struct sample *s)
 {
-	char log[PATH_MAX], dlog[PATH_MAX], stats[PATH_MAX], name[64],
-	     path[PATH_MAX];
+	struct rfiles f;
 	const char *r[] = { c->criu, "restore", "-D", c->img, "-d",
 			    k->kind == EAGER ? NULL : "--lazy-pages", NULL };
 	pid_t d = 0;
-	double t0;
+	double t0 = bench_now();
 	int ret, st = 0;
 
 	*s = (struct sample){ .faults = -1, .copied = -1, .p50_us = -1,
 			      .p99_us = -1, .restore_ms = -1 };
-	snprintf(name, sizeof(name), "%s-restore.log", k->key);
-	at(log, sizeof(log), c->dir, name);
-	snprintf(name, sizeof(name), "%s-daemon.log", k->key);
-	at(dlog, sizeof(dlog), c->dir, name);
-	at(stats, sizeof(stats), c->dir, "stats.json");
-	unlink(stats);
-	at(path, sizeof(path), c->dir, "exit");
-	unlink(path);
-	at(path, sizeof(path), c->dir, "result");
-	unlink(path);
+	restore_files(c, k, &f);
 	if (k->kind != EAGER) {
-		t0 = bench_now();
-		ret = start_daemon(c, k, dlog, stats, &d);
+		ret = start_daemon(c, k, f.dlog, f.stats, &d);
 		if (ret < 0)
 			return ret;
 		s->listen = bench_now() - t0;
 	}
 	t0 = bench_now();
-	ret = run_cmd(r, log);
+	ret = run_cmd(r, f.log);
 	s->cmd = bench_now() - t0;
 	if (ret) {
 		fprintf(stderr, "faultline bench criu: criu restore with %s: "
 			"%s (see %s)\n", k->label,
-			ret < 0 ? strerror(-ret) : "failed", log);
+			ret < 0 ? strerror(-ret) : "failed", f.log);
 		ret = -EIO;
 		goto out;
 	}
-	ret = await_restored(path, c->pid, &d, t0, &s->t[M_ALL], &st);
+	ret = await_restored(f.result, c->pid, &d, t0, &s->t[M_ALL], &st);
 	if (ret < 0) {
 		fprintf(stderr, "faultline bench criu: %s: the restored "
 			"process wrote no result, or the daemon did not exit: "
@@ -542,17 +577,12 @@ static int restore(struct crun *c, const struct cand *k, struct sample *s)
 	}
 	if (k->kind != EAGER && (!WIFEXITED(st) || WEXITSTATUS(st))) {
 		fprintf(stderr, "faultline bench criu: %s ended with status "
-			"0x%x (see %s)\n", k->label, st, dlog);
+			"0x%x (see %s)\n", k->label, st, f.dlog);
 		ret = -EIO;
 		goto out;
 	}
-	ret = read_result(c, t0, s);
-	if (k->kind == EAGER)
-		s->t[M_ALL] = s->t[M_RUN];	/* in before it runs */
-	if (k->kind == FL_LAZY)
-		count_faultline(stats, s);
-	else if (k->verbose)
-		count_criu(dlog, s);
+	ret = read_result(f.result, t0, s);
+	count_served(k, &f, s);
 out:
 	stop(d);
 	put_file(c->dir, "exit", "");
