@@ -51,6 +51,8 @@ static const struct bench_def benches[] = {
 	  "touch 128 MiB restored from file, image, HTTP (cache), post-copy" },
 	{ "policy", bench_policy,
 	  "faults vs readahead/background pages per access pattern, in-proc" },
+	{ "criu", bench_criu,
+	  "1 GiB process: criu restore, criu lazy-pages, faultline (seed 002)" },
 };
 
 #define NBENCH (sizeof(benches) / sizeof(*benches))
@@ -73,6 +75,17 @@ static int run_one(const struct bench_def *d, const struct bench_opts *o,
 			strerror(-ret));
 		free(t);
 		return ret;
+	}
+	if (t->skipped) {
+		fprintf(stderr, "faultline bench %s: skipped: %s\n", d->name,
+			t->skipped);
+		*out = json_object_new_object();
+		json_object_object_add(*out, "bench",
+				       json_object_new_string(d->name));
+		json_object_object_add(*out, "skipped",
+				       json_object_new_string(t->skipped));
+		free(t);
+		return 0;
 	}
 	if (!o->json) {
 		bench_print_table(t, stdout);
@@ -102,6 +115,7 @@ static void usage(FILE *f)
 		"       [--only PREFIX,...]  (kvm-restore: only the rows whose "
 		"key starts so,\n"
 		"        e.g. random,sparse; each workload's reference is kept)\n"
+		"       [--criu PATH]  (criu: the criu binary, >= 4.1)\n"
 		"       faultline bench all [--json] [--quick] [-o FILE]  "
 		"(default bench-results.json)\n"
 		"       faultline bench plot FILE [-o DIR]  "
@@ -185,6 +199,8 @@ static int parse_args(struct bench_args *b, int argc, char **argv)
 			return 1;
 		} else if (!strcmp(a, "--only") && i + 1 < argc) {
 			b->o.only = argv[++i];
+		} else if (!strcmp(a, "--criu") && i + 1 < argc) {
+			b->o.criu = argv[++i];
 		} else if ((!strcmp(a, "--runs") || !strcmp(a, "--size") ||
 			    !strcmp(a, "-o") || !strcmp(a, "--out")) &&
 			   i + 1 < argc) {
@@ -249,8 +265,11 @@ int cmd_bench(int argc, char **argv)
 {
 	struct bench_args b = { .o = { .runs = 0 } };
 	json_object *j = NULL;
-	int ret = parse_args(&b, argc, argv);
+	int ret;
 
+	if (argc > 1 && !strcmp(argv[1], "--criu-workload"))
+		return bench_criu_workload(argc - 1, argv + 1);
+	ret = parse_args(&b, argc, argv);
 	if (ret)
 		return ret == 1 ? 0 : ret;
 	if (!strcmp(b.name, "list")) {

@@ -34,6 +34,7 @@ struct bench_opts {
 	int runs;		/* medians of this many runs */
 	uint64_t size;		/* bytes per benchmark (0: default) */
 	const char *only;	/* comma-separated key prefixes, or NULL */
+	const char *criu;	/* --criu PATH (bench criu), or NULL */
 };
 
 /* Is a row with this key selected by --only (always, without it)? */
@@ -79,6 +80,7 @@ struct bench_table {
 	int nkv;
 	struct bench_kv kv[BENCH_MAX_KV];
 	char notes[1536];	/* printed under the table */
+	const char *skipped;	/* why it did not run (no rows), or NULL */
 };
 
 /* ---- timing ------------------------------------------------------------- */
@@ -177,6 +179,9 @@ struct bench_daemon {
  */
 int bench_daemon_start(struct bench_daemon *d, const char *bench, int id,
 		       const char *const *args);
+/* The faultline binary: $FAULTLINE_BIN, this program if it is faultline,
+ * else build/faultline. */
+const char *bench_faultline_exe(void);
 /* SIGTERM (SIGKILL after 3 s), reap it and remove its socket. */
 void bench_daemon_stop(struct bench_daemon *d);
 /* fc_client_connect(), retried while the socket is not there yet (5 s). */
@@ -191,5 +196,8 @@ int bench_fault_latency(const struct bench_opts *o, struct bench_table *t);
 int bench_restore(const struct bench_opts *o, struct bench_table *t);
 int bench_remote(const struct bench_opts *o, struct bench_table *t);
 int bench_policy(const struct bench_opts *o, struct bench_table *t);
+int bench_criu(const struct bench_opts *o, struct bench_table *t);
+/* criu.c: the process `bench criu` dumps (argv: --criu-workload DIR SIZE). */
+int bench_criu_workload(int argc, char **argv);
 
 #endif

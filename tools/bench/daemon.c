@@ -30,7 +30,7 @@
 
 /* ---- a faultline serve daemon ------------------------------------------ */
 
-static const char *find_exe(void)
+const char *bench_faultline_exe(void)
 {
 	static char buf[PATH_MAX];
 	const char *env = getenv("FAULTLINE_BIN");
@@ -52,7 +52,7 @@ static const char *find_exe(void)
 int bench_daemon_start(struct bench_daemon *d, const char *bench, int id,
 		       const char *const *args)
 {
-	const char *exe = find_exe();
+	const char *exe = bench_faultline_exe();
 	const char *argv[24] = { "faultline", "serve", "--socket", d->sock };
 	int argc = 4;
 	pid_t pid;

@@ -158,9 +158,11 @@ void bench_print_table(const struct bench_table *t, FILE *f)
 			fprintf(f, " %10.4f",
 				r->sec * gsc * (double)GIB / (double)t->bytes);
 		fprintf(f, " %6.2fx", bench_row_ratio(t, r));
-		if (faults)
+		if (faults && r->faults >= 0)
 			fprintf(f, " %7.0f %7.1f", r->faults,
 				r->copied / (double)MIB);
+		else if (faults)
+			fprintf(f, " %7s %7s", "-", "-");
 		if (thp) {
 			if (r->thp_frac >= 0)
 				fprintf(f, " %4.0f%%", r->thp_frac * 100);

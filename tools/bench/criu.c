@@ -1,0 +1,883 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * criu.c - `faultline bench criu`: a process of --size bytes (1 GiB) is
+ * dumped by the real CRIU, then restored eagerly (`criu restore`), through
+ * `criu lazy-pages` (at its default log level, and at -v4, which logs a
+ * line per fault) and through `faultline lazy-pages`: the time until the
+ * process runs, until its first full pass over its memory is done, until
+ * every page is in, and the faults the daemons served.
+ *
+ * Decisions: one dump per run, restored once per candidate in an order
+ * that rotates from run to run (the same bytes for all, drift spread over
+ * all).  The process measures itself: it is this binary re-executed
+ * (`bench --criu-workload`), it reads CLOCK_MONOTONIC (less the offset
+ * of the time namespace CRIU restores it into: the host's clock then) and
+ * writes its times and its verdict to a file.  The clock starts
+ * when `criu restore` is forked, its go file already there, so the process
+ * goes on the moment it is back; a lazy daemon listens before that.  The
+ * process stays until the daemon has exited, so a daemon's exit means
+ * every page is in, never that its process went away.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "cli.h"
+#include "faultline.h"
+
+#define BOUND_S		120.0	/* at most, for anything: a hang, not a time */
+#define PAGE		4096
+
+/* ---- the process that is dumped and restored ---------------------------- */
+
+/* Write dir/name whole (a temporary file renamed): 0 or -errno. */
+static int put_file(const char *dir, const char *name, const char *text)
+{
+	char path[PATH_MAX], tmp[PATH_MAX];
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+		ret = -EIO;
+	close(fd);
+	if (!ret && rename(tmp, path) < 0)
+		ret = -errno;
+	return ret;
+}
+
+/*
+ * Until path exists: 0, or -ETIMEDOUT after BOUND_S (a bench that died
+ * leaves no process polling for ever).  Its clock goes on across a dump
+ * and restore (CRIU keeps it in a time namespace).
+ */
+static int await_path(const char *path)
+{
+	double end = bench_now() + BOUND_S;
+
+	while (access(path, F_OK) < 0) {
+		if (bench_now() > end)
+			return -ETIMEDOUT;
+		usleep(200);
+	}
+	return 0;
+}
+
+/*
+ * The monotonic offset of this process's time namespace, in seconds: CRIU
+ * restores a process into a new one, its clock going on from the dump,
+ * and the bench's clock is the host's.  0 if there is none.
+ */
+static double mono_offset(void)
+{
+	FILE *f = fopen("/proc/self/timens_offsets", "re");
+	char line[96];
+	long long sec, nsec;
+	double off = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "monotonic %lld %lld", &sec, &nsec) == 2)
+			off = (double)sec + (double)nsec * 1e-9;
+	if (f)
+		fclose(f);
+	return off;
+}
+
+/*
+ * argv: --criu-workload DIR SIZE.  Fills SIZE bytes with the bench pattern,
+ * writes DIR/ready (its pid), waits for DIR/go, then reads every byte once
+ * (the XXH3 of its memory against the pattern's) and writes DIR/result:
+ * "RUN PASS ok|wrong" (the host's CLOCK_MONOTONIC, seconds), and waits
+ * for DIR/exit.
+ */
+int bench_criu_workload(int argc, char **argv)
+{
+	char go[PATH_MAX], quit[PATH_MAX], text[96];
+	uint64_t size, want;
+	double t_run, t_pass, off;
+	void *p;
+	bool ok;
+
+	if (argc != 3 || parse_size(argv[2], &size) < 0 || !size ||
+	    size % PMD_SIZE_BYTES)
+		return 2;
+	setsid();	/* its own session: criu dumps it alone */
+	snprintf(go, sizeof(go), "%s/go", argv[1]);
+	snprintf(quit, sizeof(quit), "%s/exit", argv[1]);
+	p = bench_map(size);
+	if (!p || bench_prefault(p, size) < 0)
+		return 1;
+	bench_pattern(p, size, 0);
+	want = bench_pattern_sum(size);
+	snprintf(text, sizeof(text), "%d\n", (int)getpid());
+	if (put_file(argv[1], "ready", text) < 0)
+		return 1;
+	if (await_path(go) < 0)	/* dumped here, and restored here */
+		return 1;
+	t_run = bench_now();
+	ok = bench_sum(p, size) == want;
+	t_pass = bench_now();
+	off = mono_offset();	/* read after: not in the times */
+	snprintf(text, sizeof(text), "%.9f %.9f %s\n", t_run - off,
+		 t_pass - off, ok ? "ok" : "wrong");
+	if (put_file(argv[1], "result", text) < 0)
+		return 1;
+	return await_path(quit) < 0;
+}
+
+/* ---- the candidates and what a restore measured -------------------------- */
+
+enum kind { EAGER, CRIU_LAZY, FL_LAZY };
+
+static const struct cand {
+	const char *key;
+	const char *label;
+	enum kind kind;
+	bool verbose;		/* criu -v4: its log has a line per fault */
+} cands[] = {
+	{ "eager", "criu restore (eager)", EAGER, false },
+	{ "criu", "criu lazy-pages", CRIU_LAZY, false },
+	{ "criu_v4", "criu lazy-pages -v4", CRIU_LAZY, true },
+	{ "faultline", "faultline lazy-pages", FL_LAZY, false },
+};
+
+#define NCAND		(int)(sizeof(cands) / sizeof(*cands))
+#define REF		1	/* criu lazy-pages: every ratio is to it */
+#define FAULTLINE	3
+
+enum { M_RUN, M_PASS, M_ALL, NMETRIC };
+
+static const struct metric {
+	const char *key;
+	const char *label;
+	double target;		/* faultline's ratio to criu lazy-pages */
+} metrics[NMETRIC] = {
+	{ "run", "runs", 1.05 },
+	{ "pass", "first pass", 0.70 },
+	{ "all_in", "all in", 0.40 },
+};
+
+/* One restore: seconds from the fork of `criu restore`. */
+struct sample {
+	double t[NMETRIC];	/* runs, first pass done, every page in */
+	double cmd;		/* `criu restore` returned */
+	double listen;		/* the daemon's start to listening; 0: none */
+	double faults;		/* served by the daemon; < 0: not counted */
+	double copied;		/* bytes it copied; < 0: not counted */
+	double p50_us, p99_us;	/* faultline's read-to-wake bounds; < 0 */
+	double restore_ms;	/* faultline's own: uffd in to last page */
+	bool ok;		/* the process read every byte right */
+};
+
+struct run {
+	double dump;		/* criu dump's time */
+	struct sample s[NCAND];
+};
+
+/* What every restore of one bench shares. */
+struct crun {
+	char dir[64];		/* /tmp/flb-criu-XXXXXX: the files, logs */
+	char img[96];		/* dir/img: this run's dump */
+	char criu[PATH_MAX];
+	uint64_t size;
+	pid_t pid;		/* the process: dumped, then restored */
+};
+
+static void at(char *buf, size_t n, const char *dir, const char *name)
+{
+	snprintf(buf, n, "%s/%s", dir, name);
+}
+
+/* ---- processes ----------------------------------------------------------- */
+
+/*
+ * Fork and exec argv with CRIU_FAULT=130 (criu hangs on these machines
+ * without it: hardware breakpoints never fire), stdout and stderr to log
+ * (truncated), stdin /dev/null, status_fd (if >= 0) as fd 3, nothing else
+ * open.  The pid, or -errno.
+ */
+static pid_t spawn(const char *const *argv, const char *log, int status_fd)
+{
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int in = open("/dev/null", O_RDONLY);
+		int out = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		if (in < 0 || out < 0)
+			_exit(127);
+		dup2(in, 0);
+		dup2(out, 1);
+		dup2(out, 2);
+		if (status_fd >= 0)
+			dup2(status_fd, 3);	/* dup2 clears close-on-exec */
+		closefrom(status_fd >= 0 ? 4 : 3);
+		setenv("CRIU_FAULT", "130", 1);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/*
+ * Reap pid, a child: its exit status (128 + signal if killed), or
+ * -ETIMEDOUT after bound_s (it is killed and reaped then), or -errno.
+ */
+static int wait_exit(pid_t pid, double bound_s)
+{
+	double end = bench_now() + bound_s;
+	int st;
+
+	for (;;) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+
+		if (r == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) :
+			       128 + WTERMSIG(st);
+		if (r < 0)
+			return -errno;
+		if (bench_now() > end) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			return -ETIMEDOUT;
+		}
+		usleep(1000);
+	}
+}
+
+/* Kill pid if it is a child of ours still running, and reap it. */
+static void stop(pid_t pid)
+{
+	if (pid > 0 && waitpid(pid, NULL, WNOHANG) == 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+}
+
+/* Run argv to its end: its exit status, or -errno. */
+static int run_cmd(const char *const *argv, const char *log)
+{
+	pid_t pid = spawn(argv, log, -1);
+
+	return pid < 0 ? pid : wait_exit(pid, BOUND_S);
+}
+
+/*
+ * Wait until path exists while pid (a child) runs: 0, -ECHILD if it ended
+ * first (then reaped), -ETIMEDOUT after BOUND_S.
+ */
+static int wait_file(const char *path, pid_t pid)
+{
+	double end = bench_now() + BOUND_S;
+
+	while (access(path, F_OK) < 0) {
+		if (waitpid(pid, NULL, WNOHANG) == pid)
+			return -ECHILD;
+		if (bench_now() > end)
+			return -ETIMEDOUT;
+		usleep(1000);
+	}
+	return 0;
+}
+
+/*
+ * Wait until the restored process pid has written path and the daemon *d
+ * (if > 0) has exited, noting when it exited (*exit_s, from t0; *d is 0
+ * then) and its wait status (*st): 0, -ECHILD if the process ended first,
+ * -ETIMEDOUT after BOUND_S.  Both are watched at once: a daemon done
+ * before the process is timed then, not when the process is.
+ */
+static int await_restored(const char *path, pid_t pid, pid_t *d, double t0,
+			  double *exit_s, int *st)
+{
+	double end = bench_now() + BOUND_S;
+	bool have = false;
+
+	for (;;) {
+		if (*d > 0 && waitpid(*d, st, WNOHANG) == *d) {
+			*exit_s = bench_now() - t0;
+			*d = 0;
+		}
+		have = have || access(path, F_OK) == 0;
+		if (have && *d <= 0)
+			return 0;
+		if (!have && waitpid(pid, NULL, WNOHANG) == pid)
+			return -ECHILD;
+		if (bench_now() > end)
+			return -ETIMEDOUT;
+		usleep(1000);
+	}
+}
+
+/* A lazy-pages daemon of kind k, once it listens (its '\0' on fd 3). */
+static int start_daemon(const struct crun *c, const struct cand *k,
+			const char *log, const char *stats, pid_t *pid)
+{
+	const char *fl[] = { bench_faultline_exe(), "lazy-pages", "-D", c->img,
+			     "--status-fd", "3", "--stats-json", stats, NULL };
+	const char *cr[] = { c->criu, "lazy-pages", "-D", c->img,
+			     "--status-fd", "3", k->verbose ? "-v4" : NULL,
+			     NULL };
+	struct pollfd p;
+	int fds[2];
+	char ch = 1;
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -errno;
+	*pid = spawn(k->kind == FL_LAZY ? fl : cr, log, fds[1]);
+	close(fds[1]);
+	p = (struct pollfd){ .fd = fds[0], .events = POLLIN };
+	if (*pid > 0 && (poll(&p, 1, (int)BOUND_S * 1000) != 1 ||
+			 read(fds[0], &ch, 1) != 1 || ch)) {
+		fprintf(stderr, "faultline bench criu: %s did not start "
+			"listening (see %s)\n", k->label, log);
+		stop(*pid);
+		*pid = -ECHILD;
+	}
+	close(fds[0]);
+	return *pid < 0 ? *pid : 0;
+}
+
+/* ---- what the daemons say ------------------------------------------------ */
+
+/* criu lazy-pages -v4: a "#PF at" line per fault, pages copied per task. */
+static void count_criu(const char *log, struct sample *s)
+{
+	FILE *f = fopen(log, "re");
+	char *line = NULL, *q;
+	size_t cap = 0;
+	long long pages = 0, n;
+
+	s->faults = 0;
+	while (f && getline(&line, &cap, f) > 0) {
+		s->faults += strstr(line, "#PF at") != NULL;
+		q = strstr(line, "UFFD transferred pages: (");
+		if (q && sscanf(q + strlen("UFFD transferred pages: ("),
+				"%lld", &n) == 1)
+			pages += n;
+	}
+	s->copied = (double)pages * PAGE;
+	free(line);
+	if (f)
+		fclose(f);
+}
+
+static uint64_t json_u64(json_object *o, const char *key)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) ?
+	       (uint64_t)json_object_get_int64(v) : 0;
+}
+
+/* Add one --stats-json line's counters and latency histogram to sum. */
+static bool add_stats(struct fl_stats *sum, const char *line)
+{
+	json_object *j = json_tokener_parse(line), *st, *h;
+	bool ok = j && json_object_object_get_ex(j, "stats", &st);
+
+	if (ok) {
+		uint64_t max = json_u64(st, "latency_ns_max");
+		uint64_t ms = json_u64(st, "restore_ms");
+
+		sum->faults += json_u64(st, "faults");
+		sum->bytes_copied += json_u64(st, "bytes_copied");
+		sum->lat_ns_max = max > sum->lat_ns_max ? max : sum->lat_ns_max;
+		sum->restore_ms = ms > sum->restore_ms ? ms : sum->restore_ms;
+		if (json_object_object_get_ex(st, "latency_log2_ns_hist", &h))
+			for (size_t i = 0; i < FL_LAT_BUCKETS &&
+			     i < json_object_array_length(h); i++)
+				sum->lat_hist[i] += (uint64_t)json_object_get_int64(
+					json_object_array_get_idx(h, i));
+	}
+	json_object_put(j);
+	return ok;
+}
+
+/* faultline lazy-pages --stats-json: one line per session (task). */
+static void count_faultline(const char *stats, struct sample *s)
+{
+	FILE *f = fopen(stats, "re");
+	struct fl_stats sum = { 0 };
+	char *line = NULL;
+	size_t cap = 0;
+	bool any = false;
+
+	while (f && getline(&line, &cap, f) > 0)
+		any |= add_stats(&sum, line);
+	free(line);
+	if (f)
+		fclose(f);
+	if (!any)
+		return;
+	s->faults = (double)sum.faults;
+	s->copied = (double)sum.bytes_copied;
+	s->p50_us = (double)fl_stats_percentile(&sum, 50) / 1e3;
+	s->p99_us = (double)fl_stats_percentile(&sum, 99) / 1e3;
+	s->restore_ms = (double)sum.restore_ms;
+}
+
+/* ---- one dump, one restore ----------------------------------------------- */
+
+/* Start the process, let it fill its memory, dump it (it is killed). */
+static int dump(struct crun *c, double *sec)
+{
+	char size[32], pid[16], path[PATH_MAX], log[PATH_MAX];
+	const char *w[] = { "/proc/self/exe", "bench", "--criu-workload",
+			    c->dir, size, NULL };
+	const char *d[] = { c->criu, "dump", "-t", pid, "-D", c->img, NULL };
+	double t0;
+	int ret;
+
+	if (mkdir(c->img, 0755) < 0)
+		return -errno;
+	snprintf(size, sizeof(size), "%llu", (unsigned long long)c->size);
+	at(path, sizeof(path), c->dir, "go");
+	unlink(path);
+	at(path, sizeof(path), c->dir, "ready");
+	unlink(path);
+	at(log, sizeof(log), c->dir, "dump.log");
+	c->pid = spawn(w, "/dev/null", -1);
+	if (c->pid < 0)
+		return c->pid;
+	ret = wait_file(path, c->pid);
+	if (ret < 0) {
+		fprintf(stderr, "faultline bench criu: the process did not "
+			"fill its memory: %s\n", strerror(-ret));
+		stop(c->pid);
+		return ret;
+	}
+	snprintf(pid, sizeof(pid), "%d", (int)c->pid);
+	t0 = bench_now();
+	ret = run_cmd(d, log);
+	*sec = bench_now() - t0;
+	if (ret) {
+		fprintf(stderr, "faultline bench criu: criu dump: %s (see "
+			"%s)\n", ret < 0 ? strerror(-ret) : "failed", log);
+		stop(c->pid);
+		return -EIO;
+	}
+	ret = wait_exit(c->pid, BOUND_S);	/* its pid free for restores */
+	return ret < 0 ? ret : 0;
+}
+
+/* The process's result file: its times against t0, and its verdict. */
+static int read_result(const char *path, double t0, struct sample *s)
+{
+	char verdict[16] = "";
+	double run, pass;
+	FILE *f = fopen(path, "re");
+	int n;
+
+	if (!f)
+		return -errno;
+	n = fscanf(f, "%lf %lf %15s", &run, &pass, verdict);
+	fclose(f);
+	if (n != 3)
+		return -EPROTO;
+	s->t[M_RUN] = run - t0;
+	s->t[M_PASS] = pass - t0;
+	s->ok = !strcmp(verdict, "ok");
+	return 0;
+}
+
+/* One restore's files: its logs and faultline's stats in the bench's dir. */
+struct rfiles {
+	char log[PATH_MAX];	/* criu restore's output */
+	char dlog[PATH_MAX];	/* the daemon's */
+	char stats[PATH_MAX];	/* faultline lazy-pages --stats-json */
+	char result[PATH_MAX];	/* what the process writes */
+};
+
+/* Name k's files, and remove what the last restore left. */
+static void restore_files(const struct crun *c, const struct cand *k,
+			  struct rfiles *f)
+{
+	char name[64], quit[PATH_MAX];
+
+	snprintf(name, sizeof(name), "%s-restore.log", k->key);
+	at(f->log, sizeof(f->log), c->dir, name);
+	snprintf(name, sizeof(name), "%s-daemon.log", k->key);
+	at(f->dlog, sizeof(f->dlog), c->dir, name);
+	at(f->stats, sizeof(f->stats), c->dir, "stats.json");
+	at(f->result, sizeof(f->result), c->dir, "result");
+	unlink(f->stats);
+	unlink(f->result);
+	at(quit, sizeof(quit), c->dir, "exit");
+	unlink(quit);
+}
+
+/* What the daemon served, where it says so; eager: in before it runs. */
+static void count_served(const struct cand *k, const struct rfiles *f,
+			 struct sample *s)
+{
+	if (k->kind == EAGER)
+		s->t[M_ALL] = s->t[M_RUN];
+	else if (k->kind == FL_LAZY)
+		count_faultline(f->stats, s);
+	else if (k->verbose)
+		count_criu(f->dlog, s);
+}
+
+/* Restore the dump with candidate k; the process is reaped after. */
+static int restore(struct crun *c, const struct cand *k, struct sample *s)
+{
+	struct rfiles f;
+	const char *r[] = { c->criu, "restore", "-D", c->img, "-d",
+			    k->kind == EAGER ? NULL : "--lazy-pages", NULL };
+	pid_t d = 0;
+	double t0 = bench_now();
+	int ret, st = 0;
+
+	*s = (struct sample){ .faults = -1, .copied = -1, .p50_us = -1,
+			      .p99_us = -1, .restore_ms = -1 };
+	restore_files(c, k, &f);
+	if (k->kind != EAGER) {
+		ret = start_daemon(c, k, f.dlog, f.stats, &d);
+		if (ret < 0)
+			return ret;
+		s->listen = bench_now() - t0;
+	}
+	t0 = bench_now();
+	ret = run_cmd(r, f.log);
+	s->cmd = bench_now() - t0;
+	if (ret) {
+		fprintf(stderr, "faultline bench criu: criu restore with %s: "
+			"%s (see %s)\n", k->label,
+			ret < 0 ? strerror(-ret) : "failed", f.log);
+		ret = -EIO;
+		goto out;
+	}
+	ret = await_restored(f.result, c->pid, &d, t0, &s->t[M_ALL], &st);
+	if (ret < 0) {
+		fprintf(stderr, "faultline bench criu: %s: the restored "
+			"process wrote no result, or the daemon did not exit: "
+			"%s\n", k->label, strerror(-ret));
+		goto out;
+	}
+	if (k->kind != EAGER && (!WIFEXITED(st) || WEXITSTATUS(st))) {
+		fprintf(stderr, "faultline bench criu: %s ended with status "
+			"0x%x (see %s)\n", k->label, st, f.dlog);
+		ret = -EIO;
+		goto out;
+	}
+	ret = read_result(f.result, t0, s);
+	count_served(k, &f, s);
+out:
+	stop(d);
+	put_file(c->dir, "exit", "");
+	if (wait_exit(c->pid, ret < 0 ? 0 : BOUND_S) < 0)
+		stop(c->pid);
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;	/* what else came to us (faultline's keeper) */
+	return ret;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag,
+		    struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	return remove(path) < 0 ? -errno : 0;
+}
+
+/* rm -r path: 0 or -errno. */
+static int remove_tree(const char *path)
+{
+	return nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* One dump, restored by every candidate (order rotated by run). */
+static int one_run(struct crun *c, int run, struct run *out)
+{
+	int ret = dump(c, &out->dump);
+
+	if (ret < 0)
+		return ret;
+	ret = put_file(c->dir, "go", "");
+	for (int i = 0; i < NCAND && !ret; i++) {
+		int k = (i + run) % NCAND;
+
+		ret = restore(c, &cands[k], &out->s[k]);
+	}
+	if (!ret)
+		ret = remove_tree(c->img);
+	return ret;
+}
+
+/* ---- criu, and whether to run at all ------------------------------------- */
+
+/* criu's version as major * 100 + minor, or -1. */
+static int criu_version(const char *path)
+{
+	char cmd[PATH_MAX + 32], line[128];
+	int maj, min, v = -1;
+	FILE *f;
+
+	if (strchr(path, '\'') || access(path, X_OK) < 0)
+		return -1;
+	snprintf(cmd, sizeof(cmd), "'%s' --version 2>/dev/null", path);
+	f = popen(cmd, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Version: %d.%d", &maj, &min) == 2)
+			v = maj * 100 + min;
+	if (f)
+		pclose(f);
+	return v;
+}
+
+/* "criu" in $PATH into buf, or "". */
+static void criu_in_path(char *buf, size_t n)
+{
+	const char *p = getenv("PATH");
+
+	buf[0] = 0;
+	while (p && *p) {
+		size_t len = strcspn(p, ":");
+
+		snprintf(buf, n, "%.*s/criu", (int)len, p);
+		if (len && access(buf, X_OK) == 0)
+			return;
+		p += len + (p[len] == ':');
+	}
+	buf[0] = 0;
+}
+
+/*
+ * The criu to use: --criu, else build/criu/bin/criu beside this faultline
+ * binary or under the current directory (tests/criu/get-criu.sh), else
+ * $PATH's.  NULL if none is >= 4.1 (older ones fail on kernels that
+ * split [vvar]).
+ */
+static const char *find_criu(const struct bench_opts *o, char *buf, size_t n)
+{
+	char exe[PATH_MAX], *sl;
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (o->criu) {
+		snprintf(buf, n, "%s", o->criu);
+		return criu_version(buf) >= 401 ? buf : NULL;
+	}
+	exe[len > 0 ? len : 0] = 0;
+	sl = strrchr(exe, '/');
+	snprintf(buf, n, "%.*s/criu/bin/criu", sl ? (int)(sl - exe) : 1,
+		 sl ? exe : ".");
+	if (criu_version(buf) >= 401)
+		return buf;
+	snprintf(buf, n, "build/criu/bin/criu");
+	if (criu_version(buf) >= 401)
+		return buf;
+	criu_in_path(buf, n);
+	return buf[0] && criu_version(buf) >= 401 ? buf : NULL;
+}
+
+/* ---- the table ----------------------------------------------------------- */
+
+/* Seed 002's figures: a 256 MiB process, CRIU 4.2, this kind of machine. */
+static const struct {
+	int m, k;
+	double sec;
+	const char *note;
+} seeds[] = {
+	{ M_RUN, 0, 0.76, "to 0.93" },
+	{ M_ALL, 0, 0.76, "to 0.93 (restore end)" },
+	{ M_RUN, REF, 0.06, "to 0.07" },
+	{ M_PASS, REF, 0.47, NULL },
+	{ M_ALL, REF, 0.20, "(2,017-2,370 faults)" },
+};
+
+static char keys[NMETRIC * NCAND][32], labels[NMETRIC * NCAND][48];
+
+static void set_seed(struct bench_row *row, int m, int k)
+{
+	for (size_t i = 0; i < sizeof(seeds) / sizeof(*seeds); i++)
+		if (seeds[i].m == m && seeds[i].k == k) {
+			row->seed = seeds[i].sec;
+			row->seed_note = seeds[i].note;
+		}
+}
+
+/* Median of one sample field over the runs where it was measured. */
+static double median_of(const struct run *runs, int n, int k,
+			size_t off)
+{
+	double v[n > 0 ? n : 1];
+	int got = 0;
+
+	for (int r = 0; r < n; r++) {
+		double x = *(const double *)((const char *)&runs[r].s[k] + off);
+
+		if (x >= 0)
+			v[got++] = x;
+	}
+	return got ? bench_median(v, got) : -1;
+}
+
+/* Row of metric m for candidate k, its ratio to criu lazy-pages' row. */
+static int add_row(struct bench_table *t, const struct run *runs, int n,
+		   int m, int k, int ref_row)
+{
+	double v[n], ref[n];
+	bool ok = true;
+	int i = m * NCAND + k, row;
+
+	for (int r = 0; r < n; r++) {
+		v[r] = runs[r].s[k].t[m];
+		ref[r] = runs[r].s[REF].t[m];
+		ok &= runs[r].s[k].ok;
+	}
+	snprintf(keys[i], sizeof(keys[i]), "%s_%s", metrics[m].key,
+		 cands[k].key);
+	snprintf(labels[i], sizeof(labels[i]), "%s: %s", metrics[m].label,
+		 cands[k].label);
+	double ratio = bench_paired_ratio(v, ref, n);
+
+	row = bench_add_row(t, keys[i], labels[i], v, n, ok, -1);
+	if (row < 0)
+		return row;
+	t->rows[row].cmp = ref_row;
+	t->rows[row].ratio = ratio;
+	set_seed(&t->rows[row], m, k);
+	if (m == M_ALL) {
+		t->rows[row].faults = median_of(runs, n, k,
+					offsetof(struct sample, faults));
+		t->rows[row].copied = median_of(runs, n, k,
+					offsetof(struct sample, copied));
+	}
+	return row;
+}
+
+static void add_facts(struct bench_table *t, const struct run *runs, int n)
+{
+	static char fk[NCAND][2][32];
+	double d[n > 0 ? n : 1];
+
+	for (int r = 0; r < n; r++)
+		d[r] = runs[r].dump;
+	bench_add_kv(t, "dump_s", bench_median(d, n));
+	for (int k = 0; k < NCAND; k++) {
+		snprintf(fk[k][0], sizeof(fk[k][0]), "%s_restore_cmd_s",
+			 cands[k].key);
+		bench_add_kv(t, fk[k][0], median_of(runs, n, k,
+			     offsetof(struct sample, cmd)));
+		if (cands[k].kind == EAGER)
+			continue;
+		snprintf(fk[k][1], sizeof(fk[k][1]), "%s_listen_s",
+			 cands[k].key);
+		bench_add_kv(t, fk[k][1], median_of(runs, n, k,
+			     offsetof(struct sample, listen)));
+	}
+	bench_add_kv(t, "faultline_fault_p50_le_us", median_of(runs, n,
+		     FAULTLINE, offsetof(struct sample, p50_us)));
+	bench_add_kv(t, "faultline_fault_p99_le_us", median_of(runs, n,
+		     FAULTLINE, offsetof(struct sample, p99_us)));
+	bench_add_kv(t, "faultline_restore_ms", median_of(runs, n,
+		     FAULTLINE, offsetof(struct sample, restore_ms)));
+}
+
+/* The targets (faultline against criu lazy-pages) and how they were met. */
+static void add_notes(struct bench_table *t)
+{
+	size_t len = 0, cap = sizeof(t->notes);
+
+	len += snprintf(t->notes + len, cap - len, "targets, faultline "
+			"lazy-pages / criu lazy-pages (median of paired "
+			"ratios):");
+	for (int m = 0; m < NMETRIC && len < cap; m++) {
+		double r = t->rows[m * NCAND + FAULTLINE].ratio;
+
+		len += snprintf(t->notes + len, cap - len, "%s %s <= %.2fx: "
+				"%.2fx, %s", m ? ";" : "", metrics[m].label,
+				metrics[m].target, r,
+				r <= metrics[m].target ? "met" : "NOT met");
+	}
+	if (len < cap)
+		snprintf(t->notes + len, cap - len, "\n"
+			 "clock from the fork of `criu restore` (the daemons "
+			 "listen before it); runs: the restored process's "
+			 "first clock reading (its go file made before the "
+			 "restore); first pass: it has read every byte "
+			 "(XXH3 checked); all in: the lazy daemon exited, "
+			 "which it does once every page is in (eager: = "
+			 "runs).\nfaults: what each daemon says it read: "
+			 "faultline's --stats-json, criu's \"#PF at\" lines "
+			 "at -v4 (none at its default level: -); fault "
+			 "latency (read to wake, log2 bounds) from faultline "
+			 "only, criu lazy-pages does not measure it.");
+}
+
+static void fill_table(struct bench_table *t, const struct run *runs, int n,
+		       uint64_t size)
+{
+	t->title = "a process dumped by CRIU, restored eagerly, through "
+		   "criu lazy-pages and faultline lazy-pages";
+	t->seed = "002";
+	t->seed_unit = "s, 256 MiB";
+	t->unit = "s";
+	t->bytes = size;
+	t->runs = n;
+	for (int m = 0; m < NMETRIC; m++)
+		for (int k = 0; k < NCAND; k++)
+			add_row(t, runs, n, m, k, m * NCAND + REF);
+	t->ref = M_ALL * NCAND + REF;
+	add_facts(t, runs, n);
+	add_notes(t);
+}
+
+int bench_criu(const struct bench_opts *o, struct bench_table *t)
+{
+	static struct crun c;
+	struct run *runs;
+	int ret = 0, n = o->runs;
+
+	if (geteuid() != 0) {
+		t->skipped = "criu dump and restore need root";
+		return 0;
+	}
+	if (!find_criu(o, c.criu, sizeof(c.criu))) {
+		t->skipped = "no criu >= 4.1 (--criu PATH, build/criu/bin/criu "
+			     "from `make criu`, or $PATH)";
+		return 0;
+	}
+	c.size = o->size ? o->size : o->quick ? 16 * MIB : GIB;
+	snprintf(c.dir, sizeof(c.dir), "/tmp/flb-criu-XXXXXX");
+	if (!mkdtemp(c.dir))
+		return -errno;
+	at(c.img, sizeof(c.img), c.dir, "img");
+	runs = calloc((size_t)n, sizeof(*runs));
+	if (!runs)
+		return -ENOMEM;
+	/* The restored process is ours to reap, and its pid free again. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	for (int r = 0; r < n && !ret; r++)
+		ret = one_run(&c, r, &runs[r]);
+	prctl(PR_SET_CHILD_SUBREAPER, 0);
+	if (ret < 0)
+		fprintf(stderr, "faultline bench criu: left for a look: %s\n",
+			c.dir);
+	else {
+		fill_table(t, runs, n, c.size);
+		remove_tree(c.dir);
+	}
+	free(runs);
+	return ret;
+}
