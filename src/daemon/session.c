@@ -495,7 +495,11 @@ void session_release(struct daemon *d, int conn)
 		if (s->conn != conn || !s->held)
 			continue;
 		s->held = false;
-		if (s->engine && engine_prefetch_release(s->engine, fl) < 0)
+		if (!s->engine)
+			continue;
+		if (engine_prefetch_release(s->engine, fl) < 0 ||
+		    (d->cfg->replay &&
+		     fl_engine_replay(s->engine, d->cfg->replay) < 0))
 			swarn(s, "no prefetch: %s", fl_last_error());
 	}
 }
@@ -623,7 +627,8 @@ int start_serving(struct daemon *d, struct session *s,
 	}
 	if (ret == 0 && cfg->record)
 		ret = fl_engine_record(s->engine);
-	if (ret == 0 && cfg->replay)
+	/* Held: replayed once released, as the rest of prefetch. */
+	if (ret == 0 && cfg->replay && !s->held)
 		ret = fl_engine_replay(s->engine, cfg->replay);
 	if (ret == 0)
 		ret = fl_engine_start(s->engine, cfg->threads ? cfg->threads : 1);

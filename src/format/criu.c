@@ -223,9 +223,21 @@ static int split_lazy(const struct rec *r, struct criu_task *t, int *cap,
 			return bad(r, why);
 		}
 		uint64_t end = e < v[*vi].end ? e : v[*vi].end;
+		struct criu_range *last = t->nranges ?
+					  &t->ranges[t->nranges - 1] : NULL;
 
-		if (add_range(t, cap, s, end - s, off) < 0)
+		/*
+		 * The entry before ends here, in this VMA and in the pages
+		 * file: one range (CRIU writes an entry per 1 MiB or so; a
+		 * region each would make a 1 GiB task 1,000 regions).
+		 */
+		if (last && last->addr + last->len == s &&
+		    last->off + last->len == off && last->addr >= v[*vi].start) {
+			last->len += end - s;
+			t->lazy_bytes += end - s;
+		} else if (add_range(t, cap, s, end - s, off) < 0) {
 			return -ENOMEM;
+		}
 		off += end - s;
 		s = end;
 	}
