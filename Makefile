@@ -31,6 +31,9 @@
 CC      ?= cc
 PREFIX  ?= /usr/local
 DESTDIR ?=
+# Where libfaultline.{a,so} and pkgconfig/faultline.pc go; Debian's
+# multiarch: LIBDIR=/usr/lib/x86_64-linux-gnu (gcc -print-multiarch).
+LIBDIR  ?= $(PREFIX)/lib
 # systemd looks in /usr/local/lib/systemd/system and /usr/lib/systemd/system;
 # for another PREFIX: SYSTEMD_UNIT_DIR=/etc/systemd/system
 SYSTEMD_UNIT_DIR ?= $(PREFIX)/lib/systemd/system
@@ -353,16 +356,33 @@ demo: all
 		{ echo "faultline: missing perl's JSON::PP: apt install perl"; exit 1; }
 	bash tools/demo.sh
 
+# faultline.pc is relocatable: prefix and libdir are found from where the
+# file lies (${pcfiledir}, pkg-config's own), so a staged install
+# (DESTDIR) is compiled against through PKG_CONFIG_PATH alone, as is the
+# tree moved anywhere: LIBDIR=PREFIX/lib gives prefix=${pcfiledir}/../..,
+# multiarch PREFIX/lib/x86_64-linux-gnu ../../..; a LIBDIR outside PREFIX
+# climbs to / and down to PREFIX (libdir is always ${pcfiledir}/..).
+# Requires.private (not Libs.private flags): `pkg-config --static` then
+# brings each dependency's own private libraries (libcurl's -lnghttp2 ...).
+empty :=
+space := $(empty) $(empty)
+up_from    = $(subst $(space),/,$(patsubst %,..,$(subst /, ,$(1))))
+LIBDIR_REL = $(patsubst $(PREFIX)/%,%,$(LIBDIR))
+PC_PREFIX  = $${pcfiledir}/$(if $(filter /%,$(LIBDIR_REL)),$(call \
+	     up_from,$(LIBDIR)/pkgconfig)$(PREFIX),$(call up_from,pkgconfig/$(LIBDIR_REL)))
+PC_LIBDIR  = $(if $(filter /%,$(LIBDIR_REL)),$${pcfiledir}/..,$${prefix}/$(LIBDIR_REL))
+
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib \
-		$(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR) \
+		$(DESTDIR)$(PREFIX)/include $(DESTDIR)$(LIBDIR)/pkgconfig
 	install -m 755 $(BUILD)/faultline $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 $(BUILD)/libfaultline.a $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(BUILD)/libfaultline.so $(DESTDIR)$(PREFIX)/lib/libfaultline.so.$(SOVERSION)
-	ln -sf libfaultline.so.$(SOVERSION) $(DESTDIR)$(PREFIX)/lib/libfaultline.so
+	install -m 644 $(BUILD)/libfaultline.a $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(BUILD)/libfaultline.so $(DESTDIR)$(LIBDIR)/libfaultline.so.$(SOVERSION)
+	ln -sf libfaultline.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libfaultline.so
 	install -m 644 include/faultline.h $(DESTDIR)$(PREFIX)/include/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
-		contrib/faultline.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/faultline.pc
+	sed -e 's|@PREFIX@|$(PC_PREFIX)|' -e 's|@LIBDIR@|$(PC_LIBDIR)|' \
+		-e 's|@VERSION@|$(VERSION)|' -e 's|@REQUIRES@|$(PC_LIBS)|' \
+		contrib/faultline.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/faultline.pc
 	install -d $(DESTDIR)$(SYSTEMD_UNIT_DIR) $(DESTDIR)$(PREFIX)/share/faultline
 	for u in $(SYSTEMD_UNITS); do \
 		sed 's|/usr/local/bin/faultline|$(PREFIX)/bin/faultline|' contrib/$$u \
