@@ -5,8 +5,9 @@
 # installs a package: a missing build package stops it with one line
 # naming the package (build-deps).  `make check` installs missing Debian
 # packages, build and test (as root: deps), builds, and runs every
-# tests/*.c program under prove (TAP); `make check-loaded` runs them the
-# same way with a spinning process per CPU beside them.
+# tests/*.c program and tests/install.sh under prove (TAP); `make
+# check-loaded` runs them the same way with a spinning process per CPU
+# beside them.
 #
 # What goes where (layers in docs/architecture.md):
 #   libfaultline.{a,so}  src/{kernel,util,format,source,engine}: the library,
@@ -115,6 +116,11 @@ CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
 # The CLI's code but main(), for tests that reach it (the nginx helper).
 CLILIB_OBJ := $(filter-out $(BUILD)/tools/main.o,$(CLI_OBJ))
 TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+# TAP scripts prove runs beside them, with the build directory in BUILD:
+# install.sh installs into a temporary stage and builds a user's program
+# against it through pkg-config (not under check-sanitize: it says why).
+TEST_SH   := tests/install.sh
+TEST_SH_ENV = BUILD=$(BUILD) MAKE="$(MAKE)"
 # Concurrency tests run a second time with every CPU busy (tests/load.h).
 LOAD_TESTS := serve_bad serve_stress engine_events engine_eexist engine_adaptive \
 	      engine_client_exit engine_reset_state engine_mem \
@@ -297,7 +303,7 @@ criu: deps
 
 check: deps tcg-kernel criu
 	$(MAKE) all $(TEST_BIN)
-	prove -f --timer $(TEST_BIN)
+	$(TEST_SH_ENV) prove -f --timer $(TEST_BIN) $(TEST_SH)
 	FL_LOAD=1 prove -f --timer $(LOAD_TESTS:%=$(BUILD)/tests/%)
 	FL_FORCE_TCG=1 prove -f --timer $(TCG_TESTS:%=$(BUILD)/tests/%)
 
@@ -306,7 +312,7 @@ check: deps tcg-kernel criu
 # on a busy machine.
 check-loaded: deps tcg-kernel criu
 	$(MAKE) all $(TEST_BIN)
-	sh tests/loaded.sh prove -f --timer $(TEST_BIN)
+	$(TEST_SH_ENV) sh tests/loaded.sh prove -f --timer $(TEST_BIN) $(TEST_SH)
 	FL_LOAD=1 sh tests/loaded.sh prove -f --timer \
 		$(LOAD_TESTS:%=$(BUILD)/tests/%)
 	FL_FORCE_TCG=1 sh tests/loaded.sh prove -f --timer \
