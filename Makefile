@@ -1,10 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 # faultline — build, install and test.
 #
-# `make` builds build/libfaultline.{a,so} and build/faultline.
-# `make check` installs missing Debian packages (as root), builds, and runs
-# every tests/*.c program under prove (TAP); `make check-loaded` runs them
-# the same way with a spinning process per CPU beside them.
+# `make` builds build/libfaultline.{a,so} and build/faultline; it never
+# installs a package: a missing build package stops it with one line
+# naming the package (build-deps).  `make check` installs missing Debian
+# packages, build and test (as root: deps), builds, and runs every
+# tests/*.c program and tests/install.sh under prove (TAP); `make
+# check-loaded` runs them the same way with a spinning process per CPU
+# beside them.
 #
 # What goes where (layers in docs/architecture.md):
 #   libfaultline.{a,so}  src/{kernel,util,format,source,engine}: the library,
@@ -29,6 +32,9 @@
 CC      ?= cc
 PREFIX  ?= /usr/local
 DESTDIR ?=
+# Where libfaultline.{a,so} and pkgconfig/faultline.pc go; Debian's
+# multiarch: LIBDIR=/usr/lib/x86_64-linux-gnu (gcc -print-multiarch).
+LIBDIR  ?= $(PREFIX)/lib
 # systemd looks in /usr/local/lib/systemd/system and /usr/lib/systemd/system;
 # for another PREFIX: SYSTEMD_UNIT_DIR=/etc/systemd/system
 SYSTEMD_UNIT_DIR ?= $(PREFIX)/lib/systemd/system
@@ -45,10 +51,26 @@ VERSION := $(shell sed -n 's/^\#define FL_VERSION[\t ]*"\(.*\)"/\1/p' include/fa
 # counters are added without a bump (include/faultline.h says how).
 SOVERSION := 2
 
-DEB_PKGS := gcc make pkg-config perl libjson-c-dev libzstd-dev libxxhash-dev \
-	    nginx-light iproute2 gnuplot-nox strace \
-	    libcurl4-openssl-dev libprotobuf-c-dev protobuf-c-compiler
-PC_LIBS  := json-c libzstd libxxhash libcurl libprotobuf-c
+# Decision: `make` (all, install, demo) never runs apt: a build host may
+# be offline, or apt busy elsewhere (the dpkg lock held), and a build
+# should not need root.  build-deps checks the build packages below and
+# stops with one line per missing one ("faultline: missing json-c
+# headers: apt install libjson-c-dev"); `make deps` and the check targets
+# install them and the test packages, as root.
+# The library's pkg-config modules, each with the Debian package that
+# ships it (its headers and .pc): PC_LIBS is the link line and
+# faultline.pc's Requires.private.
+PC_DEPS  := json-c:libjson-c-dev libzstd:libzstd-dev libxxhash:libxxhash-dev \
+	    libcurl:libcurl4-openssl-dev libprotobuf-c:libprotobuf-c-dev
+PC_LIBS  := $(foreach d,$(PC_DEPS),$(firstword $(subst :, ,$(d))))
+# Commands the build runs, each with its package (perl: the symbol list
+# below, and `make demo`'s JSON::PP; prove, for the tests, is perl's too).
+CMD_DEPS := pkg-config:pkg-config protoc-c:protobuf-c-compiler perl:perl
+BUILD_PKGS := gcc make $(foreach d,$(PC_DEPS) $(CMD_DEPS),$(lastword $(subst :, ,$(d))))
+# What the tests need beside the build (HTTP tests, netns, bench plot,
+# killing a server inside a read).
+TEST_PKGS := nginx-light iproute2 gnuplot-nox strace
+DEB_PKGS  := $(BUILD_PKGS) $(TEST_PKGS)
 # A real KVM where /dev/kvm is missing: QEMU's TCG, Debian's 6.1 kernel
 # (extracted from its package, not installed) and a busybox initramfs
 # (testlib/tcg.c).  Without recommends: qemu's would pull in a desktop.
@@ -70,8 +92,8 @@ CFLAGS  += $(SANITIZE) -std=gnu11 -Wall -Wextra -Werror=implicit-function-declar
 # testlib/; testlib/ and the tests see everything.
 PRODUCT_CFLAGS := -Itools -Ivmm
 TEST_CFLAGS    := -Itestlib $(PRODUCT_CFLAGS) -Itools/bench -Itests
-# Expanded when a link runs, i.e. after `deps` has installed pkg-config and
-# the libraries on a new machine.
+# Expanded when a link runs, i.e. after build-deps has found pkg-config and
+# the libraries.
 PKG_LIBS = $(shell pkg-config --libs $(PC_LIBS) 2>/dev/null)
 LDLIBS   = $(PKG_LIBS) -lpthread -lm
 
@@ -94,6 +116,11 @@ CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
 # The CLI's code but main(), for tests that reach it (the nginx helper).
 CLILIB_OBJ := $(filter-out $(BUILD)/tools/main.o,$(CLI_OBJ))
 TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+# TAP scripts prove runs beside them, with the build directory in BUILD:
+# install.sh installs into a temporary stage and builds a user's program
+# against it through pkg-config (not under check-sanitize: it says why).
+TEST_SH   := tests/install.sh
+TEST_SH_ENV = BUILD=$(BUILD) MAKE="$(MAKE)"
 # Concurrency tests run a second time with every CPU busy (tests/load.h).
 LOAD_TESTS := serve_bad serve_stress engine_events engine_eexist engine_adaptive \
 	      engine_client_exit engine_reset_state engine_mem \
@@ -102,10 +129,30 @@ LOAD_TESTS := serve_bad serve_stress engine_events engine_eexist engine_adaptive
 # (what machines without /dev/kvm do), wherever they run.
 TCG_TESTS := vmm
 
-.PHONY: criu all deps check check-loaded check-sanitize check-tsan check-units tests demo install clean tcg-kernel
+.PHONY: criu all build-deps deps check check-loaded check-sanitize check-tsan check-units tests demo install clean tcg-kernel
 all: $(BUILD)/libfaultline.a $(BUILD)/libfaultline.so $(BUILD)/faultline
 
-# Install build and test dependencies on a fresh Debian machine.
+# Are the build packages there?  An order-only prerequisite of every
+# compile: never installs; stops the build with one line per missing
+# package (pkg-config first: the modules are asked through it).
+build-deps:
+	@command -v $(firstword $(CC)) >/dev/null 2>&1 || \
+		{ echo "faultline: missing C compiler $(CC): apt install gcc"; exit 1; }
+	@command -v pkg-config >/dev/null 2>&1 || \
+		{ echo "faultline: missing pkg-config: apt install pkg-config"; exit 1; }
+	@fail=0; \
+	for d in $(PC_DEPS); do \
+		pkg-config --exists $${d%%:*} || { fail=1; \
+		echo "faultline: missing $${d%%:*} headers: apt install $${d#*:}"; }; \
+	done; \
+	for d in $(CMD_DEPS); do \
+		command -v $${d%%:*} >/dev/null 2>&1 || { fail=1; \
+		echo "faultline: missing $${d%%:*}: apt install $${d#*:}"; }; \
+	done; \
+	exit $$fail
+
+# Install build and test dependencies on a fresh Debian machine (as root;
+# otherwise it says what to install): make check and its kin run it first.
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
@@ -155,23 +202,23 @@ $(BUILD)/tcg/.done: | deps
 	done
 	touch $@
 
-$(CRIU_PBC).c $(CRIU_PBC).h &: $(CRIU_PROTO) | deps
+$(CRIU_PBC).c $(CRIU_PBC).h &: $(CRIU_PROTO) | build-deps
 	@mkdir -p $(dir $@)
 	protoc-c --proto_path=$(dir $<) --c_out=$(dir $@) $<
 $(CRIU_PBC).o: $(CRIU_PBC).c
 	$(CC) $(CFLAGS) -c -o $@ $<
 $(BUILD)/src/format/criu.o: $(CRIU_PBC).h
 
-$(BUILD)/src/%.o: src/%.c | deps
+$(BUILD)/src/%.o: src/%.c | build-deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-$(BUILD)/testlib/%.o: testlib/%.c | deps
+$(BUILD)/testlib/%.o: testlib/%.c | build-deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(TEST_CFLAGS) -c -o $@ $<
 
 # The CLI and the VMM: product code, which cannot include testlib/.
-$(BUILD)/%.o: %.c | deps
+$(BUILD)/%.o: %.c | build-deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PRODUCT_CFLAGS) -c -o $@ $<
 
@@ -209,7 +256,7 @@ $(BUILD)/libfltest.a: $(TESTLIB_OBJ)
 
 # The test VMM (vmm/): its guest is 32-bit code assembled by binutils and
 # linked to run at GUEST_CODE, then carried as bytes by blob.S.
-$(BUILD)/vmm/guest.bin: vmm/guest.S vmm/guest_abi.h | deps
+$(BUILD)/vmm/guest.bin: vmm/guest.S vmm/guest_abi.h | build-deps
 	@mkdir -p $(dir $@)
 	$(CC) -m32 -c -Ivmm -o $(BUILD)/vmm/guest32.o $<
 	ld -m elf_i386 -Ttext=0x1000 -e _start --oformat binary \
@@ -234,14 +281,14 @@ $(BUILD)/faultline: $(CLI_OBJ) $(BUILD)/libflvmm.a $(BUILD)/libfldaemon.a \
 TEST_LIBS := $(BUILD)/libfltest.a $(BUILD)/libflcli.a $(BUILD)/libflvmm.a \
 	     $(BUILD)/libfldaemon.a $(BUILD)/libfaultline-internal.a
 $(BUILD)/tests/%: tests/%.c $(TEST_LIBS) \
-		  $(wildcard tests/*.h testlib/*.h vmm/*.h tools/bench/*.h) | deps
+		  $(wildcard tests/*.h testlib/*.h vmm/*.h tools/bench/*.h) | build-deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(TEST_CFLAGS) -o $@ $< $(TEST_LIBS) $(LDLIBS)
 
 # This one links the shipped archive and reads the artifacts it checks.
 $(BUILD)/tests/symbols: tests/symbols.c $(BUILD)/libfltest.a \
 			$(BUILD)/libfaultline.a $(BUILD)/libfaultline.so \
-			$(BUILD)/faultline | deps
+			$(BUILD)/faultline | build-deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(TEST_CFLAGS) -o $@ $< $(BUILD)/libfltest.a \
 		$(BUILD)/libfaultline.a $(LDLIBS)
@@ -256,7 +303,7 @@ criu: deps
 
 check: deps tcg-kernel criu
 	$(MAKE) all $(TEST_BIN)
-	prove -f --timer $(TEST_BIN)
+	$(TEST_SH_ENV) prove -f --timer $(TEST_BIN) $(TEST_SH)
 	FL_LOAD=1 prove -f --timer $(LOAD_TESTS:%=$(BUILD)/tests/%)
 	FL_FORCE_TCG=1 prove -f --timer $(TCG_TESTS:%=$(BUILD)/tests/%)
 
@@ -265,7 +312,7 @@ check: deps tcg-kernel criu
 # on a busy machine.
 check-loaded: deps tcg-kernel criu
 	$(MAKE) all $(TEST_BIN)
-	sh tests/loaded.sh prove -f --timer $(TEST_BIN)
+	$(TEST_SH_ENV) sh tests/loaded.sh prove -f --timer $(TEST_BIN) $(TEST_SH)
 	FL_LOAD=1 sh tests/loaded.sh prove -f --timer \
 		$(LOAD_TESTS:%=$(BUILD)/tests/%)
 	FL_FORCE_TCG=1 sh tests/loaded.sh prove -f --timer \
@@ -307,19 +354,41 @@ no_reports = if [ -n "$$(ls $(1))" ]; then head -n 60 $(1)/*; \
 	echo "sanitizer reports in $(1)"; exit 1; fi
 
 # The README's first command: restore a demo guest through faultline serve.
-demo: deps all
+# Decision: no deps (no apt) here either: beside the build, the demo needs
+# only perl's JSON::PP (package perl, a build package) and uses /dev/kvm
+# where it works, threads where not.
+demo: all
+	@perl -MJSON::PP -e 1 2>/dev/null || \
+		{ echo "faultline: missing perl's JSON::PP: apt install perl"; exit 1; }
 	bash tools/demo.sh
 
+# faultline.pc is relocatable: prefix and libdir are found from where the
+# file lies (${pcfiledir}, pkg-config's own), so a staged install
+# (DESTDIR) is compiled against through PKG_CONFIG_PATH alone, as is the
+# tree moved anywhere: LIBDIR=PREFIX/lib gives prefix=${pcfiledir}/../..,
+# multiarch PREFIX/lib/x86_64-linux-gnu ../../..; a LIBDIR outside PREFIX
+# climbs to / and down to PREFIX (libdir is always ${pcfiledir}/..).
+# Requires.private (not Libs.private flags): `pkg-config --static` then
+# brings each dependency's own private libraries (libcurl's -lnghttp2 ...).
+empty :=
+space := $(empty) $(empty)
+up_from    = $(subst $(space),/,$(patsubst %,..,$(subst /, ,$(1))))
+LIBDIR_REL = $(patsubst $(PREFIX)/%,%,$(LIBDIR))
+PC_PREFIX  = $${pcfiledir}/$(if $(filter /%,$(LIBDIR_REL)),$(call \
+	     up_from,$(LIBDIR)/pkgconfig)$(PREFIX),$(call up_from,pkgconfig/$(LIBDIR_REL)))
+PC_LIBDIR  = $(if $(filter /%,$(LIBDIR_REL)),$${pcfiledir}/..,$${prefix}/$(LIBDIR_REL))
+
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib \
-		$(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR) \
+		$(DESTDIR)$(PREFIX)/include $(DESTDIR)$(LIBDIR)/pkgconfig
 	install -m 755 $(BUILD)/faultline $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 $(BUILD)/libfaultline.a $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(BUILD)/libfaultline.so $(DESTDIR)$(PREFIX)/lib/libfaultline.so.$(SOVERSION)
-	ln -sf libfaultline.so.$(SOVERSION) $(DESTDIR)$(PREFIX)/lib/libfaultline.so
+	install -m 644 $(BUILD)/libfaultline.a $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(BUILD)/libfaultline.so $(DESTDIR)$(LIBDIR)/libfaultline.so.$(SOVERSION)
+	ln -sf libfaultline.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libfaultline.so
 	install -m 644 include/faultline.h $(DESTDIR)$(PREFIX)/include/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
-		contrib/faultline.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/faultline.pc
+	sed -e 's|@PREFIX@|$(PC_PREFIX)|' -e 's|@LIBDIR@|$(PC_LIBDIR)|' \
+		-e 's|@VERSION@|$(VERSION)|' -e 's|@REQUIRES@|$(PC_LIBS)|' \
+		contrib/faultline.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/faultline.pc
 	install -d $(DESTDIR)$(SYSTEMD_UNIT_DIR) $(DESTDIR)$(PREFIX)/share/faultline
 	for u in $(SYSTEMD_UNITS); do \
 		sed 's|/usr/local/bin/faultline|$(PREFIX)/bin/faultline|' contrib/$$u \
