@@ -20,6 +20,7 @@
 static const char usage[] =
 	"usage: faultline serve --socket PATH --mem-file FILE|URL [--chunk SIZE]\n"
 	"       [--threads N] [--stats-json FILE] [--once] [--allow-uid UID,...]\n"
+	"       [--socket-owner UID[:GID]]\n"
 	"       [--on-source-error poison|kill] [--record TRACE] [--prefetch TRACE]\n"
 	"       [--cache DIR] [--cache-max SIZE] [--progress|--no-progress]\n"
 	"       [--no-prefetch] [--no-background]\n"
@@ -31,6 +32,10 @@ static const char usage[] =
 	"  --chunk: bytes filled per fault, fixed; without it the chunk adapts:\n"
 	"  64K, doubled up to 2M while faults come in order, 2M when several\n"
 	"  vCPUs wait on faults at once\n"
+	"  --socket-owner: the socket (mode 0600) is given to UID (and GID), so\n"
+	"  a VMM running as UID (a jailed Firecracker) can connect, and it is\n"
+	"  served; peers of other uids but root and the daemon's own are\n"
+	"  refused, and killed if they sent a uffd (--allow-uid: only those)\n"
 	"  --no-prefetch: no readahead of fault streams; --no-background: no\n"
 	"  background restore (both, with --chunk 4K: a naive handler, one\n"
 	"  page per fault, to compare against)\n";
@@ -53,6 +58,27 @@ static int parse_uids(const char *arg, struct serve_config *c)
 	}
 	free(copy);
 	return ret;
+}
+
+/* "UID" or "UID:GID": the socket file's owner (--socket-owner). */
+static int parse_owner(const char *arg, struct serve_config *c)
+{
+	char *end;
+	unsigned long uid = strtoul(arg, &end, 10), gid = (gid_t)-1;
+
+	if (end == arg || (*end && *end != ':') || uid >= (uid_t)-1)
+		return -EINVAL;
+	if (*end == ':') {
+		const char *g = end + 1;
+
+		gid = strtoul(g, &end, 10);
+		if (end == g || *end || gid >= (gid_t)-1)
+			return -EINVAL;
+	}
+	c->socket_chown = true;
+	c->socket_uid = (uid_t)uid;
+	c->socket_gid = (gid_t)gid;
+	return 0;
 }
 
 static bool is_url(const char *spec)
@@ -94,6 +120,7 @@ int cmd_serve(int argc, char **argv)
 		{ "stats-json", required_argument, NULL, 'j' },
 		{ "once", no_argument, NULL, 'o' },
 		{ "allow-uid", required_argument, NULL, 'u' },
+		{ "socket-owner", required_argument, NULL, 263 },
 		{ "on-source-error", required_argument, NULL, 'e' },
 		{ "record", required_argument, NULL, 'r' },
 		{ "prefetch", required_argument, NULL, 'p' },
@@ -140,6 +167,11 @@ int cmd_serve(int argc, char **argv)
 			c.threads = (unsigned int)strtoul(optarg, &end, 10);
 			if (*end || c.threads < 1 || c.threads > 64)
 				return bad("--threads", optarg, "must be 1 to 64");
+			break;
+		case 263:
+			if (parse_owner(optarg, &c) < 0)
+				return bad("--socket-owner", optarg,
+					   "expected UID or UID:GID (numbers)");
 			break;
 		case 'u':
 			if (parse_uids(optarg, &c) < 0)

@@ -27,7 +27,11 @@ struct serve_config {
 	const char *stats_json;		/* append one JSON line per session */
 	bool once;			/* exit after the first session ends */
 	uid_t allow_uids[SERVE_MAX_UIDS];
-	int nallow;			/* 0: the daemon's uid and root */
+	int nallow;			/* 0: the daemon's uid, root and
+					 * socket_uid */
+	bool socket_chown;		/* the socket file given to: */
+	uid_t socket_uid;		/* its owner */
+	gid_t socket_gid;		/* its group ((gid_t)-1: unchanged) */
 	int on_error;			/* enum fl_on_error */
 	int handshake_timeout_ms;
 	const char *cache_dir;		/* local block cache for a URL source */

@@ -105,6 +105,16 @@ static int listen_on(struct daemon *d, const char *path)
 
 	if (fd < 0)
 		return fd;
+	/* --socket-owner: before anyone is told it listens. */
+	if (d->cfg->socket_chown &&
+	    chown(path, d->cfg->socket_uid, d->cfg->socket_gid) < 0) {
+		ret = -errno;
+		close(fd);
+		unlink(path);
+		return fl_err(ret, "--socket-owner %u: chown %s: %s",
+			      (unsigned int)d->cfg->socket_uid, path,
+			      strerror(-ret));
+	}
 	d->listen_fd = fd;
 	d->own_socket = true;
 	return 0;
@@ -138,7 +148,8 @@ static void listen_no_more(struct daemon *d)
 static bool uid_allowed(const struct serve_config *cfg, uid_t uid)
 {
 	if (!cfg->nallow)
-		return uid == 0 || uid == getuid();
+		return uid == 0 || uid == getuid() ||
+		       (cfg->socket_chown && uid == cfg->socket_uid);
 	for (int i = 0; i < cfg->nallow; i++)
 		if (cfg->allow_uids[i] == uid)
 			return true;
@@ -213,7 +224,9 @@ static void accept_one(struct daemon *d)
 	if (!s)
 		return;
 	if (!uid_allowed(d->cfg, s->uid)) {
-		refuse(d, s, "uid not allowed (--allow-uid)");
+		refuse(d, s, d->cfg->nallow ? "uid not allowed (not in "
+		       "--allow-uid)" : "uid not allowed (only root, the "
+		       "daemon's own and --socket-owner's)");
 		return;
 	}
 	/* Sessions being torn down make clients wait (see loop), not this. */
