@@ -8,6 +8,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "faultline.h"
+
 #include "daemon/daemon.h"
 #include "daemon/log.h"
 
@@ -18,6 +20,61 @@
  */
 static bool bar_on_line;
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void sess_client(const struct session *s, char *buf, size_t len)
+{
+	if (s->sock < 0 && s->client_pid)	/* a CRIU task: its pid */
+		snprintf(buf, len, "task %d of the images", (int)s->client_pid);
+	else if (s->sock < 0)		/* a forked child: pid unknown */
+		snprintf(buf, len, "a child of session %d", s->parent);
+	else
+		snprintf(buf, len, "pid %d uid %u", (int)s->pid,
+			 (unsigned int)s->uid);
+}
+
+void fmt_ns(char *buf, size_t len, uint64_t ns)
+{
+	static const char *const unit[] = { "ns", "µs", "ms", "s" };
+	double v = (double)ns;
+	int u = 0;
+
+	while (v >= 1000.0 && u < 3) {
+		v /= 1000.0;
+		u++;
+	}
+	if (u == 0 || v >= 100.0)
+		snprintf(buf, len, "%.0f %s", v, unit[u]);
+	else if (v >= 10.0)
+		snprintf(buf, len, "%.1f %s", v, unit[u]);
+	else
+		snprintf(buf, len, "%.2f %s", v, unit[u]);
+}
+
+uint64_t lat_count(const struct fl_stats *st)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < FL_LAT_BUCKETS; i++)
+		n += st->lat_hist[i];
+	return n;
+}
+
+void fmt_latency(char *buf, size_t len, const struct fl_stats *st)
+{
+	char p50[24], p99[24], mean[24], max[24];
+	uint64_t n = lat_count(st);
+
+	if (!n) {
+		snprintf(buf, len, "no faults");
+		return;
+	}
+	fmt_ns(p50, sizeof(p50), fl_stats_percentile(st, 50));
+	fmt_ns(p99, sizeof(p99), fl_stats_percentile(st, 99));
+	fmt_ns(mean, sizeof(mean), st->lat_ns_sum / n);
+	fmt_ns(max, sizeof(max), st->lat_ns_max);
+	snprintf(buf, len, "p50 ≤ %s, p99 ≤ %s (bucket bounds), mean %s, "
+		 "max %s", p50, p99, mean, max);
+}
 
 void slog(const struct session *s, const char *fmt, ...)
 {
@@ -32,17 +89,15 @@ void slog(const struct session *s, const char *fmt, ...)
 		fputs("\r\033[K", stderr);
 		bar_on_line = false;
 	}
-	if (s && s->sock < 0 && s->client_pid)	/* a CRIU task: its pid */
-		fprintf(stderr, "faultline: session %d (task %d of the "
-			"images): %s\n", s->id, (int)s->client_pid, msg);
-	else if (s && s->sock < 0)	/* a forked child: pid unknown */
-		fprintf(stderr, "faultline: session %d (a child of session "
-			"%d): %s\n", s->id, s->parent, msg);
-	else if (s)
-		fprintf(stderr, "faultline: session %d (pid %d uid %u): %s\n",
-			s->id, (int)s->pid, (unsigned int)s->uid, msg);
-	else
+	if (s) {
+		char who[64];
+
+		sess_client(s, who, sizeof(who));
+		fprintf(stderr, "faultline: session %d (%s): %s\n", s->id, who,
+			msg);
+	} else {
 		fprintf(stderr, "faultline: %s\n", msg);
+	}
 	pthread_mutex_unlock(&out_lock);
 }
 
