@@ -16,13 +16,19 @@
 #include "faultline.h"
 #include "daemon/serve.h"
 #include "daemon/supervise.h"
+#include "util/sock.h"
 
 static const char usage[] =
 	"usage: faultline serve --socket PATH --mem-file FILE|URL [--chunk SIZE]\n"
 	"       [--threads N] [--stats-json FILE] [--once] [--allow-uid UID,...]\n"
 	"       [--on-source-error poison|kill] [--record TRACE] [--prefetch TRACE]\n"
 	"       [--cache DIR] [--cache-max SIZE] [--progress|--no-progress]\n"
-	"       [--no-prefetch] [--no-background]\n"
+	"       [--no-prefetch] [--no-background] [--control PATH]\n"
+	"       [--metrics [ADDR:]PORT]\n"
+	"  --control: the status socket (`faultline status`), by default the\n"
+	"  socket's path + .ctl; root and this uid only\n"
+	"  --metrics: serve GET /metrics (Prometheus) on PORT of 127.0.0.1, or\n"
+	"  of ADDR if given (0.0.0.0:PORT: every interface)\n"
 	"  --progress: restore progress on stderr, checked every 250 ms: a bar\n"
 	"  on a terminal (the default there), otherwise a line each time the\n"
 	"  restore has passed another 10 % mark (a restore done within 250 ms\n"
@@ -102,12 +108,16 @@ int cmd_serve(int argc, char **argv)
 		{ "no-progress", no_argument, NULL, 259 },
 		{ "no-prefetch", no_argument, NULL, 260 },
 		{ "no-background", no_argument, NULL, 261 },
+		{ "control", required_argument, NULL, 262 },
+		{ "metrics", required_argument, NULL, 263 },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	struct serve_config c = { .threads = 1, .handshake_timeout_ms = 5000,
 				  .progress = isatty(2) };
 	bool cache_max = false;
+	const char *control = NULL;
+	char ctl[SOCK_UNIX_PATH_MAX];
 	int opt, ret;
 	char *end;
 
@@ -160,6 +170,11 @@ int cmd_serve(int argc, char **argv)
 		case 259: c.progress = false; break;
 		case 260: c.engine_flags |= FL_ENGINE_NO_PREFETCH; break;
 		case 261: c.engine_flags |= FL_ENGINE_NO_BACKGROUND; break;
+		case 262: control = optarg; break;
+		case 263:
+			if ((ret = cli_metrics_opt("serve", optarg, &c)))
+				return ret;
+			break;
 		case 257:
 			if (parse_size(optarg, &c.cache_max) < 0 ||
 			    c.cache_max < (1 << 20))
@@ -182,7 +197,8 @@ int cmd_serve(int argc, char **argv)
 			usage);
 		return 2;
 	}
-	if ((ret = check_combinations(&c, cache_max)))
+	if ((ret = check_combinations(&c, cache_max)) ||
+	    (ret = cli_control_path("serve", control, &c, ctl, sizeof(ctl))))
 		return ret;
 	/*
 	 * This process is the supervisor; it runs the server as its child
