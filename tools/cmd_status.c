@@ -51,7 +51,7 @@ static int ask(const char *path, char **out)
 	struct timeval tv = { .tv_sec = TIMEOUT_S };
 	size_t len = 0, cap = 1 << 16;
 	char *buf;
-	int fd = sock_connect_unix(path);
+	int sent, fd = sock_connect_unix(path);
 
 	if (fd == -EACCES || fd == -EPERM)
 		return fail("%s: permission denied (root and the daemon's uid "
@@ -62,12 +62,12 @@ static int ask(const char *path, char **out)
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	buf = malloc(cap + 1);
-	if (!buf || send_full(fd, CTL_REQ_STATUS "\n",
-			      strlen(CTL_REQ_STATUS) + 1) < 0) {
-		free(buf);
+	if (!buf) {
 		close(fd);
-		return fail("%s: %s", path, "cannot send the request");
+		return fail("%s: %s", path, "out of memory");
 	}
+	/* Failing, read on: a daemon refusing us has said why, and closed. */
+	sent = send_full(fd, CTL_REQ_STATUS "\n", strlen(CTL_REQ_STATUS) + 1);
 	for (;;) {
 		ssize_t n = recv(fd, buf + len, cap - len, 0);
 
@@ -85,6 +85,11 @@ static int ask(const char *path, char **out)
 	}
 	close(fd);
 	buf[len] = 0;
+	if (!len) {
+		free(buf);
+		return fail("%s: %s", path, sent < 0 ? strerror(-sent) :
+			    "no answer");
+	}
 	*out = buf;
 	return 0;
 }
