@@ -20,6 +20,7 @@
 #include <pwd.h>
 #include <sys/time.h>
 
+#include "http_util.h"
 #include "serve_util.h"
 
 #define MIB		(1ULL << 20)
@@ -32,22 +33,6 @@ static struct mem_file mem;
 static struct serve srv;
 static char ctl_path[128];
 static int metrics_port;
-
-/* A port nobody listens on now, on loopback. */
-static int free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-
-	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-		port = ntohs(a.sin_port);
-	if (fd >= 0)
-		close(fd);
-	return port;
-}
 
 /* ---- the client: half restored, then held --------------------------------- */
 

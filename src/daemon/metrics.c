@@ -70,6 +70,14 @@ static void sample(FILE *f, const char *name, const char *labels, uint64_t v)
 		*labels ? "}" : "", (unsigned long long)v);
 }
 
+/* A family of one sample without labels. */
+static void scalar(FILE *f, const char *name, const char *type,
+		   const char *help, uint64_t v)
+{
+	family(f, name, type, help);
+	sample(f, name, "", v);
+}
+
 /* A session's labels: session, pid (when the host knows it), task. */
 static void sess_labels(const struct session *s, char *buf, size_t len)
 {
@@ -111,21 +119,18 @@ static void server_metrics(FILE *f, struct daemon *d)
 	char name[96];
 
 	daemon_totals(d, &t, &all);
-	family(f, "faultline_sessions_active", "gauge",
-	       "Sessions alive (handshake or serving).");
-	sample(f, "faultline_sessions_active", "", (uint64_t)d->nsessions);
-	family(f, "faultline_sessions_served_total", "counter",
-	       "Sessions that began serving.");
-	sample(f, "faultline_sessions_served_total", "", t.served);
-	family(f, "faultline_sessions_refused_total", "counter",
-	       "Clients refused (uid, limits, bad handshake, timeout).");
-	sample(f, "faultline_sessions_refused_total", "", t.refused);
-	family(f, "faultline_clients_killed_total", "counter",
-	       "Clients killed: refused after sending a uffd, or a page failed.");
-	sample(f, "faultline_clients_killed_total", "", t.killed);
-	family(f, "faultline_restores_complete_total", "counter",
-	       "Sessions whose restore completed.");
-	sample(f, "faultline_restores_complete_total", "", t.restored);
+	scalar(f, "faultline_sessions_active", "gauge",
+	       "Sessions alive (handshake or serving).", (uint64_t)d->nsessions);
+	scalar(f, "faultline_sessions_served_total", "counter",
+	       "Sessions that began serving.", t.served);
+	scalar(f, "faultline_sessions_refused_total", "counter",
+	       "Clients refused (uid, limits, bad handshake, timeout).",
+	       t.refused);
+	scalar(f, "faultline_clients_killed_total", "counter",
+	       "Clients killed: refused after sending a uffd, or a page failed.",
+	       t.killed);
+	scalar(f, "faultline_restores_complete_total", "counter",
+	       "Sessions whose restore completed.", t.restored);
 	family(f, "faultline_server_uptime_seconds", "gauge",
 	       "Seconds since this server process started (a restart resets counters).");
 	fprintf(f, "faultline_server_uptime_seconds %.3f\n",
@@ -133,16 +138,16 @@ static void server_metrics(FILE *f, struct daemon *d)
 	for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
 		snprintf(name, sizeof(name), "faultline_%s_total",
 			 counters[i].name);
-		family(f, name, "counter", counters[i].help);
-		sample(f, name, "", counter_of(&all, &counters[i]));
+		scalar(f, name, "counter", counters[i].help,
+		       counter_of(&all, &counters[i]));
 	}
 	if (source_remote_bytes(d->src, &fetched, &cached) == 0) {
-		family(f, "faultline_source_bytes_fetched_total", "counter",
-		       "Bytes the remote source fetched from its origin.");
-		sample(f, "faultline_source_bytes_fetched_total", "", fetched);
-		family(f, "faultline_source_bytes_cached_total", "counter",
-		       "Bytes the remote source read from its local cache.");
-		sample(f, "faultline_source_bytes_cached_total", "", cached);
+		scalar(f, "faultline_source_bytes_fetched_total", "counter",
+		       "Bytes the remote source fetched from its origin.",
+		       fetched);
+		scalar(f, "faultline_source_bytes_cached_total", "counter",
+		       "Bytes the remote source read from its local cache.",
+		       cached);
 	}
 	family(f, "faultline_fault_latency_seconds", "histogram",
 	       "Fault latency, read to wake, every session of this server.");
