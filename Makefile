@@ -79,6 +79,8 @@ TCG_PKGS  := qemu-system-x86 busybox-static xz-utils
 # installed (tests/criu/get-criu.sh): its build packages, tests only.
 CRIU_PKGS := libprotobuf-dev libnl-3-dev libnet1-dev libcap-dev uuid-dev \
 	     libbsd-dev libnftables-dev libgnutls28-dev
+# The metrics tests: promtool and a real Prometheus server (tests only).
+MON_PKGS  := prometheus
 TCG_KMODS := arch/x86/kvm/kvm.ko arch/x86/kvm/kvm-amd.ko \
 	     virt/lib/irqbypass.ko drivers/crypto/ccp/ccp.ko
 
@@ -166,7 +168,7 @@ deps:
 			echo "missing packages; run: sudo apt-get install -y $$missing"; exit 1; \
 		fi; \
 	fi
-	@missing=$$(for p in $(TCG_PKGS) $(CRIU_PKGS); do \
+	@missing=$$(for p in $(TCG_PKGS) $(CRIU_PKGS) $(MON_PKGS); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
 		grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ]; then \
@@ -175,7 +177,7 @@ deps:
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 			--no-install-recommends $$missing >/dev/null; \
 	elif [ -n "$$missing" ]; then \
-		echo "KVM (without /dev/kvm) and CRIU tests need: sudo apt-get install -y --no-install-recommends $$missing"; \
+		echo "KVM (without /dev/kvm), CRIU and metrics tests need: sudo apt-get install -y --no-install-recommends $$missing"; \
 	fi
 
 # The kernel and kvm modules for the TCG VM, from Debian's package, and

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * cli.c - what every subcommand shares: exit status and size arguments.
+ * cli.c - what every subcommand shares: exit status, size arguments, and
+ * the daemon's status and metrics options.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -13,6 +14,8 @@
 #include "cli.h"
 #include "daemon/log.h"
 #include "faultline.h"
+#include "daemon/config.h"
+#include "daemon/ctl.h"
 
 int cli_exit(const char *cmd, int ret)
 {
@@ -78,5 +81,41 @@ int cli_log_level(const char *cmd, const char *name)
 		return 2;
 	}
 	log_init(level);
+	return 0;
+}
+
+int cli_metrics_opt(const char *cmd, const char *arg, struct serve_config *c)
+{
+	char spec[128];
+
+	if (metrics_bind_spec(arg, spec, sizeof(spec)) < 0) {
+		fprintf(stderr, "faultline %s: --metrics '%s': expected PORT "
+			"(loopback) or ADDR:PORT\n", cmd, arg);
+		return 2;
+	}
+	c->metrics_addr = arg;
+	return 0;
+}
+
+int cli_control_path(const char *cmd, const char *given,
+		     struct serve_config *c, char *buf, size_t len)
+{
+	if (given && strlen(given) >= SOCK_UNIX_PATH_MAX) {
+		fprintf(stderr, "faultline %s: --control '%s': too long for a "
+			"socket path\n", cmd, given);
+		return 2;
+	}
+	if (given) {
+		c->control_path = given;
+		return 0;
+	}
+	if (!c->socket_path)	/* systemd's socket: only when asked */
+		return 0;
+	if (ctl_path_for(c->socket_path, buf, len) < 0) {
+		fprintf(stderr, "faultline %s: %s.ctl: too long for a socket "
+			"path (give --control PATH)\n", cmd, c->socket_path);
+		return 2;
+	}
+	c->control_path = buf;
 	return 0;
 }

@@ -30,6 +30,7 @@
 #include "source/concat.h"
 #include "source/source.h"
 #include "util/error.h"
+#include "util/sock.h"
 
 #define SOCK_NAME	"lazy-pages.socket"
 
@@ -39,7 +40,7 @@ static const char usage[] =
 	"       [--chunk SIZE] [--stats-json FILE] [--on-source-error poison|kill]\n"
 	"       [--no-prefetch] [--no-background] [--progress]\n"
 	"       [--pages FILE|IMAGE|URL|tcp://HOST:PORT [--cache DIR]]\n"
-	"       [--record TRACE] [--prefetch TRACE]\n"
+	"       [--record TRACE] [--prefetch TRACE] [--metrics [ADDR:]PORT]\n"
 	"       [--log-level error|warning|info|debug]\n"
 	"  Serves `criu restore --lazy-pages -D DIR` on WORKDIR/" SOCK_NAME "\n"
 	"  (WORKDIR: the images directory unless -W); --status-fd N: one '\\0'\n"
@@ -51,7 +52,10 @@ static const char usage[] =
 	"  image, also over http(s) with --cache, or a `faultline send` peer);\n"
 	"  the images in -D still say what is lazy.  --record: the working set\n"
 	"  of every task (which pages each touched first, in order) in one\n"
-	"  trace; --prefetch: replayed at the next restore of the same dump.\n";
+	"  trace; --prefetch: replayed at the next restore of the same dump.\n"
+	"  `faultline status --socket WORKDIR/" SOCK_NAME "` shows the restore\n"
+	"  (its control socket: that path + .ctl); --metrics: GET /metrics\n"
+	"  (Prometheus) on PORT of 127.0.0.1, or of ADDR if given.\n";
 
 static int bad(const char *opt, const char *val, const char *why)
 {
@@ -148,14 +152,15 @@ int cmd_lazy_pages(int argc, char **argv)
 		{ "cache", required_argument, NULL, 261 },
 		{ "record", required_argument, NULL, 262 },
 		{ "prefetch", required_argument, NULL, 263 },
-		{ "log-level", required_argument, NULL, 264 },
+		{ "metrics", required_argument, NULL, 264 },
+		{ "log-level", required_argument, NULL, 265 },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	struct serve_config c = { .threads = 1, .one_client = true,
 				  .handshake_timeout_ms = INT_MAX };
 	const char *dir = NULL, *work = NULL, *log = NULL, *pages = NULL;
-	char sock[PATH_MAX];
+	char sock[PATH_MAX], ctl[SOCK_UNIX_PATH_MAX];
 	struct criu_set set;
 	int opt, ret;
 	char *end;
@@ -198,13 +203,17 @@ int cmd_lazy_pages(int argc, char **argv)
 		case 258: c.engine_flags |= FL_ENGINE_NO_BACKGROUND; break;
 		case 259: c.progress = true; break;
 		case 260: pages = optarg; break;
+		case 264:
+			if ((ret = cli_metrics_opt("lazy-pages", optarg, &c)))
+				return ret;
+			break;
 		case 261: c.cache_dir = optarg; break;
 		case 262:
 			if (cli_check_writable(optarg) < 0)
 				return bad("--record", optarg, strerror(errno));
 			c.record = optarg;
 			break;
-		case 264:
+		case 265:
 			if ((ret = cli_log_level("lazy-pages", optarg)))
 				return ret;
 			break;
@@ -235,6 +244,9 @@ int cmd_lazy_pages(int argc, char **argv)
 		return ret;
 	if (snprintf(sock, sizeof(sock), "%s/%s", work, SOCK_NAME) >= 108)
 		return bad("--work-dir", work, "too long for a socket path");
+	c.socket_path = sock;
+	if ((ret = cli_control_path("lazy-pages", NULL, &c, ctl, sizeof(ctl))))
+		return ret;
 	ret = criu_load(dir, &set);
 	if (ret < 0)
 		return cli_exit("lazy-pages", ret);

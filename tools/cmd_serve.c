@@ -16,6 +16,7 @@
 #include "faultline.h"
 #include "daemon/serve.h"
 #include "daemon/supervise.h"
+#include "util/sock.h"
 
 static const char usage[] =
 	"usage: faultline serve --socket PATH --mem-file FILE|URL [--chunk SIZE]\n"
@@ -25,6 +26,12 @@ static const char usage[] =
 	"       [--cache DIR] [--cache-max SIZE] [--progress|--no-progress]\n"
 	"       [--no-prefetch] [--no-background]\n"
 	"       [--log-level error|warning|info|debug]\n"
+	"       [--no-prefetch] [--no-background] [--control PATH]\n"
+	"       [--metrics [ADDR:]PORT]\n"
+	"  --control: the status socket (`faultline status`), by default the\n"
+	"  socket's path + .ctl; root and this uid only\n"
+	"  --metrics: serve GET /metrics (Prometheus) on PORT of 127.0.0.1, or\n"
+	"  of ADDR if given (0.0.0.0:PORT: every interface)\n"
 	"  --progress: restore progress on stderr, checked every 250 ms: a bar\n"
 	"  on a terminal (the default there), otherwise a line each time the\n"
 	"  restore has passed another 10 % mark (a restore done within 250 ms\n"
@@ -120,7 +127,7 @@ int cmd_serve(int argc, char **argv)
 		{ "stats-json", required_argument, NULL, 'j' },
 		{ "once", no_argument, NULL, 'o' },
 		{ "allow-uid", required_argument, NULL, 'u' },
-		{ "socket-owner", required_argument, NULL, 263 },
+		{ "socket-owner", required_argument, NULL, 265 },
 		{ "on-source-error", required_argument, NULL, 'e' },
 		{ "record", required_argument, NULL, 'r' },
 		{ "prefetch", required_argument, NULL, 'p' },
@@ -130,13 +137,17 @@ int cmd_serve(int argc, char **argv)
 		{ "no-progress", no_argument, NULL, 259 },
 		{ "no-prefetch", no_argument, NULL, 260 },
 		{ "no-background", no_argument, NULL, 261 },
-		{ "log-level", required_argument, NULL, 262 },
+		{ "control", required_argument, NULL, 262 },
+		{ "metrics", required_argument, NULL, 263 },
+		{ "log-level", required_argument, NULL, 264 },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	struct serve_config c = { .threads = 1, .handshake_timeout_ms = 5000,
 				  .progress = isatty(2) };
 	bool cache_max = false;
+	const char *control = NULL;
+	char ctl[SOCK_UNIX_PATH_MAX];
 	int opt, ret;
 	char *end;
 
@@ -168,7 +179,7 @@ int cmd_serve(int argc, char **argv)
 			if (*end || c.threads < 1 || c.threads > 64)
 				return bad("--threads", optarg, "must be 1 to 64");
 			break;
-		case 263:
+		case 265:
 			if (parse_owner(optarg, &c) < 0)
 				return bad("--socket-owner", optarg,
 					   "expected UID or UID:GID (numbers)");
@@ -194,7 +205,12 @@ int cmd_serve(int argc, char **argv)
 		case 259: c.progress = false; break;
 		case 260: c.engine_flags |= FL_ENGINE_NO_PREFETCH; break;
 		case 261: c.engine_flags |= FL_ENGINE_NO_BACKGROUND; break;
-		case 262:
+		case 262: control = optarg; break;
+		case 263:
+			if ((ret = cli_metrics_opt("serve", optarg, &c)))
+				return ret;
+			break;
+		case 264:
 			if ((ret = cli_log_level("serve", optarg)))
 				return ret;
 			break;
@@ -220,7 +236,8 @@ int cmd_serve(int argc, char **argv)
 			usage);
 		return 2;
 	}
-	if ((ret = check_combinations(&c, cache_max)))
+	if ((ret = check_combinations(&c, cache_max)) ||
+	    (ret = cli_control_path("serve", control, &c, ctl, sizeof(ctl))))
 		return ret;
 	/*
 	 * This process is the supervisor; it runs the server as its child

@@ -23,6 +23,7 @@ static const struct command commands[] = {
 	{ "send", cmd_send, "send a memory file to a post-copy destination" },
 	{ "vmm", cmd_vmm, "run a test KVM guest over restored memory" },
 	{ "lazy-pages", cmd_lazy_pages, "serve `criu restore --lazy-pages` (criu lazy-pages)" },
+	{ "status", cmd_status, "sessions of a running daemon (--json)" },
 };
 
 static void usage(FILE *f)

@@ -45,6 +45,9 @@ struct serve_config {
 	bool one_client;		/* one connection, then no listener; exit
 					 * when its sessions (and their forks) end */
 	int status_fd;			/* > 0: one '\0' there once listening */
+	const char *control_path;	/* the control socket (`faultline
+					 * status`); NULL: none */
+	const char *metrics_addr;	/* "HOST:PORT" for GET /metrics; NULL */
 };
 
 #endif

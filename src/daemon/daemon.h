@@ -3,8 +3,9 @@
  * daemon.h - the state of `faultline serve`'s server, shared by its files:
  * serve.c (listening, the control loop), session.c (a session's life),
  * handshake.c (receiving it), takeover.c (adopting, handing over), store.c
- * (the supervisor's channel), log.c (the log and the progress bar).  No
- * functions.
+ * (the supervisor's channel), log.c (the log and the progress bar), ctl.c
+ * (the control socket and the metrics listener) with status.c and
+ * metrics.c (what they answer).  No functions.
  */
 #ifndef FAULTLINE_DAEMON_DAEMON_H
 #define FAULTLINE_DAEMON_DAEMON_H
@@ -53,7 +54,27 @@ struct session {
 	bool refused;		/* closed by refuse(): a warning */
 	uint64_t restore_ms;	/* from the handshake to that */
 	uint64_t missing, total;	/* bytes, at the last progress scan */
+	uint64_t t_scan;	/* ms, that scan (status.c reuses it a while) */
+	struct sess_region *regions;	/* what it serves (nregions) */
 	struct session *next;
+};
+
+/* A region a session serves, as the status shows it. */
+struct sess_region {
+	uint64_t addr, len, page_size, src_offset;
+};
+
+/*
+ * What the server has done since it started, for the metrics: sessions
+ * that ended are added here (their counters and latency histogram), so
+ * that a total never goes down when a session leaves.  d->lock.
+ */
+struct daemon_totals {
+	struct fl_stats ended;	/* counters of the sessions that ended */
+	uint64_t served;	/* sessions that began serving */
+	uint64_t refused;	/* clients refused (any reason) */
+	uint64_t killed;	/* clients killed (refused, or a page failed) */
+	uint64_t restored;	/* sessions whose restore completed */
 };
 
 struct daemon {
@@ -85,6 +106,9 @@ struct daemon {
 	struct fork_rec *forks;	/* children to serve (lock; torn_fd wakes) */
 	struct trace *trace;	/* --record with named clients: one working
 				 * set for them all (lock) */
+	struct daemon_totals tot;	/* lock */
+	uint64_t t_up;		/* ms: this server started */
+	struct ctl *ctl;	/* the control socket and metrics (ctl.c) */
 };
 
 /* A forked client waiting for its session (session.c). */

@@ -19,6 +19,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "faultline.h"
+
 #include "daemon/daemon.h"
 #include "daemon/log.h"
 
@@ -36,6 +38,61 @@ static const char *const level_names[] = {
 	[LOG_ERR] = "error", [LOG_WARNING] = "warning",
 	[LOG_INFO] = "info", [LOG_DEBUG] = "debug",
 };
+
+void sess_client(const struct session *s, char *buf, size_t len)
+{
+	if (s->sock < 0 && s->client_pid)	/* a CRIU task: its pid */
+		snprintf(buf, len, "task %d of the images", (int)s->client_pid);
+	else if (s->sock < 0)		/* a forked child: pid unknown */
+		snprintf(buf, len, "a child of session %d", s->parent);
+	else
+		snprintf(buf, len, "pid %d uid %u", (int)s->pid,
+			 (unsigned int)s->uid);
+}
+
+void fmt_ns(char *buf, size_t len, uint64_t ns)
+{
+	static const char *const unit[] = { "ns", "µs", "ms", "s" };
+	double v = (double)ns;
+	int u = 0;
+
+	while (v >= 1000.0 && u < 3) {
+		v /= 1000.0;
+		u++;
+	}
+	if (u == 0 || v >= 100.0)
+		snprintf(buf, len, "%.0f %s", v, unit[u]);
+	else if (v >= 10.0)
+		snprintf(buf, len, "%.1f %s", v, unit[u]);
+	else
+		snprintf(buf, len, "%.2f %s", v, unit[u]);
+}
+
+uint64_t lat_count(const struct fl_stats *st)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < FL_LAT_BUCKETS; i++)
+		n += st->lat_hist[i];
+	return n;
+}
+
+void fmt_latency(char *buf, size_t len, const struct fl_stats *st)
+{
+	char p50[24], p99[24], mean[24], max[24];
+	uint64_t n = lat_count(st);
+
+	if (!n) {
+		snprintf(buf, len, "no faults");
+		return;
+	}
+	fmt_ns(p50, sizeof(p50), fl_stats_percentile(st, 50));
+	fmt_ns(p99, sizeof(p99), fl_stats_percentile(st, 99));
+	fmt_ns(mean, sizeof(mean), st->lat_ns_sum / n);
+	fmt_ns(max, sizeof(max), st->lat_ns_max);
+	snprintf(buf, len, "p50 ≤ %s, p99 ≤ %s (bucket bounds), mean %s, "
+		 "max %s", p50, p99, mean, max);
+}
 
 /*
  * Is stderr the stream $JOURNAL_STREAM ("DEV:INO") names?  Asked at each
@@ -126,17 +183,13 @@ void log_line(int prio, const char *tag, const char *fmt, ...)
 /* "session N (...): " for s, or "" */
 static void session_name(const struct session *s, char *buf, size_t n)
 {
+	char client[64];
+
+	buf[0] = 0;
 	if (!s)
-		buf[0] = 0;
-	else if (s->sock < 0 && s->client_pid)	/* a CRIU task: its pid */
-		snprintf(buf, n, "session %d (task %d of the images): ", s->id,
-			 (int)s->client_pid);
-	else if (s->sock < 0)	/* a forked child: pid unknown */
-		snprintf(buf, n, "session %d (a child of session %d): ", s->id,
-			 s->parent);
-	else
-		snprintf(buf, n, "session %d (pid %d uid %u): ", s->id,
-			 (int)s->pid, (unsigned int)s->uid);
+		return;
+	sess_client(s, client, sizeof(client));
+	snprintf(buf, n, "session %d (%s): ", s->id, client);
 }
 
 void slog_at(int prio, const struct session *s, const char *fmt, ...)

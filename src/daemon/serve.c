@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon/ctl.h"
 #include "daemon/daemon.h"
 #include "daemon/handshake.h"
 #include "daemon/log.h"
@@ -54,34 +55,6 @@ static void source_note_log(void *arg, const char *line)
 
 /* ---- listening ---------------------------------------------------------- */
 
-/* A socket file nobody listens on is stale: replace it. */
-static int claim_path(const char *path)
-{
-	struct stat st;
-
-	if (lstat(path, &st) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (!S_ISSOCK(st.st_mode))
-		return fl_err(-EEXIST, "%s exists and is not a socket", path);
-	/*
-	 * A server bound by this very absolute path is seen without
-	 * connecting to it (which it would log as a client).  A relative
-	 * name says nothing (another directory's server may have bound the
-	 * same string), nor does another name for the file: those are
-	 * only told by a connection.
-	 */
-	bool seen = path[0] == '/' && proc_unix_listening(path) == 1;
-	int fd = seen ? -1 : sock_connect_unix(path);
-
-	if (seen || fd >= 0) {
-		if (fd >= 0)
-			close(fd);
-		return fl_err(-EADDRINUSE, "%s: another server is listening on it",
-			      path);
-	}
-	return unlink(path) < 0 ? -errno : 0;
-}
-
 static int listen_on(struct daemon *d, const char *path)
 {
 	const char *lfds = getenv("LISTEN_FDS"), *lpid = getenv("LISTEN_PID");
@@ -96,11 +69,10 @@ static int listen_on(struct daemon *d, const char *path)
 		return fl_err(-EINVAL, "--socket PATH is required (no LISTEN_FDS from systemd)");
 	if (strlen(path) >= SOCK_UNIX_PATH_MAX)
 		return fl_err(-ENAMETOOLONG, "--socket %s: path too long", path);
-	int ret = claim_path(path);
+	int ret = sock_claim_unix(path);
 
 	if (ret < 0)
-		return ret == -EEXIST || ret == -EADDRINUSE ? ret :
-			fl_err(ret, "%s: %s", path, strerror(-ret));
+		return ret;
 	int fd = sock_listen_unix(path, 128);
 
 	if (fd < 0)
@@ -319,6 +291,7 @@ static void check_progress(struct daemon *d)
 		if (fl_engine_progress(s->engine, &miss, &all) == 0) {
 			s->missing = miss;
 			s->total = all;
+			s->t_scan = now;
 		}
 		if (s->total && !s->missing) {	/* all of it faulted in */
 			say_restored(s, &st, now);
@@ -435,8 +408,9 @@ static bool may_accept(struct daemon *d)
 
 static int loop(struct daemon *d)
 {
-	struct pollfd *pfd = calloc(MAX_SESSIONS + 3, sizeof(*pfd));
-	struct session **who = calloc(MAX_SESSIONS + 3, sizeof(*who));
+	size_t max = MAX_SESSIONS + 3 + CTL_POLLFDS_MAX;
+	struct pollfd *pfd = calloc(max, sizeof(*pfd));
+	struct session **who = calloc(max, sizeof(*who));
 
 	if (!pfd || !who) {
 		free(pfd);
@@ -468,6 +442,11 @@ static int loop(struct daemon *d)
 			pfd[n] = (struct pollfd){ .fd = s->sock, .events = POLLIN };
 			who[n++] = s;
 		}
+		int ctl_first = n;
+
+		n += ctl_pollfds(d, pfd + n);
+		for (int i = ctl_first; i < n; i++)
+			who[i] = NULL;
 		if (poll(pfd, (nfds_t)n, 200) < 0 && errno != EINTR)
 			break;
 		if (pfd[0].revents) {
@@ -492,6 +471,7 @@ static int loop(struct daemon *d)
 		}
 		if (first == 3 && d->listen_fd >= 0 && pfd[2].revents)
 			accept_one(d);
+		ctl_service(d, pfd + ctl_first, n - ctl_first);
 		check_sessions(d);
 		check_progress(d);
 	}
@@ -552,7 +532,8 @@ int serve_run(const struct serve_config *cfg)
 			    .store_fd = -1,
 			    .lock = PTHREAD_MUTEX_INITIALIZER,
 			    .torn = PTHREAD_COND_INITIALIZER, .torn_fd = -1,
-			    .last_step = -1, .tty = isatty(2)};
+			    .last_step = -1, .tty = isatty(2),
+			    .t_up = now_ms() };
 	sigset_t set;
 	int ret;
 
@@ -627,6 +608,17 @@ int serve_run(const struct serve_config *cfg)
 
 		store_send(d.store_fd, &l, &d.listen_fd, 1);
 	}
+	/*
+	 * Status and metrics: a start error at the first start; a server
+	 * taking over goes on without them (its sessions matter more).
+	 */
+	ret = ctl_open(&d);
+	if (ret < 0 && !d.listen_given) {
+		stop_listening(&d);
+		goto out;
+	}
+	if (ret < 0)
+		slog(NULL, "no status or metrics: %s", fl_last_error());
 	slog(NULL, "serving %s (%llu MiB) on %s", d.src->desc,
 	     (unsigned long long)(fl_source_size(d.src) >> 20),
 	     cfg->socket_path ? cfg->socket_path : "the systemd socket");
@@ -645,6 +637,7 @@ int serve_run(const struct serve_config *cfg)
 	ret = loop(&d);
 	stop_listening(&d);
 out:
+	ctl_close(&d);
 	if (d.spare_fd >= 0)
 		close(d.spare_fd);
 	if (d.sig_fd >= 0)

@@ -28,6 +28,7 @@
 #include "daemon/daemon.h"
 #include "daemon/log.h"
 #include "daemon/session.h"
+#include "daemon/status.h"
 #include "daemon/store.h"
 #include "engine/fork.h"
 #include "format/trace.h"
@@ -113,6 +114,9 @@ void say_restored(struct session *s, const struct fl_stats *st,
 	char poisoned[48] = "", gone[96] = "";
 
 	s->restored = true;
+	pthread_mutex_lock(&s->d->lock);
+	s->d->tot.restored++;
+	pthread_mutex_unlock(&s->d->lock);
 	/* The filler's own clock is exact; else the first check that saw it. */
 	s->restore_ms = st->restore_complete ? st->restore_ms :
 			now - s->t_serving;
@@ -171,7 +175,7 @@ static void teardown_engine(struct daemon *d, struct session *s,
 	struct fl_stats st;
 	uint64_t miss, all;
 
-	char killed[200];
+	char killed[200], lat[128];
 
 	/* Stopped first: a kill under way has said how it went. */
 	fl_engine_stop(s->engine);
@@ -183,16 +187,19 @@ static void teardown_engine(struct daemon *d, struct session *s,
 	}
 	fl_engine_progress(s->engine, &miss, &all);	/* restored by now? */
 	fl_engine_stats(s->engine, &st);
+	pthread_mutex_lock(&d->lock);
+	stats_add(&d->tot.ended, &st);
+	d->tot.killed += fl_engine_finished(s->engine) == FL_FINISHED_KILLED;
+	pthread_mutex_unlock(&d->lock);
 	/* Restored since the last progress check: say it now. */
 	if (!s->restored && st.restore_complete)
 		say_restored(s, &st, now_ms());
-	slog(s, "ended (%s) after %llu ms: %llu faults, %llu pages copied, %llu zeroed, %llu MiB, p50 %llu us, p99 %llu us",
+	fmt_latency(lat, sizeof(lat), &st);
+	slog(s, "ended (%s) after %llu ms: %llu faults, %llu pages copied, %llu zeroed, %llu MiB; fault latency %s",
 	     why, (unsigned long long)ms, (unsigned long long)st.faults,
 	     (unsigned long long)st.pages_copied,
 	     (unsigned long long)st.pages_zeroed,
-	     (unsigned long long)(st.bytes_copied >> 20),
-	     (unsigned long long)fl_stats_percentile(&st, 50) / 1000,
-	     (unsigned long long)fl_stats_percentile(&st, 99) / 1000);
+	     (unsigned long long)(st.bytes_copied >> 20), lat);
 	if (st.pages_poisoned || st.source_errors || fl_engine_error(s->engine)[0])
 		serr(s, "%llu pages poisoned, %llu source errors; the first: %s",
 		     (unsigned long long)st.pages_poisoned,
@@ -221,6 +228,7 @@ static void session_free(struct session *s)
 		s->proto->free(s->pstate);
 	if (s->sock >= 0)
 		close(s->sock);
+	free(s->regions);
 	free(s);
 }
 
@@ -343,6 +351,9 @@ void refuse(struct daemon *d, struct session *s, const char *why)
 	struct sock_fds f;
 	int trunc = 0, tries = 0, err;
 
+	pthread_mutex_lock(&d->lock);
+	d->tot.refused++;
+	pthread_mutex_unlock(&d->lock);
 	shutdown(s->sock, SHUT_RD);
 	while (tries++ < 256 && sock_recv_fds(s->sock, buf, sizeof(buf),
 					      MSG_DONTWAIT, &f,
@@ -362,6 +373,9 @@ void refuse(struct daemon *d, struct session *s, const char *why)
 	} else if ((err = proc_pidfd_signal(s->pidfd, SIGKILL)) == 0) {
 		snprintf(line, sizeof(line), "%s; client killed (its uffd "
 			 "would never be served)", why);
+		pthread_mutex_lock(&d->lock);
+		d->tot.killed++;
+		pthread_mutex_unlock(&d->lock);
 	} else {
 		snprintf(line, sizeof(line), "%s; its uffd was handed over, "
 			 "and killing the client failed (%s)", why,
@@ -569,6 +583,18 @@ static int state_memfd(const struct fl_region_desc *regs, int n)
 	return fd;
 }
 
+/* The regions, for the status (none if out of memory: only not shown). */
+static void keep_regions(struct session *s, const struct fl_region_desc *regs,
+			 int n)
+{
+	s->regions = calloc((size_t)n, sizeof(*s->regions));
+	for (int i = 0; s->regions && i < n; i++)
+		s->regions[i] = (struct sess_region){
+			.addr = regs[i].addr, .len = regs[i].len,
+			.page_size = regs[i].page_size ? regs[i].page_size : 4096,
+			.src_offset = regs[i].src_offset };
+}
+
 int start_serving(struct daemon *d, struct session *s,
 		  const struct fl_region_desc *regs, int n, bool takeover)
 {
@@ -641,6 +667,10 @@ int start_serving(struct daemon *d, struct session *s,
 	}
 	s->nregions = n;
 	s->t_serving = now_ms();
+	keep_regions(s, regs, n);
+	pthread_mutex_lock(&d->lock);
+	d->tot.served++;
+	pthread_mutex_unlock(&d->lock);
 	slog(s, "%s %d region%s, %llu MiB, from %s",
 	     takeover ? "taken over: serving" : s->parent ? "forked: serving" :
 	     "serving", n, n == 1 ? "" : "s",

@@ -23,6 +23,7 @@
 #include "engine/fill.h"
 #include "engine/worker.h"
 #include "engine/prefetch.h"
+#include "engine/observe.h"
 #include "util/clock.h"
 #include "kernel/uffd.h"
 
@@ -413,6 +414,24 @@ static bool bg_go(struct fl_engine *e, const struct worker *w,
 		return true;
 	*wait = quiet - since;
 	return false;
+}
+
+enum engine_bg engine_background_state(struct fl_engine *e)
+{
+	enum engine_bg st = ENGINE_BG_RUNNING;
+
+	if (atomic_load(&e->restored))
+		return ENGINE_BG_DONE;
+	pthread_mutex_lock(&e->pf.lock);
+	if (!e->pf.background || !e->pf.nfillers)
+		st = ENGINE_BG_OFF;
+	else if (e->pf.bg_stopped)
+		st = ENGINE_BG_STOPPED;
+	else if (now_ns() - atomic_load(&e->pf.last_fault_ns) < bg_quiet_ns(e) &&
+		 !atomic_load(&e->pf.dense))
+		st = ENGINE_BG_WAITING;
+	pthread_mutex_unlock(&e->pf.lock);
+	return st;
 }
 
 static void *filler(void *arg)

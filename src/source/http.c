@@ -118,6 +118,7 @@ static int read_pieces(struct source_http *h, struct piece *ps, int np,
 		}
 		if (h->cache && http_cache_get(h->cache, h->key, p->block,
 					       p->dst, p->blen)) {
+			atomic_fetch_add(&h->base.bytes_cached, p->blen);
 			p->have = true;
 			continue;
 		}
@@ -137,6 +138,7 @@ static int read_pieces(struct source_http *h, struct piece *ps, int np,
 		if (xs[k++].state != X_DONE)
 			continue;
 		p->have = true;
+		atomic_fetch_add(&h->base.bytes_fetched, p->blen);
 		if (h->cache)
 			http_cache_put(h->cache, h->key, p->block, p->dst,
 				       p->blen);
@@ -439,6 +441,7 @@ int source_http_open(const char *url, const struct fl_source_opts *o,
 	url_name(url, h->name, sizeof(h->name));
 	pthread_mutex_init(&h->mu, NULL);
 	source_init(&h->base, &http_ops, 0, h->name);
+	h->base.remote = true;
 	source_set_note(&h->base, o);
 
 	x = (struct xfer){ .off = 0, .dst = first, .len = sizeof(first),

@@ -221,6 +221,7 @@ static int image_src_new(struct image *img, struct fl_source *lower,
 		     n > CACHE_MAX_SLOTS ? CACHE_MAX_SLOTS : n;
 	pthread_mutex_init(&si->mu, NULL);
 	source_init(&si->base, &image_ops, img->hdr.total_size, desc);
+	si->base.below = lower;
 	*out = &si->base;
 	return 0;
 }

@@ -3,6 +3,7 @@
  * source.c - the common part of every source: its size, description and
  * reference count.  Which implementation a spec names is open.c's choice.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -19,6 +20,22 @@ void source_init(struct fl_source *s, const struct fl_source_ops *ops,
 	snprintf(s->desc, sizeof(s->desc), "%s", desc);
 	s->note = NULL;
 	atomic_init(&s->note_ns, 0);
+	s->remote = false;
+	atomic_init(&s->bytes_fetched, 0);
+	atomic_init(&s->bytes_cached, 0);
+	s->below = NULL;
+}
+
+int source_remote_bytes(const struct fl_source *s, uint64_t *fetched,
+			uint64_t *cached)
+{
+	while (s && !s->remote)
+		s = s->below;
+	if (!s)
+		return -ENODATA;
+	*fetched = atomic_load(&s->bytes_fetched);
+	*cached = atomic_load(&s->bytes_cached);
+	return 0;
 }
 
 void source_set_note(struct fl_source *s, const struct fl_source_opts *o)

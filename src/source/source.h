@@ -48,11 +48,26 @@ struct fl_source {
 	void (*note)(void *arg, const char *line);	/* fl_source_opts */
 	void *note_arg;
 	_Atomic uint64_t note_ns;	/* the last note, for the rate limit */
+	/*
+	 * A remote source counts where its bytes came from (the daemon's
+	 * metrics): fetched from the origin, or read from the local cache.
+	 * below: the source this one reads through (an image over HTTP).
+	 */
+	bool remote;
+	_Atomic uint64_t bytes_fetched, bytes_cached;
+	struct fl_source *below;
 };
 
 /* Initialise the common part; refs starts at 1. */
 void source_init(struct fl_source *s, const struct fl_source_ops *ops,
 		 uint64_t size, const char *desc);
+
+/*
+ * The bytes s, or the source it reads through, fetched from its origin
+ * and read from its cache: 0, or -ENODATA for a source that is not remote.
+ */
+int source_remote_bytes(const struct fl_source *s, uint64_t *fetched,
+			uint64_t *cached);
 
 /* Take the note callback of o (may be NULL) for s. */
 void source_set_note(struct fl_source *s, const struct fl_source_opts *o);

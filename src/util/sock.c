@@ -53,6 +53,36 @@ int sock_listen_unix(const char *path, int backlog)
 	return fd;
 }
 
+int sock_claim_unix(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 :
+		       fl_err(-errno, "%s: %s", path, strerror(errno));
+	if (!S_ISSOCK(st.st_mode))
+		return fl_err(-EEXIST, "%s exists and is not a socket", path);
+	/*
+	 * A server bound by this very absolute path is seen without
+	 * connecting to it (which it would log as a client).  A relative
+	 * name says nothing (another directory's server may have bound the
+	 * same string), nor does another name for the file: those are
+	 * only told by a connection.
+	 */
+	bool seen = path[0] == '/' && proc_unix_listening(path) == 1;
+	int fd = seen ? -1 : sock_connect_unix(path);
+
+	if (seen || fd >= 0) {
+		if (fd >= 0)
+			close(fd);
+		return fl_err(-EADDRINUSE, "%s: another server is listening on it",
+			      path);
+	}
+	if (unlink(path) < 0)
+		return fl_err(-errno, "%s: %s", path, strerror(errno));
+	return 0;
+}
+
 int sock_listen_tcp(const char *spec, int backlog)
 {
 	char hp[300];

@@ -28,6 +28,12 @@
  */
 int sock_listen_unix(const char *path, int backlog);
 /*
+ * Make path free for a Unix listener: a socket file nobody listens on is
+ * stale and removed.  0; -EADDRINUSE (a server listens), -EEXIST (not a
+ * socket), or -errno, with the error set naming path.
+ */
+int sock_claim_unix(const char *path);
+/*
  * Listen on TCP "HOST:PORT" ("[V6]:PORT", ":PORT" for every address),
  * SO_REUSEADDR.  The fd, or -errno with the error set naming spec.
  */
