@@ -190,11 +190,18 @@ static void accept_one(struct daemon *d)
 	if (fd < 0)
 		return;
 	d->fds_warned = false;
-	struct session *s = session_new(d, d->proto, fd, ++d->next_id,
-					now_ms());
+	int id = ++d->next_id;
+	uint64_t t = now_ms();
+	/* Kept at once, should this server die (store.h). */
+	bool kept = d->store_fd >= 0 && store_pending(d, id, fd, t);
+	struct session *s = session_new(d, d->proto, fd, id, t);
 
-	if (!s)
+	if (!s) {
+		if (kept)
+			store_drop_id(d, id);
 		return;
+	}
+	s->stored = kept;
 	if (!uid_allowed(d->cfg, s->uid)) {
 		refuse(d, s, d->cfg->nallow ? "uid not allowed (not in "
 		       "--allow-uid)" : "uid not allowed (only root, the "
@@ -213,8 +220,6 @@ static void accept_one(struct daemon *d)
 	slog(s, "connected");
 	if (d->cfg->one_client)		/* CRIU's restorer connects once */
 		listen_no_more(d);
-	if (d->store_fd >= 0)	/* kept, should this server die */
-		store_pending(d, s);
 }
 
 /* ---- takeover ------------------------------------------------------------ */
@@ -600,6 +605,16 @@ int serve_run(const struct serve_config *cfg)
 	d.torn_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	signal(SIGPIPE, SIG_IGN);
 	d.sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	/*
+	 * Status and metrics, before the listener (all there once a client
+	 * sees it listen): a start error at the first start; a server taking
+	 * over goes on without them (its sessions matter more).
+	 */
+	ret = ctl_open(&d);
+	if (ret < 0 && !d.listen_given)
+		goto out;
+	if (ret < 0)
+		swarn(NULL, "no status or metrics: %s", fl_last_error());
 	ret = d.listen_given ? 0 : listen_on(&d, cfg->socket_path);
 	if (ret < 0)
 		goto out;
@@ -608,17 +623,6 @@ int serve_run(const struct serve_config *cfg)
 
 		store_send(d.store_fd, &l, &d.listen_fd, 1);
 	}
-	/*
-	 * Status and metrics: a start error at the first start; a server
-	 * taking over goes on without them (its sessions matter more).
-	 */
-	ret = ctl_open(&d);
-	if (ret < 0 && !d.listen_given) {
-		stop_listening(&d);
-		goto out;
-	}
-	if (ret < 0)
-		slog(NULL, "no status or metrics: %s", fl_last_error());
 	slog(NULL, "serving %s (%llu MiB) on %s", d.src->desc,
 	     (unsigned long long)(fl_source_size(d.src) >> 20),
 	     cfg->socket_path ? cfg->socket_path : "the systemd socket");

@@ -101,14 +101,20 @@ static struct store_rec *rec_of(struct session *s, uint32_t kind,
 	return r;
 }
 
-void store_pending(struct daemon *d, struct session *s)
+bool store_pending(struct daemon *d, int id, int sock, uint64_t t_start)
 {
-	struct store_rec r = { .kind = STORE_PENDING, .id = s->id,
-			       .pid = s->pid, .uid = s->uid,
-			       .t_start = s->t_start };
+	struct store_rec r = { .kind = STORE_PENDING, .id = id,
+			       .t_start = t_start };
 
-	snprintf(r.proto, sizeof(r.proto), "%s", s->proto->name);
-	s->stored = store_send(d->store_fd, &r, &s->sock, 1) == 0;
+	snprintf(r.proto, sizeof(r.proto), "%s", d->proto->name);
+	return store_send(d->store_fd, &r, &sock, 1) == 0;
+}
+
+void store_drop_id(struct daemon *d, int id)
+{
+	struct store_rec r = { .kind = STORE_DROP, .id = id };
+
+	store_send(d->store_fd, &r, NULL, 0);
 }
 
 void store_reading(struct daemon *d, struct session *s)
@@ -181,8 +187,6 @@ void store_session(struct daemon *d, struct session *s,
 
 void store_drop(struct daemon *d, struct session *s)
 {
-	struct store_rec r = { .kind = STORE_DROP, .id = s->id };
-
 	if (s->stored)
-		store_send(d->store_fd, &r, NULL, 0);
+		store_drop_id(d, s->id);
 }

@@ -12,6 +12,7 @@
 #ifndef FAULTLINE_DAEMON_STORE_H
 #define FAULTLINE_DAEMON_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -120,8 +121,15 @@ int store_recv(int fd, struct store_rec *rec, struct sock_fds *f);
 struct daemon;
 struct session;
 
-/* Accepted: its socket kept, should this server die. */
-void store_pending(struct daemon *d, struct session *s);
+/*
+ * Accepted: its socket kept, should this server die; sent before anything
+ * else is done with it (a server killed after accept() and before this
+ * loses the connection, and a client that had sent its uffd waits for
+ * ever: the window is kept to the two calls).  true if kept.
+ */
+bool store_pending(struct daemon *d, int id, int sock, uint64_t t_start);
+/* Session id ended (or never became one): no later server adopts it. */
+void store_drop_id(struct daemon *d, int id);
 /* Before a read of its handshake (what that read takes may be lost). */
 void store_reading(struct daemon *d, struct session *s);
 /* After a read: the protocol's state as it now is (keep()). */
