@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "faultline.h"
 #include "cli.h"
@@ -135,7 +136,7 @@ static int do_create(int argc, char **argv)
 			if (i + 1 >= argc) {
 				fprintf(stderr, "faultline image: %s needs a value\n",
 					a);
-				return 2;
+				return CLI_USAGE;
 			}
 			const char *v = argv[++i];
 
@@ -147,44 +148,46 @@ static int do_create(int argc, char **argv)
 					fprintf(stderr,
 						"faultline image: --chunk %s: must be a power of two from 4K to 16M\n",
 						v);
-					return 2;
+					return CLI_USAGE;
 				}
 				o.chunk_size = (uint32_t)cs;
 			} else {
 				char *end;
 				long l = strtol(v, &end, 10);
 
-				if (!*v || *end || l == 0 || l < -1000 ||
-				    l > 1000) {
+				if (!*v || *end || l == 0 ||
+				    image_check_level(l)) {
 					fprintf(stderr,
-						"faultline image: --level %s: not a zstd level\n",
-						v);
-					return 2;
+						"faultline image: --level %s: "
+						"not a zstd level (%d to %d, "
+						"not 0)\n", v, ZSTD_minCLevel(),
+						ZSTD_maxCLevel());
+					return CLI_USAGE;
 				}
 				o.level = (int)l;
 			}
 		} else if (a[0] == '-' && a[1]) {
 			fprintf(stderr, "faultline image: unknown option '%s'\n",
 				a);
-			return 2;
+			return CLI_USAGE;
 		} else if (npos < 2) {
 			pos[npos++] = a;
 		} else {
 			fprintf(stderr, "faultline image: unexpected argument '%s'\n",
 				a);
-			return 2;
+			return CLI_USAGE;
 		}
 	}
 	if (npos != (criu ? 1 : 2)) {
 		image_usage(stderr);
-		return 2;
+		return CLI_USAGE;
 	}
 	t = now_s();
 	if (criu) {
 		pos[1] = pos[0];
 		pos[0] = raw = criu_raw(criu, pos[1]);
 		if (!raw)
-			return 1;
+			return CLI_FAILED;
 	}
 	ret = image_create(pos[0], pos[1], &o, &info);
 	if (raw) {
@@ -193,7 +196,7 @@ static int do_create(int argc, char **argv)
 	}
 	if (ret < 0) {
 		fprintf(stderr, "faultline image: %s\n", fl_last_error());
-		return 1;
+		return CLI_FAILED;
 	}
 	t = now_s() - t;
 	print_info(pos[1], &info);
@@ -217,7 +220,7 @@ int cmd_image(int argc, char **argv)
 
 	if (!sub) {
 		image_usage(stderr);
-		return 2;
+		return CLI_USAGE;
 	}
 	if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
 		image_usage(stdout);
@@ -227,13 +230,13 @@ int cmd_image(int argc, char **argv)
 		return do_create(argc - 2, argv + 2);
 	if ((strcmp(sub, "inspect") && strcmp(sub, "verify")) || argc != 3) {
 		image_usage(stderr);
-		return 2;
+		return CLI_USAGE;
 	}
 	if (!strcmp(sub, "inspect")) {
 		if (image_inspect(argv[2], &info) < 0) {
 			fprintf(stderr, "faultline image: %s\n",
 				fl_last_error());
-			return 1;
+			return CLI_FAILED;
 		}
 		print_info(argv[2], &info);
 		return 0;
@@ -241,7 +244,7 @@ int cmd_image(int argc, char **argv)
 	ret = image_verify(argv[2], report_bad, NULL, &nbad);
 	if (ret < 0) {
 		fprintf(stderr, "faultline image: %s\n", fl_last_error());
-		return 1;
+		return CLI_FAILED;
 	}
 	printf("%s: all chunks good\n", argv[2]);
 	return 0;

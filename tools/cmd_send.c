@@ -42,7 +42,7 @@ int cmd_send(int argc, char **argv)
 				fprintf(stderr, "faultline send: --block-size "
 					"'%s': must be a power of two from 4K "
 					"to 2M\n", optarg);
-				return 2;
+				return CLI_USAGE;
 			}
 			c.block_size = (uint32_t)v;
 			break;
@@ -51,18 +51,18 @@ int cmd_send(int argc, char **argv)
 			return 0;
 		default:
 			fputs(usage, stderr);
-			return 2;
+			return CLI_USAGE;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "faultline send: argument '%s': unexpected\n",
 			argv[optind]);
-		return 2;
+		return CLI_USAGE;
 	}
 	if (!c.listen || !c.mem_file) {
 		fprintf(stderr, "faultline send: --listen and --mem-file are "
 			"required\n%s", usage);
-		return 2;
+		return CLI_USAGE;
 	}
 	return cli_exit("send", send_run(&c));
 }

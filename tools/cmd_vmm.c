@@ -29,8 +29,7 @@ static const char usage[] =
 
 static int bad(const char *opt, const char *val, const char *why)
 {
-	fprintf(stderr, "faultline vmm: %s '%s': %s\n", opt, val, why);
-	return 2;
+	return cli_bad("vmm", opt, val, why);
 }
 
 static int parse_range(const char *s, uint64_t *off, uint64_t *len)
@@ -157,8 +156,8 @@ int cmd_vmm(int argc, char **argv)
 					   "not auto, kvm or process");
 			break;
 		case 'c':
-			if (parse_size(optarg, &c.chunk) < 0)
-				return bad("--chunk", optarg, "not a size");
+			if ((ret = cli_parse_chunk("vmm", optarg, &c.chunk)))
+				return ret;
 			break;
 		case 'P': c.engine_flags |= FL_ENGINE_NO_PREFETCH; break;
 		case 'B': c.engine_flags |= FL_ENGINE_NO_BACKGROUND; break;
@@ -166,7 +165,7 @@ int cmd_vmm(int argc, char **argv)
 		case 'r': c.replay = optarg; break;
 		case 'C': c.copy_beside = true; break;
 		case 'h': fputs(usage, stdout); return 0;
-		default: fputs(usage, stderr); return 2;
+		default: fputs(usage, stderr); return CLI_USAGE;
 		}
 	}
 	if (optind < argc)
@@ -174,13 +173,17 @@ int cmd_vmm(int argc, char **argv)
 	if (!c.mem_file || !have_backend || !have_wl) {
 		fprintf(stderr, "faultline vmm: --mem-file, --backend and "
 			"--workload are required\n%s", usage);
-		return 2;
+		return CLI_USAGE;
 	}
 	c.wl.write = write;
+	if (vmm_check_options(&c) < 0) {
+		fprintf(stderr, "faultline vmm: %s\n", vmm_error());
+		return CLI_USAGE;
+	}
 	ret = vmm_run(&c, &r);
 	if (ret < 0) {
 		fprintf(stderr, "faultline vmm: %s\n", vmm_error());
-		return 1;
+		return CLI_FAILED;
 	}
 	if (json) {
 		char *s = vmm_result_json(&c, &r);
@@ -190,5 +193,5 @@ int cmd_vmm(int argc, char **argv)
 	} else {
 		print_text(&c, &r);
 	}
-	return r.checksum_ok ? 0 : 1;
+	return r.checksum_ok ? 0 : CLI_FAILED;
 }

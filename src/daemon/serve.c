@@ -84,12 +84,11 @@ static int claim_path(const char *path)
 
 static int listen_on(struct daemon *d, const char *path)
 {
-	const char *lfds = getenv("LISTEN_FDS"), *lpid = getenv("LISTEN_PID");
-
-	if (!path && lfds && lpid && atoi(lpid) == getpid() && atoi(lfds) >= 1) {
-		d->listen_fd = 3;	/* SD_LISTEN_FDS_START */
-		fcntl(3, F_SETFD, FD_CLOEXEC);
-		fcntl(3, F_SETFL, fcntl(3, F_GETFL) | O_NONBLOCK);
+	if (!path && sock_activated()) {
+		d->listen_fd = SOCK_ACTIVATED_FD;
+		fcntl(d->listen_fd, F_SETFD, FD_CLOEXEC);
+		fcntl(d->listen_fd, F_SETFL,
+		      fcntl(d->listen_fd, F_GETFL) | O_NONBLOCK);
 		return 0;
 	}
 	if (!path)

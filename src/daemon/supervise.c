@@ -29,6 +29,7 @@
 
 #include "daemon/store.h"
 #include "daemon/supervise.h"
+#include "util/sock.h"
 
 #define MAX_STORED	1024
 #define MAX_BACKOFF_MS	1000	/* a crash-looping server restarts this late */
@@ -386,11 +387,9 @@ int supervise_run(char **argv)
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	/* Socket activation names this process: the listener is ours. */
-	const char *lfds = getenv("LISTEN_FDS"), *lpid = getenv("LISTEN_PID");
-
-	if (lfds && lpid && atoi(lpid) == getpid() && atoi(lfds) >= 1) {
-		s.listen_fd = 3;	/* SD_LISTEN_FDS_START */
-		fcntl(3, F_SETFD, FD_CLOEXEC);
+	if (sock_activated()) {
+		s.listen_fd = SOCK_ACTIVATED_FD;
+		fcntl(s.listen_fd, F_SETFD, FD_CLOEXEC);
 		unsetenv("LISTEN_FDS");
 		unsetenv("LISTEN_PID");
 	}

@@ -118,6 +118,8 @@ struct image_info {
 
 /* Check a chunk size (power of two in [4 KiB, 16 MiB]); 0 or -EINVAL. */
 int image_check_chunk(uint64_t chunk_size);
+/* Check a zstd level (ZSTD_minCLevel() to ZSTD_maxCLevel()); 0 or -EINVAL. */
+int image_check_level(long level);
 
 /*
  * Write an image of the raw file at raw_path to image_path (via a temporary

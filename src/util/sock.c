@@ -13,6 +13,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -90,6 +91,13 @@ int sock_listen_tcp(const char *spec, int backlog)
 out:
 	freeaddrinfo(res);
 	return ret;
+}
+
+bool sock_activated(void)
+{
+	const char *lfds = getenv("LISTEN_FDS"), *lpid = getenv("LISTEN_PID");
+
+	return lfds && lpid && atoi(lpid) == getpid() && atoi(lfds) >= 1;
 }
 
 int sock_connect_unix(const char *path)

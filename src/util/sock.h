@@ -32,6 +32,12 @@ int sock_listen_unix(const char *path, int backlog);
  * SO_REUSEADDR.  The fd, or -errno with the error set naming spec.
  */
 int sock_listen_tcp(const char *spec, int backlog);
+/*
+ * systemd's socket activation names this process (LISTEN_PID) and passes
+ * at least one listener (LISTEN_FDS): it is fd 3, SD_LISTEN_FDS_START.
+ */
+#define SOCK_ACTIVATED_FD	3
+bool sock_activated(void);
 /* Connect a Unix stream socket to path (blocking, close-on-exec). */
 int sock_connect_unix(const char *path);
 /*
