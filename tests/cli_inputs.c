@@ -66,6 +66,16 @@ static const struct cli_case {
 	  "faultline lazy-pages: --threads '0': must be 1 to 64" },
 	{ "serve --socket @D/s --mem-file @D/mem --on-source-error x", 2, "err",
 	  "faultline serve: --on-source-error 'x': must be poison or kill" },
+	/* Ports are numbers from 1 to 65535, never truncated nor looked up. */
+	{ "send --listen 127.0.0.1:99999 --mem-file @D/mem", 2, "err",
+	  "faultline send: --listen 127.0.0.1:99999: port '99999': not a "
+	  "number from 1 to 65535" },
+	{ "send --listen 127.0.0.1:abc --mem-file @D/mem", 2, "err",
+	  "port 'abc': not a number from 1 to 65535" },
+	{ "send --listen 127.0.0.1:0 --mem-file @D/mem", 2, "err",
+	  "port '0': not a number from 1 to 65535" },
+	{ "serve --socket @D/s --mem-file tcp://127.0.0.1:99999", 1, "err",
+	  "tcp://127.0.0.1:99999: port '99999': not a number from 1 to 65535" },
 	/* A file an option names that cannot be used is a failed run: 1. */
 	{ "lazy-pages -D @D --prefetch @D/nosuch.trace", 1, "err",
 	  "faultline lazy-pages: --prefetch '" },

@@ -28,6 +28,13 @@
  */
 int sock_listen_unix(const char *path, int backlog);
 /*
+ * Split "HOST:PORT" ("[V6]:PORT"; ":PORT" leaves host empty) into host
+ * and port, the port a number from 1 to 65535.  0, or -EINVAL with the
+ * error set naming spec and what is wrong.
+ */
+int sock_split_hostport(const char *spec, char *host, size_t hostlen,
+			char *port, size_t portlen);
+/*
  * Listen on TCP "HOST:PORT" ("[V6]:PORT", ":PORT" for every address),
  * SO_REUSEADDR.  The fd, or -errno with the error set naming spec.
  */
