@@ -74,8 +74,16 @@ static const struct cli_case {
 	  "port 'abc': not a number from 1 to 65535" },
 	{ "send --listen 127.0.0.1:0 --mem-file @D/mem", 2, "err",
 	  "port '0': not a number from 1 to 65535" },
-	{ "serve --socket @D/s --mem-file tcp://127.0.0.1:99999", 1, "err",
-	  "tcp://127.0.0.1:99999: port '99999': not a number from 1 to 65535" },
+	{ "serve --socket @D/s --mem-file tcp://127.0.0.1:99999", 2, "err",
+	  "faultline serve: --mem-file tcp://127.0.0.1:99999: port '99999': "
+	  "not a number from 1 to 65535" },
+	/* A scheme faultline does not read is not a missing file. */
+	{ "serve --socket @D/s --mem-file ftp://x/y", 2, "err",
+	  "faultline serve: --mem-file ftp://x/y: unsupported scheme ftp:// "
+	  "(http://, https://, tcp://, or a file's path)" },
+	{ "lazy-pages -D @D --pages s3://bucket/pages", 2, "err",
+	  "faultline lazy-pages: --pages s3://bucket/pages: unsupported "
+	  "scheme s3://" },
 	/* A file an option names that cannot be used is a failed run: 1. */
 	{ "lazy-pages -D @D --prefetch @D/nosuch.trace", 1, "err",
 	  "faultline lazy-pages: --prefetch '" },

@@ -194,6 +194,11 @@ int cmd_lazy_pages(int argc, char **argv)
 			"required\n%s", usage);
 		return CLI_USAGE;
 	}
+	if (pages && source_check_spec(pages) < 0) {
+		fprintf(stderr, "faultline lazy-pages: --pages %s\n",
+			fl_last_error());
+		return CLI_USAGE;
+	}
 	if (!work)
 		work = dir;
 	if (log && (ret = log_to(work, log)))

@@ -16,6 +16,7 @@
 #include "faultline.h"
 #include "daemon/serve.h"
 #include "daemon/supervise.h"
+#include "source/source.h"
 #include "util/sock.h"
 
 static const char usage[] =
@@ -153,6 +154,11 @@ int cmd_serve(int argc, char **argv)
 	}
 	if ((ret = check_combinations(&c, cache_max)))
 		return ret;
+	if (source_check_spec(c.mem_file) < 0) {
+		fprintf(stderr, "faultline serve: --mem-file %s\n",
+			fl_last_error());
+		return CLI_USAGE;
+	}
 	/*
 	 * This process is the supervisor; it runs the server as its child
 	 * (this command again, told so by the environment).  argv - 1 is

@@ -321,6 +321,15 @@ static int parse_spec(struct peer *p, const char *spec)
 	return 0;
 }
 
+int source_peer_check(const char *spec)
+{
+	struct peer *p = calloc(1, sizeof(*p));
+	int ret = p ? parse_spec(p, spec) : -ENOMEM;
+
+	free(p);
+	return ret;
+}
+
 int source_peer_open(const char *spec, const struct fl_source_opts *o,
 		     struct fl_source **out)
 {

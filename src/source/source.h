@@ -51,6 +51,12 @@ struct fl_source {
 };
 
 /* Initialise the common part; refs starts at 1. */
+/*
+ * Is spec a source's form (a path, http(s)://, tcp://HOST:PORT), without
+ * opening it?  0, or -EINVAL with the error saying what is wrong: an
+ * unsupported scheme, a malformed tcp:// address.
+ */
+int source_check_spec(const char *spec);
 void source_init(struct fl_source *s, const struct fl_source_ops *ops,
 		 uint64_t size, const char *desc);
 
