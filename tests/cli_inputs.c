@@ -7,31 +7,44 @@
  *
  * Decision: tests/cli.c's way, a table of command lines run through the
  * shell under `timeout`, stdout and stderr kept apart; a command that
- * ends by itself within 10 s or fails.
+ * must run until stopped is in a table of its own: stopped after 2 s, it
+ * wants status 124 (timeout's) and its log line on stderr.
  */
 #include "serve_util.h"
 
+#define RAN	124	/* timeout's status: it ran until stopped */
+
 static char dir[64], out[128], err[128];
 static const char *bin;
+static int port;	/* a TCP port for send, from the pid */
 
-/* Run "faultline ARGS" for at most secs (ARGS may use @D); exit status. */
+/* in with @D replaced by the temp dir and @P by the port, into buf. */
+static void expand(const char *in, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	while (*in && n < len - 64) {
+		if (in[0] == '@' && (in[1] == 'D' || in[1] == 'P')) {
+			if (in[1] == 'D')
+				n += snprintf(buf + n, len - n, "%s", dir);
+			else
+				n += snprintf(buf + n, len - n, "%d", port);
+			in += 2;
+		} else {
+			buf[n++] = *in++;
+		}
+	}
+	buf[n] = 0;
+}
+
+/* Run "faultline ARGS" for at most secs; its exit status. */
 static int run(const char *args, int secs)
 {
 	char cmd[2048], expanded[1024];
-	const char *a = args;
-	size_t n = 0;
 	int st;
 
-	while (*a && n < sizeof(expanded) - 64) {
-		if (a[0] == '@' && a[1] == 'D') {
-			n += snprintf(expanded + n, sizeof(expanded) - n, "%s", dir);
-			a += 2;
-		} else {
-			expanded[n++] = *a++;
-		}
-	}
-	expanded[n] = 0;
-	snprintf(cmd, sizeof(cmd), "timeout %d %s %s >%s 2>%s </dev/null",
+	expand(args, expanded, sizeof(expanded));
+	snprintf(cmd, sizeof(cmd), "timeout -k 5 %d %s %s >%s 2>%s </dev/null",
 		 secs, bin, expanded, out, err);
 	st = system(cmd);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -89,10 +102,26 @@ static const struct cli_case {
 	  "faultline lazy-pages: --prefetch '" },
 };
 
+/* Commands that run until stopped, and what they say while they run. */
+static const struct cli_case running[] = {
+	/* Sizes as people read them, not "(0 MiB)". */
+	{ "serve --socket @D/s --mem-file @D/small", RAN, "err",
+	  "faultline: serving @D/small (4.9 KiB) on " },
+	{ "serve --socket @D/s --mem-file @D/mem", RAN, "err",
+	  "faultline: serving @D/mem (1 MiB) on " },
+	{ "send --listen 127.0.0.1:@P --mem-file @D/small", RAN, "err",
+	  "faultline send: serving @D/small (4.9 KiB, 1 block of 64 KiB, id " },
+};
+
 static void check(const struct cli_case *c, int secs)
 {
 	int st = run(c->args, secs);
-	bool in_out = su_file_has(out, c->text), in_err = su_file_has(err, c->text);
+	char text[512];
+	bool in_out, in_err;
+
+	expand(c->text, text, sizeof(text));
+	in_out = su_file_has(out, text);
+	in_err = su_file_has(err, text);
 	bool where_ok = !strcmp(c->where, "out") ? in_out : in_err;
 
 	ok(st == c->status && where_ok, "faultline %s: exit %d (want %d), "
@@ -105,12 +134,33 @@ static void check(const struct cli_case *c, int secs)
 	}
 }
 
+/* dir/name, len bytes of 0x5a. */
+static int make_file(const char *name, size_t len)
+{
+	char path[160], buf[4096];
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	memset(buf, 0x5a, sizeof(buf));
+	for (size_t done = 0, n; done < len && ret == 0; done += n) {
+		n = len - done < sizeof(buf) ? len - done : sizeof(buf);
+		if (write(fd, buf, n) != (ssize_t)n)
+			ret = -EIO;
+	}
+	close(fd);
+	return ret;
+}
+
 int main(void)
 {
 	char path[160];
 	struct mem_file mem;
 
 	bin = serve_bin();
+	port = 20000 + getpid() % 20000;
 	snprintf(dir, sizeof(dir), "/tmp/fl-cli-inputs-XXXXXX");
 	if (!mkdtemp(dir))
 		BAIL("mkdtemp: %s", strerror(errno));
@@ -121,8 +171,12 @@ int main(void)
 	snprintf(path, sizeof(path), "%s/mem", dir);
 	if (link(mem.path, path) < 0 && symlink(mem.path, path) < 0)
 		BAIL("link: %s", strerror(errno));
+	if (make_file("small", 5000) < 0)
+		BAIL("cannot create %s/small", dir);
 	for (unsigned int i = 0; i < sizeof(cases) / sizeof(*cases); i++)
 		check(&cases[i], 10);
+	for (unsigned int i = 0; i < sizeof(running) / sizeof(*running); i++)
+		check(&running[i], 2);
 	mem_file_destroy(&mem);
 	snprintf(path, sizeof(path), "rm -rf %s", dir);
 	if (system(path) != 0)

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "util/size.h"
 #include "vmm.h"
 
 static const char usage[] =
@@ -75,16 +76,16 @@ static void print_text(const struct vmm_config *c, const struct vmm_result *r)
 {
 	char wl[32];
 
-	printf("%s guest (%s), %u vCPU%s, %s %s%s, %llu MiB %s: %.1f ms, "
-	       "%llu touches, %llu faults, %llu MiB copied, checksum %s\n",
+	printf("%s guest (%s), %u vCPU%s, %s %s%s, %s %s: %.1f ms, "
+	       "%llu touches, %llu faults, %s copied, checksum %s\n",
 	       r->kvm_guest ? "KVM" : "process", r->kvm, r->vcpus,
 	       r->vcpus > 1 ? "s" : "",
 	       vmm_workload_name(&c->wl, wl, sizeof(wl)),
 	       c->wl.write ? "writes" : "reads", c->huge ? " (hugetlb)" : "",
-	       (unsigned long long)(r->mem_bytes >> 20),
+	       size_str(r->mem_bytes).s,
 	       vmm_backend_name(c->backend), r->elapsed_ms,
 	       (unsigned long long)r->touches, (unsigned long long)r->faults,
-	       (unsigned long long)(r->bytes_copied >> 20),
+	       size_str(r->bytes_copied).s,
 	       r->checksum_ok ? "ok" : "WRONG");
 }
 

@@ -28,6 +28,7 @@
 #include "beside.h"
 #include "kvm.h"
 #include "mem.h"
+#include "util/size.h"
 #include "vmm.h"
 
 struct vm_run;
@@ -132,17 +133,16 @@ static int check_config(const struct vmm_config *c, uint64_t file_size,
 				"positive multiple of %s", (unsigned long long)
 				*size, c->huge ? "2 MiB" : "4 KiB");
 	if (*size > VMM_MAX_MEM)
-		return vmm_fail(-EINVAL, "guest memory of %llu MiB: at most "
-				"3072 MiB", (unsigned long long)(*size >> 20));
+		return vmm_fail(-EINVAL, "guest memory of %s: at most "
+				"3 GiB", size_str(*size).s);
 	if (*size > file_size)
-		return vmm_fail(-EINVAL, "guest memory of %llu MiB, but the "
-				"memory file has %llu MiB",
-				(unsigned long long)(*size >> 20),
-				(unsigned long long)(file_size >> 20));
+		return vmm_fail(-EINVAL, "guest memory of %s, but the "
+				"memory file has %s", size_str(*size).s,
+				size_str(file_size).s);
 	if (*size / 4096 < (c->vcpus ? c->vcpus : 1))
-		return vmm_fail(-EINVAL, "%u vCPUs over %llu KiB: each needs a "
+		return vmm_fail(-EINVAL, "%u vCPUs over %s: each needs a "
 				"page of its own", c->vcpus,
-				(unsigned long long)(*size >> 10));
+				size_str(*size).s);
 	if (c->discard_len && (c->discard_off % psz || c->discard_len % psz ||
 			       c->discard_off + c->discard_len > *size))
 		return vmm_fail(-EINVAL, "--discard %llu:%llu: not whole pages "

@@ -48,6 +48,7 @@
 #include "util/clock.h"
 #include "util/io.h"
 #include "util/sock.h"
+#include "util/size.h"
 #include "util/zero.h"
 
 #define HELLO_TIMEOUT_MS 5000
@@ -674,9 +675,10 @@ int send_run(const struct send_config *cfg)
 		ret = fl_err(-errno, "send: signalfd/eventfd: %m");
 		goto out;
 	}
-	send_log("serving %s (%llu bytes, %llu blocks of %u, id %016llx) on %s",
-		 cfg->mem_file, (unsigned long long)snd.size,
-		 (unsigned long long)snd.nblocks, snd.bsize,
+	send_log("serving %s (%s, %llu block%s of %s, id %016llx) on %s",
+		 cfg->mem_file, size_str(snd.size).s,
+		 (unsigned long long)snd.nblocks, snd.nblocks == 1 ? "" : "s",
+		 size_str(snd.bsize).s,
 		 (unsigned long long)snd.file_id, cfg->listen);
 	for (;;) {
 		struct pollfd pfd[3] = { { lfd, POLLIN, 0 }, { sfd, POLLIN, 0 },

@@ -43,6 +43,7 @@
 #include "source/source.h"
 #include "util/clock.h"
 #include "util/error.h"
+#include "util/size.h"
 #include "util/sock.h"
 
 /* A remote source waiting for its origin: say so in the log. */
@@ -256,10 +257,9 @@ static void draw_progress(struct daemon *d, int n, uint64_t done,
 		if ((int)pct / 10 == d->last_step)
 			return;
 		d->last_step = (int)pct / 10;
-		slog(NULL, "restoring %d session%s: %u%% (%llu of %llu MiB)",
-		     n, n > 1 ? "s" : "", pct,
-		     (unsigned long long)(done >> 20),
-		     (unsigned long long)(total >> 20));
+		slog(NULL, "restoring %d session%s: %u%% (%s of %s)",
+		     n, n > 1 ? "s" : "", pct, size_str(done).s,
+		     size_str(total).s);
 		return;
 	}
 	unsigned int full = (unsigned int)(done * BAR_WIDTH / total);
@@ -268,9 +268,9 @@ static void draw_progress(struct daemon *d, int n, uint64_t done,
 		bar[i] = i < full ? '#' : '-';
 	bar[BAR_WIDTH] = 0;
 	snprintf(line, sizeof(line), "faultline: restoring %d session%s [%s] "
-		 "%3u%% %llu/%llu MiB %.0f MiB/s", n, n > 1 ? "s" : "", bar,
-		 pct, (unsigned long long)(done >> 20),
-		 (unsigned long long)(total >> 20), rate / (1 << 20));
+		 "%3u%% %s/%s %s/s", n, n > 1 ? "s" : "", bar, pct,
+		 size_str(done).s, size_str(total).s,
+		 size_str((uint64_t)rate).s);
 	put_bar(line);
 }
 
@@ -598,8 +598,8 @@ int serve_run(const struct serve_config *cfg)
 
 		store_send(d.store_fd, &l, &d.listen_fd, 1);
 	}
-	slog(NULL, "serving %s (%llu MiB) on %s", d.src->desc,
-	     (unsigned long long)(fl_source_size(d.src) >> 20),
+	slog(NULL, "serving %s (%s) on %s", d.src->desc,
+	     size_str(fl_source_size(d.src)).s,
 	     cfg->socket_path ? cfg->socket_path : "the systemd socket");
 	/* Listening: say so (criu's --status-fd), once, not after a restart. */
 	if (cfg->status_fd > 0 && !d.listen_given) {
