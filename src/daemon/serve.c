@@ -372,11 +372,16 @@ static void on_signal(struct daemon *d)
 		return;
 	/*
 	 * Supervised, signals count only from the supervisor, which forwards
-	 * its own (systemctl kill signals every process of the unit: one
-	 * SIGTERM would count twice and end the sessions at once).
+	 * its own as SUPERVISE_STOP_SIG (systemctl kill signals every process
+	 * of the unit: one SIGTERM would count twice and end the sessions at
+	 * once).
 	 */
-	if (d->store_fd >= 0 && (pid_t)si.ssi_pid != getppid())
+	if (d->store_fd >= 0 && ((pid_t)si.ssi_pid != getppid() ||
+				 si.ssi_signo == SIGTERM ||
+				 si.ssi_signo == SIGINT))
 		return;
+	if (si.ssi_signo == (uint32_t)SUPERVISE_STOP_SIG)
+		si.ssi_signo = (uint32_t)si.ssi_int;
 	if (si.ssi_signo == SIGUSR2 && d->store_fd >= 0)
 		hand_over_and_exit(d);
 	if (si.ssi_signo == SIGUSR2 || si.ssi_signo == SIGHUP)
@@ -384,10 +389,16 @@ static void on_signal(struct daemon *d)
 	if (!d->draining) {
 		d->draining = true;
 		stop_listening(d);
-		slog(NULL, "signal %u: not accepting; draining %d session%s",
-		     si.ssi_signo, d->nsessions, d->nsessions == 1 ? "" : "s");
+		slog(NULL, "signal %u: not accepting; draining %d session%s%s",
+		     si.ssi_signo, d->nsessions, d->nsessions == 1 ? "" : "s",
+		     d->nsessions ? " (a second Ctrl-C or SIGTERM abandons "
+		     "their VMs: a fault still to come is never answered)" :
+		     "");
 		return;
 	}
+	if (d->sessions)
+		slog(NULL, "signal %u again: abandoning %d session%s",
+		     si.ssi_signo, d->nsessions, d->nsessions == 1 ? "" : "s");
 	while (d->sessions)
 		session_end(d, d->sessions, "daemon stopping");
 }
@@ -555,6 +566,7 @@ int serve_run(const struct serve_config *cfg)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGUSR2);
+	sigaddset(&set, SUPERVISE_STOP_SIG);
 	sigaddset(&set, SIGHUP);	/* the supervisor's: ignored here */
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	supervised_fds(&d);

@@ -356,7 +356,8 @@ static int on_sup_signal(struct sup *s)
 			close(s->listen_fd);
 		s->listen_fd = -1;
 		if (s->server)
-			kill(s->server, (int)si.ssi_signo);
+			sigqueue(s->server, SUPERVISE_STOP_SIG, (union sigval){
+				 .sival_int = (int)si.ssi_signo });
 		return -1;
 	}
 }
@@ -403,6 +404,7 @@ int supervise_run(char **argv)
 
 	sigemptyset(&usr2);
 	sigaddset(&usr2, SIGUSR2);	/* inherited blocked by the server */
+	sigaddset(&usr2, SUPERVISE_STOP_SIG);
 	sigprocmask(SIG_BLOCK, &usr2, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	s.sig_fd = signalfd(-1, &s.sigs, SFD_CLOEXEC);
