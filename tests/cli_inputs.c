@@ -51,6 +51,26 @@ static int run(const char *args, int secs)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* dir/name, len bytes of 0x5a. */
+static int make_file(const char *name, size_t len)
+{
+	char path[160], buf[4096];
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	memset(buf, 0x5a, sizeof(buf));
+	for (size_t done = 0, n; done < len && ret == 0; done += n) {
+		n = len - done < sizeof(buf) ? len - done : sizeof(buf);
+		if (write(fd, buf, n) != (ssize_t)n)
+			ret = -EIO;
+	}
+	close(fd);
+	return ret;
+}
+
 static const struct cli_case {
 	const char *args;
 	int status;
@@ -136,6 +156,52 @@ static void check(const struct cli_case *c, int secs)
 }
 
 /*
+ * A user who may not create a userfaultfd is told what would let them:
+ * the sysctl and the device, not "cannot map ... Permission denied".
+ * Only where the kernel refuses nobody (unprivileged_userfaultfd=0, the
+ * device root's alone), which this test never changes.
+ */
+static void test_unprivileged(void)
+{
+	static const char *const backends[] = {
+		"inproc", "uffd --socket @D/nosock",
+	};
+	char cmd[1024], args[512];
+	FILE *f = fopen("/proc/sys/vm/unprivileged_userfaultfd", "r");
+	int v = -1, st;
+
+	if (f && fscanf(f, "%d", &v) != 1)
+		v = -1;
+	if (f)
+		fclose(f);
+	if (v != 0 || access("/usr/bin/setpriv", X_OK) ||
+	    make_file("pub", 1 << 20) < 0 || chmod(dir, 0755) ||
+	    snprintf(cmd, sizeof(cmd), "%s/pub", dir) < 0 ||
+	    chmod(cmd, 0644)) {
+		skip(2, "userfaultfd not refused to nobody here, or no setpriv");
+		return;
+	}
+	for (int i = 0; i < 2; i++) {
+		snprintf(cmd, sizeof(cmd), "vmm --mem-file @D/pub --backend %s "
+			 "--workload linear", backends[i]);
+		expand(cmd, args, sizeof(args));
+		snprintf(cmd, sizeof(cmd), "timeout -k 5 10 setpriv "
+			 "--reuid=65534 --regid=65534 --clear-groups %s %s "
+			 ">%s 2>%s </dev/null", bin, args, out, err);
+		st = system(cmd);
+		st = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+		ok(st == 1 && su_file_has(err, "vm.unprivileged_userfaultfd=1, "
+					  "or read-write access to "
+					  "/dev/userfaultfd"),
+		   "vmm --backend %s as nobody: exit %d (want 1), names the "
+		   "sysctl and /dev/userfaultfd", backends[i], st);
+		if (st != 1)
+			serve_log_dump_file(err);
+	}
+	chmod(dir, 0700);
+}
+
+/*
  * A Firecracker-style client that connects and faults nothing, so that
  * its session lasts until the daemon ends it; it waits to be killed.
  */
@@ -214,26 +280,6 @@ static void test_ctrl_c(const char *mem)
 	serve_cleanup(&s);
 }
 
-/* dir/name, len bytes of 0x5a. */
-static int make_file(const char *name, size_t len)
-{
-	char path[160], buf[4096];
-	int fd, ret = 0;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fd = open(path, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	memset(buf, 0x5a, sizeof(buf));
-	for (size_t done = 0, n; done < len && ret == 0; done += n) {
-		n = len - done < sizeof(buf) ? len - done : sizeof(buf);
-		if (write(fd, buf, n) != (ssize_t)n)
-			ret = -EIO;
-	}
-	close(fd);
-	return ret;
-}
-
 int main(void)
 {
 	char path[160];
@@ -257,6 +303,7 @@ int main(void)
 		check(&cases[i], 10);
 	for (unsigned int i = 0; i < sizeof(running) / sizeof(*running); i++)
 		check(&running[i], 2);
+	test_unprivileged();
 	test_ctrl_c(mem.path);
 	mem_file_destroy(&mem);
 	snprintf(path, sizeof(path), "rm -rf %s", dir);

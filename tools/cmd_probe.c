@@ -159,7 +159,7 @@ int cmd_probe(int argc, char **argv)
 
 	if (ret < 0) {
 		fprintf(stderr, "faultline probe: userfaultfd unavailable: %s\n",
-			strerror(-ret));
+			uffd_strerror(ret));
 		return CLI_FAILED;
 	}
 	probe_kvm(&kvm);

@@ -40,7 +40,7 @@ int vmm_beside_open(struct vmm_beside *b, int fd, uint64_t len)
 	b->uffd = uffd_create(0, NULL);
 	if (b->uffd < 0) {
 		ret = vmm_fail(b->uffd, "--copy-beside: no userfaultfd: %s",
-			       strerror(-b->uffd));
+			       uffd_strerror(b->uffd));
 		goto fail;
 	}
 	ret = uffd_register(b->uffd, (uintptr_t)b->dst, len,

@@ -18,6 +18,7 @@
 
 #include "error.h"
 #include "hugetlb.h"
+#include "kernel/uffd.h"
 #include "mem.h"
 #include "util/io.h"
 #include "util/size.h"
@@ -83,7 +84,7 @@ static int map_uffd(struct vmm_mem *m)
 	if (ret < 0)
 		return vmm_fail(ret, "cannot map a Firecracker-style uffd "
 				"region of %s: %s", size_str(m->size).s,
-				strerror(-ret));
+				uffd_strerror(ret));
 	m->addr = m->fc.regions[0].addr;
 	return 0;
 }
