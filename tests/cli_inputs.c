@@ -100,6 +100,27 @@ static const struct cli_case {
 	  "faultline lazy-pages: --threads '0': must be 1 to 64" },
 	{ "serve --socket @D/s --mem-file @D/mem --on-source-error x", 2, "err",
 	  "faultline serve: --on-source-error 'x': must be poison or kill" },
+	/* An image where raw memory is read: named, with what to do. */
+	{ "image create @D/mem @D/img", 0, "out", "zstd level:" },
+	{ "send --listen 127.0.0.1:@P --mem-file @D/img", 1, "err",
+	  "faultline send: @D/img: a faultline image, not a raw memory file "
+	  "(send reads raw memory): serve the image with `faultline serve "
+	  "--mem-file @D/img`, or unpack it with `faultline image unpack "
+	  "@D/img RAW`" },
+	{ "vmm --mem-file @D/img --backend inproc --workload linear", 1, "err",
+	  "faultline vmm: @D/img: a faultline image, not a raw memory file "
+	  "(vmm, which checks the guest against it, reads raw memory): "
+	  "unpack it with" },
+	{ "image create @D/img @D/img2", 1, "err",
+	  "faultline image: @D/img: a faultline image, not a raw memory file" },
+	{ "image unpack @D/img @D/unpacked", 0, "out",
+	  "@D/img: unpacked into @D/unpacked (1 MiB)" },
+	{ "image unpack @D/img @D/unpacked", 1, "err",
+	  "faultline image: unpack into '@D/unpacked': File exists" },
+	{ "image unpack @D/mem @D/x", 1, "err",
+	  "faultline image: @D/mem: not a faultline image" },
+	{ "vmm --mem-file @D/unpacked --backend inproc --workload linear "
+	  "--guest process", 0, "out", "checksum ok" },
 	/* Ports are numbers from 1 to 65535, never truncated nor looked up. */
 	{ "send --listen 127.0.0.1:99999 --mem-file @D/mem", 2, "err",
 	  "faultline send: --listen 127.0.0.1:99999: port '99999': not a "
@@ -125,6 +146,9 @@ static const struct cli_case {
 
 /* Commands that run until stopped, and what they say while they run. */
 static const struct cli_case running[] = {
+	/* serve reads images (send and vmm tell their users so). */
+	{ "serve --socket @D/s --mem-file @D/img", RAN, "err",
+	  "faultline: serving @D/img (1 MiB) on " },
 	/* Sizes as people read them, not "(0 MiB)". */
 	{ "serve --socket @D/s --mem-file @D/small", RAN, "err",
 	  "faultline: serving @D/small (4.9 KiB) on " },

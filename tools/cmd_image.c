@@ -23,7 +23,11 @@
 #include "format/criu.h"
 #include "format/image.h"
 #include "util/clock.h"
+#include "source/source.h"
 #include "util/error.h"
+#include "util/io.h"
+#include "util/size.h"
+#include "util/zero.h"
 
 static void image_usage(FILE *f)
 {
@@ -32,11 +36,14 @@ static void image_usage(FILE *f)
 		"       faultline image create --criu DIR IMAGE [--chunk SIZE] [--level N]\n"
 		"       faultline image inspect IMAGE\n"
 		"       faultline image verify IMAGE\n"
+		"       faultline image unpack IMAGE RAW\n"
 		"SIZE is a power of two from 4K to 16M (default 512K); "
 		"N is a zstd level (default %d).\n"
 		"--criu: the pages of a CRIU dump, its pages files end to end in\n"
 		"the order of pstree.img (`faultline lazy-pages --pages IMAGE`);\n"
-		"they are written to a file beside IMAGE first.\n",
+		"they are written to a file beside IMAGE first.\n"
+		"unpack: the raw memory again, into RAW (a new file), for what\n"
+		"reads only raw memory (send, vmm).\n",
 		IMAGE_DEFAULT_LEVEL);
 }
 
@@ -205,6 +212,63 @@ static int do_create(int argc, char **argv)
 	return 0;
 }
 
+/* The source's bytes into fd, zero blocks left as holes: 0 or -errno. */
+static int copy_out(struct fl_source *src, int fd)
+{
+	const size_t blk = 2u << 20;
+	uint64_t size = fl_source_size(src);
+	char *buf = malloc(blk);
+	int ret = buf ? 0 : -ENOMEM;
+
+	for (uint64_t off = 0; off < size && ret == 0; off += blk) {
+		size_t n = size - off < blk ? (size_t)(size - off) : blk;
+
+		ret = src->ops->read(src, buf, n, off);
+		if (ret == 0 && !is_zero(buf, n))
+			ret = pwrite_full(fd, buf, n, off);
+	}
+	if (ret == 0 && ftruncate(fd, (off_t)size) < 0)
+		ret = -errno;
+	free(buf);
+	return ret;
+}
+
+/* `image unpack IMAGE RAW`: RAW must not exist yet. */
+static int do_unpack(const char *image, const char *raw)
+{
+	struct fl_source *src;
+	uint64_t size;
+	int fd, ret;
+
+	if (!image_has_magic(image)) {
+		fprintf(stderr, "faultline image: %s: not a faultline image\n",
+			image);
+		return CLI_FAILED;
+	}
+	ret = fl_source_open(image, &src);
+	if (ret < 0)
+		return cli_exit("image", ret);
+	fd = open(raw, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		ret = -errno;
+		fl_source_put(src);
+		return cli_cannot("image", "unpack into", raw, strerror(-ret));
+	}
+	ret = copy_out(src, fd);
+	size = fl_source_size(src);
+	if (close(fd) < 0 && ret == 0)
+		ret = -errno;
+	fl_source_put(src);
+	if (ret < 0) {
+		unlink(raw);
+		fprintf(stderr, "faultline image: unpack %s: %s\n", image,
+			*fl_last_error() ? fl_last_error() : strerror(-ret));
+		return CLI_FAILED;
+	}
+	printf("%s: unpacked into %s (%s)\n", image, raw, size_str(size).s);
+	return 0;
+}
+
 static void report_bad(void *arg, const char *msg)
 {
 	(void)arg;
@@ -228,6 +292,8 @@ int cmd_image(int argc, char **argv)
 	}
 	if (!strcmp(sub, "create"))
 		return do_create(argc - 2, argv + 2);
+	if (!strcmp(sub, "unpack") && argc == 4)
+		return do_unpack(argv[2], argv[3]);
 	if ((strcmp(sub, "inspect") && strcmp(sub, "verify")) || argc != 3) {
 		image_usage(stderr);
 		return CLI_USAGE;

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "beside.h"
+#include "format/image.h"
 #include "kvm.h"
 #include "mem.h"
 #include "util/size.h"
@@ -441,6 +442,12 @@ int vmm_run(const struct vmm_config *c, struct vmm_result *r)
 	run->vm.fd = run->vm.kvm = -1;
 	run->beside.uffd = -1;
 	r->vcpus = run->nvcpus;
+	ret = image_refuse(c->mem_file, "vmm, which checks the guest against "
+			   "it,", false);
+	if (ret < 0) {
+		free(run);
+		return vmm_fail(ret, "%s", fl_last_error());
+	}
 	fd = open(c->mem_file, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		free(run);

@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "faultline.h"
+#include "format/image.h"
 #include "util/error.h"
 #include "source/peer_proto.h"
 #include "daemon/send.h"
@@ -565,6 +566,8 @@ static int sender_open(struct sender *snd, const struct send_config *cfg)
 	    (snd->bsize & (snd->bsize - 1)))
 		return fl_err(-EINVAL, "--block-size %u: must be a power of "
 			      "two from 4K to 2M", snd->bsize);
+	if (image_refuse(cfg->mem_file, "send", true) < 0)
+		return -EINVAL;
 	snd->fd = open_regular(cfg->mem_file, &st, false);
 	if (snd->fd < 0)
 		return snd->fd;

@@ -65,6 +65,12 @@ struct image {
 
 /* True if the file at path starts with IMAGE_MAGIC. */
 bool image_has_magic(const char *path);
+/*
+ * Where who reads raw memory: 0 if path is no faultline image, else
+ * -EINVAL with the error saying so and what to do instead (unpack it;
+ * or, if serve_instead, serve the image, which `faultline serve` reads).
+ */
+int image_refuse(const char *path, const char *who, bool serve_instead);
 
 /*
  * Open and validate an image: header, version, geometry, the index and its

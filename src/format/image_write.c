@@ -469,6 +469,8 @@ int image_create(const char *raw_path, const char *image_path,
 	bool work;
 	int ret = writer_opts(&w, opts);
 
+	if (ret == 0)
+		ret = image_refuse(raw_path, "image create", false);
 	if (ret < 0)
 		return ret;
 	w.rfd = open_regular(raw_path, &st, false);

@@ -50,13 +50,13 @@ struct fl_source {
 	_Atomic uint64_t note_ns;	/* the last note, for the rate limit */
 };
 
-/* Initialise the common part; refs starts at 1. */
 /*
  * Is spec a source's form (a path, http(s)://, tcp://HOST:PORT), without
  * opening it?  0, or -EINVAL with the error saying what is wrong: an
  * unsupported scheme, a malformed tcp:// address.
  */
 int source_check_spec(const char *spec);
+/* Initialise the common part; refs starts at 1. */
 void source_init(struct fl_source *s, const struct fl_source_ops *ops,
 		 uint64_t size, const char *desc);
 
