@@ -2,7 +2,8 @@
 /*
  * cli.c - the faultline command as a user meets it: every option that
  * cannot work is refused at once with one line naming it (exit 2 for a
- * usage error, 1 for an input that is wrong), `help` and every `--help`
+ * command line that is wrong, 1 for a run that failed: a file it names
+ * that cannot be used, say), `help` and every `--help`
  * print on stdout and exit 0, and `image create` never replaces its own
  * input.
  *
@@ -49,7 +50,7 @@ static const struct cli_case {
 	{ "serve --socket @D/s --mem-file @D/mem --allow-uid 0,,1", 2, "err",
 	  "faultline serve: --allow-uid '0,,1'" },
 	{ "serve --socket @D/s --mem-file @D/mem --record /nonexistent/x.trace",
-	  2, "err", "faultline serve: --record '/nonexistent/x.trace'" },
+	  1, "err", "faultline serve: --record '/nonexistent/x.trace'" },
 	{ "serve --socket @D/s --mem-file @D/mem --stats-json /nonexistent/x",
 	  1, "err", "faultline serve: --stats-json /nonexistent/x" },
 	{ "serve --socket @D/s --mem-file @D/mem --cache @D/cache", 2, "err",

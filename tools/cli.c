@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * cli.c - what every subcommand shares: exit status, size arguments, and
- * the daemon's status and metrics options.
+ * cli.c - what every subcommand shares: exit statuses, the one line that
+ * refuses an option, the arguments several commands take, and the
+ * daemon's log, status and metrics options.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -23,7 +24,7 @@ int cli_exit(const char *cmd, int ret)
 		return 0;
 	fprintf(stderr, "faultline %s: %s\n", cmd,
 		*fl_last_error() ? fl_last_error() : strerror(-ret));
-	return 1;
+	return CLI_FAILED;
 }
 
 int parse_size(const char *s, uint64_t *out)
@@ -118,4 +119,85 @@ int cli_control_path(const char *cmd, const char *given,
 	}
 	c->control_path = buf;
 	return 0;
+}
+
+static int refuse(int status, const char *cmd, const char *opt,
+		  const char *val, const char *why)
+{
+	fprintf(stderr, "faultline %s: %s '%s': %s\n", cmd, opt, val, why);
+	return status;
+}
+
+int cli_bad(const char *cmd, const char *opt, const char *val,
+	    const char *why)
+{
+	return refuse(CLI_USAGE, cmd, opt, val, why);
+}
+
+int cli_cannot(const char *cmd, const char *opt, const char *path,
+	       const char *why)
+{
+	return refuse(CLI_FAILED, cmd, opt, path, why);
+}
+
+int cli_parse_chunk(const char *cmd, const char *arg, uint64_t *chunk)
+{
+	uint64_t v;
+
+	if (parse_size(arg, &v) < 0 || v < 4096 || v > FL_MAX_CHUNK ||
+	    (v & (v - 1)))
+		return cli_bad(cmd, "--chunk", arg,
+			       "must be a power of two from 4K to 2M");
+	*chunk = v;
+	return 0;
+}
+
+static int parse_threads(const char *cmd, const char *arg,
+			 unsigned int *threads)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+
+	if (!isdigit((unsigned char)*arg) || *end || v < 1 || v > 64)
+		return cli_bad(cmd, "--threads", arg, "must be 1 to 64");
+	*threads = (unsigned int)v;
+	return 0;
+}
+
+static int parse_on_error(const char *cmd, const char *arg, int *on_error)
+{
+	if (!strcmp(arg, "poison"))
+		*on_error = FL_ON_ERROR_POISON;
+	else if (!strcmp(arg, "kill"))
+		*on_error = FL_ON_ERROR_KILL;
+	else
+		return cli_bad(cmd, "--on-source-error", arg,
+			       "must be poison or kill");
+	return 0;
+}
+
+int cli_serve_opt(const char *cmd, int opt, const char *arg,
+		  struct serve_config *c)
+{
+	switch (opt) {
+	case 'c':
+		return cli_parse_chunk(cmd, arg, &c->chunk);
+	case 't':
+		return parse_threads(cmd, arg, &c->threads);
+	case 'e':
+		return parse_on_error(cmd, arg, &c->on_error);
+	case 'r':
+		if (cli_check_writable(arg) < 0)
+			return cli_cannot(cmd, "--record", arg,
+					  strerror(errno));
+		c->record = arg;
+		return 0;
+	case 'p':
+		if (access(arg, R_OK) < 0)
+			return cli_cannot(cmd, "--prefetch", arg,
+					  "cannot read the trace file");
+		c->replay = arg;
+		return 0;
+	}
+	return cli_bad(cmd, "option", arg, "not a serve option");
 }

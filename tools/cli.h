@@ -19,8 +19,36 @@ int cmd_vmm(int argc, char **argv);	/* tools/cmd_vmm.c */
 int cmd_lazy_pages(int argc, char **argv);	/* tools/cmd_lazy_pages.c */
 int cmd_status(int argc, char **argv);	/* tools/cmd_status.c */
 
-/* Exit status for a command's result: 0, or 1 after one line on stderr. */
+/*
+ * Exit statuses, the same for every subcommand (`faultline --help` says
+ * so): CLI_USAGE when the command line itself is wrong (an unknown
+ * option, a value of the wrong form, a required option missing or two
+ * that do not go together), CLI_FAILED when it is right but the run
+ * failed (a file missing or not what it must be, a source that cannot be
+ * reached, the kernel refusing).
+ */
+#define CLI_FAILED	1
+#define CLI_USAGE	2
+
+struct serve_config;
+
+/* Exit status for a command's result: 0, or CLI_FAILED after one line. */
 int cli_exit(const char *cmd, int ret);
+/* "faultline CMD: OPT 'VAL': WHY" on stderr; returns CLI_USAGE. */
+int cli_bad(const char *cmd, const char *opt, const char *val,
+	    const char *why);
+/* The same line for a file an option names that cannot be used: CLI_FAILED. */
+int cli_cannot(const char *cmd, const char *opt, const char *path,
+	       const char *why);
+/* --chunk SIZE (a fault's fill): 0, or CLI_USAGE after saying why. */
+int cli_parse_chunk(const char *cmd, const char *arg, uint64_t *chunk);
+/*
+ * An option serve and lazy-pages share, by its getopt value: 'c'
+ * --chunk, 't' --threads, 'e' --on-source-error, 'r' --record, 'p'
+ * --prefetch.  0, or the exit status after saying why.
+ */
+int cli_serve_opt(const char *cmd, int opt, const char *arg,
+		  struct serve_config *c);
 
 /* Parse "4096", "64K", "2M", "1G" into bytes; -EINVAL if malformed. */
 int parse_size(const char *s, uint64_t *out);

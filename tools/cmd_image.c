@@ -16,13 +16,18 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "faultline.h"
 #include "cli.h"
 #include "format/criu.h"
 #include "format/image.h"
 #include "util/clock.h"
+#include "source/source.h"
 #include "util/error.h"
+#include "util/io.h"
+#include "util/size.h"
+#include "util/zero.h"
 
 static void image_usage(FILE *f)
 {
@@ -31,11 +36,14 @@ static void image_usage(FILE *f)
 		"       faultline image create --criu DIR IMAGE [--chunk SIZE] [--level N]\n"
 		"       faultline image inspect IMAGE\n"
 		"       faultline image verify IMAGE\n"
+		"       faultline image unpack IMAGE RAW\n"
 		"SIZE is a power of two from 4K to 16M (default 512K); "
 		"N is a zstd level (default %d).\n"
 		"--criu: the pages of a CRIU dump, its pages files end to end in\n"
 		"the order of pstree.img (`faultline lazy-pages --pages IMAGE`);\n"
-		"they are written to a file beside IMAGE first.\n",
+		"they are written to a file beside IMAGE first.\n"
+		"unpack: the raw memory again, into RAW (a new file), for what\n"
+		"reads only raw memory (send, vmm).\n",
 		IMAGE_DEFAULT_LEVEL);
 }
 
@@ -135,7 +143,7 @@ static int do_create(int argc, char **argv)
 			if (i + 1 >= argc) {
 				fprintf(stderr, "faultline image: %s needs a value\n",
 					a);
-				return 2;
+				return CLI_USAGE;
 			}
 			const char *v = argv[++i];
 
@@ -147,44 +155,46 @@ static int do_create(int argc, char **argv)
 					fprintf(stderr,
 						"faultline image: --chunk %s: must be a power of two from 4K to 16M\n",
 						v);
-					return 2;
+					return CLI_USAGE;
 				}
 				o.chunk_size = (uint32_t)cs;
 			} else {
 				char *end;
 				long l = strtol(v, &end, 10);
 
-				if (!*v || *end || l == 0 || l < -1000 ||
-				    l > 1000) {
+				if (!*v || *end || l == 0 ||
+				    image_check_level(l)) {
 					fprintf(stderr,
-						"faultline image: --level %s: not a zstd level\n",
-						v);
-					return 2;
+						"faultline image: --level %s: "
+						"not a zstd level (%d to %d, "
+						"not 0)\n", v, ZSTD_minCLevel(),
+						ZSTD_maxCLevel());
+					return CLI_USAGE;
 				}
 				o.level = (int)l;
 			}
 		} else if (a[0] == '-' && a[1]) {
 			fprintf(stderr, "faultline image: unknown option '%s'\n",
 				a);
-			return 2;
+			return CLI_USAGE;
 		} else if (npos < 2) {
 			pos[npos++] = a;
 		} else {
 			fprintf(stderr, "faultline image: unexpected argument '%s'\n",
 				a);
-			return 2;
+			return CLI_USAGE;
 		}
 	}
 	if (npos != (criu ? 1 : 2)) {
 		image_usage(stderr);
-		return 2;
+		return CLI_USAGE;
 	}
 	t = now_s();
 	if (criu) {
 		pos[1] = pos[0];
 		pos[0] = raw = criu_raw(criu, pos[1]);
 		if (!raw)
-			return 1;
+			return CLI_FAILED;
 	}
 	ret = image_create(pos[0], pos[1], &o, &info);
 	if (raw) {
@@ -193,12 +203,69 @@ static int do_create(int argc, char **argv)
 	}
 	if (ret < 0) {
 		fprintf(stderr, "faultline image: %s\n", fl_last_error());
-		return 1;
+		return CLI_FAILED;
 	}
 	t = now_s() - t;
 	print_info(pos[1], &info);
 	printf("created in:  %.3f s (%.0f MiB/s)\n", t,
 	       t > 0 ? info.hdr.total_size / t / (1 << 20) : 0.0);
+	return 0;
+}
+
+/* The source's bytes into fd, zero blocks left as holes: 0 or -errno. */
+static int copy_out(struct fl_source *src, int fd)
+{
+	const size_t blk = 2u << 20;
+	uint64_t size = fl_source_size(src);
+	char *buf = malloc(blk);
+	int ret = buf ? 0 : -ENOMEM;
+
+	for (uint64_t off = 0; off < size && ret == 0; off += blk) {
+		size_t n = size - off < blk ? (size_t)(size - off) : blk;
+
+		ret = src->ops->read(src, buf, n, off);
+		if (ret == 0 && !is_zero(buf, n))
+			ret = pwrite_full(fd, buf, n, off);
+	}
+	if (ret == 0 && ftruncate(fd, (off_t)size) < 0)
+		ret = -errno;
+	free(buf);
+	return ret;
+}
+
+/* `image unpack IMAGE RAW`: RAW must not exist yet. */
+static int do_unpack(const char *image, const char *raw)
+{
+	struct fl_source *src;
+	uint64_t size;
+	int fd, ret;
+
+	if (!image_has_magic(image)) {
+		fprintf(stderr, "faultline image: %s: not a faultline image\n",
+			image);
+		return CLI_FAILED;
+	}
+	ret = fl_source_open(image, &src);
+	if (ret < 0)
+		return cli_exit("image", ret);
+	fd = open(raw, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		ret = -errno;
+		fl_source_put(src);
+		return cli_cannot("image", "unpack into", raw, strerror(-ret));
+	}
+	ret = copy_out(src, fd);
+	size = fl_source_size(src);
+	if (close(fd) < 0 && ret == 0)
+		ret = -errno;
+	fl_source_put(src);
+	if (ret < 0) {
+		unlink(raw);
+		fprintf(stderr, "faultline image: unpack %s: %s\n", image,
+			*fl_last_error() ? fl_last_error() : strerror(-ret));
+		return CLI_FAILED;
+	}
+	printf("%s: unpacked into %s (%s)\n", image, raw, size_str(size).s);
 	return 0;
 }
 
@@ -217,7 +284,7 @@ int cmd_image(int argc, char **argv)
 
 	if (!sub) {
 		image_usage(stderr);
-		return 2;
+		return CLI_USAGE;
 	}
 	if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
 		image_usage(stdout);
@@ -225,15 +292,17 @@ int cmd_image(int argc, char **argv)
 	}
 	if (!strcmp(sub, "create"))
 		return do_create(argc - 2, argv + 2);
+	if (!strcmp(sub, "unpack") && argc == 4)
+		return do_unpack(argv[2], argv[3]);
 	if ((strcmp(sub, "inspect") && strcmp(sub, "verify")) || argc != 3) {
 		image_usage(stderr);
-		return 2;
+		return CLI_USAGE;
 	}
 	if (!strcmp(sub, "inspect")) {
 		if (image_inspect(argv[2], &info) < 0) {
 			fprintf(stderr, "faultline image: %s\n",
 				fl_last_error());
-			return 1;
+			return CLI_FAILED;
 		}
 		print_info(argv[2], &info);
 		return 0;
@@ -241,7 +310,7 @@ int cmd_image(int argc, char **argv)
 	ret = image_verify(argv[2], report_bad, NULL, &nbad);
 	if (ret < 0) {
 		fprintf(stderr, "faultline image: %s\n", fl_last_error());
-		return 1;
+		return CLI_FAILED;
 	}
 	printf("%s: all chunks good\n", argv[2]);
 	return 0;

@@ -57,12 +57,6 @@ static const char usage[] =
 	"  (its control socket: that path + .ctl); --metrics: GET /metrics\n"
 	"  (Prometheus) on PORT of 127.0.0.1, or of ADDR if given.\n";
 
-static int bad(const char *opt, const char *val, const char *why)
-{
-	fprintf(stderr, "faultline lazy-pages: %s '%s': %s\n", opt, val, why);
-	return 2;
-}
-
 /* The pages files of the tasks that have any, in the set's order. */
 static int open_pages(const char *dir, const struct criu_set *set,
 		      struct fl_source **out)
@@ -129,7 +123,8 @@ static int log_to(const char *work, const char *file)
 	else
 		snprintf(path, sizeof(path), "%s/%s", work, file);
 	if (!freopen(path, "a", stderr))
-		return bad("--log-file", path, strerror(errno));
+		return cli_cannot("lazy-pages", "--log-file", path,
+				  strerror(errno));
 	setvbuf(stderr, NULL, _IOLBF, 0);
 	return 0;
 }
@@ -150,8 +145,8 @@ int cmd_lazy_pages(int argc, char **argv)
 		{ "progress", no_argument, NULL, 259 },
 		{ "pages", required_argument, NULL, 260 },
 		{ "cache", required_argument, NULL, 261 },
-		{ "record", required_argument, NULL, 262 },
-		{ "prefetch", required_argument, NULL, 263 },
+		{ "record", required_argument, NULL, 'r' },
+		{ "prefetch", required_argument, NULL, 'p' },
 		{ "metrics", required_argument, NULL, 264 },
 		{ "log-level", required_argument, NULL, 265 },
 		{ "help", no_argument, NULL, 'h' },
@@ -176,28 +171,14 @@ int cmd_lazy_pages(int argc, char **argv)
 		case 256:
 			c.status_fd = (int)strtol(optarg, &end, 10);
 			if (*end || c.status_fd <= 0)
-				return bad("--status-fd", optarg,
-					   "must be an open descriptor above 0");
+				return cli_bad("lazy-pages", "--status-fd",
+					       optarg, "must be an open "
+					       "descriptor above 0");
 			break;
-		case 't':
-			c.threads = (unsigned int)strtoul(optarg, &end, 10);
-			if (*end || c.threads < 1 || c.threads > 64)
-				return bad("--threads", optarg, "must be 1 to 64");
-			break;
-		case 'c':
-			if (parse_size(optarg, &c.chunk) < 0 || c.chunk < 4096 ||
-			    c.chunk > FL_MAX_CHUNK || (c.chunk & (c.chunk - 1)))
-				return bad("--chunk", optarg,
-					   "must be a power of two from 4K to 2M");
-			break;
-		case 'e':
-			if (!strcmp(optarg, "poison"))
-				c.on_error = FL_ON_ERROR_POISON;
-			else if (!strcmp(optarg, "kill"))
-				c.on_error = FL_ON_ERROR_KILL;
-			else
-				return bad("--on-source-error", optarg,
-					   "must be poison or kill");
+		case 'c': case 't': case 'e': case 'r': case 'p':
+			if ((ret = cli_serve_opt("lazy-pages", opt, optarg,
+						 &c)))
+				return ret;
 			break;
 		case 257: c.engine_flags |= FL_ENGINE_NO_PREFETCH; break;
 		case 258: c.engine_flags |= FL_ENGINE_NO_BACKGROUND; break;
@@ -208,42 +189,38 @@ int cmd_lazy_pages(int argc, char **argv)
 				return ret;
 			break;
 		case 261: c.cache_dir = optarg; break;
-		case 262:
-			if (cli_check_writable(optarg) < 0)
-				return bad("--record", optarg, strerror(errno));
-			c.record = optarg;
-			break;
 		case 265:
 			if ((ret = cli_log_level("lazy-pages", optarg)))
 				return ret;
-			break;
-		case 263:
-			if (access(optarg, R_OK) < 0)
-				return bad("--prefetch", optarg,
-					   "cannot read the trace file");
-			c.replay = optarg;
 			break;
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
 		default:
 			fputs(usage, stderr);
-			return 2;
+			return CLI_USAGE;
 		}
 	}
 	if (optind < argc)
-		return bad("argument", argv[optind], "unexpected");
+		return cli_bad("lazy-pages", "argument", argv[optind],
+			       "unexpected");
 	if (!dir) {
 		fprintf(stderr, "faultline lazy-pages: -D DIR (the images) is "
 			"required\n%s", usage);
-		return 2;
+		return CLI_USAGE;
+	}
+	if (pages && source_check_spec(pages) < 0) {
+		fprintf(stderr, "faultline lazy-pages: --pages %s\n",
+			fl_last_error());
+		return CLI_USAGE;
 	}
 	if (!work)
 		work = dir;
 	if (log && (ret = log_to(work, log)))
 		return ret;
 	if (snprintf(sock, sizeof(sock), "%s/%s", work, SOCK_NAME) >= 108)
-		return bad("--work-dir", work, "too long for a socket path");
+		return cli_bad("lazy-pages", "--work-dir", work,
+			       "too long for a socket path");
 	c.socket_path = sock;
 	if ((ret = cli_control_path("lazy-pages", NULL, &c, ctl, sizeof(ctl))))
 		return ret;

@@ -153,14 +153,14 @@ int cmd_probe(int argc, char **argv)
 	}
 	if (argc > 2 || (argc == 2 && !json)) {
 		fprintf(stderr, "usage: faultline probe [--json]\n");
-		return 2;
+		return CLI_USAGE;
 	}
 	int ret = uffd_query(&caps);
 
 	if (ret < 0) {
 		fprintf(stderr, "faultline probe: userfaultfd unavailable: %s\n",
-			strerror(-ret));
-		return 1;
+			uffd_strerror(ret));
+		return CLI_FAILED;
 	}
 	probe_kvm(&kvm);
 	json_object *o = probe_json(&caps, &kvm);

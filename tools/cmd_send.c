@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "faultline.h"
 #include "daemon/send.h"
+#include "util/sock.h"
 
 static const char usage[] =
 	"usage: faultline send --listen ADDR:PORT --mem-file FILE\n"
@@ -28,6 +29,7 @@ int cmd_send(int argc, char **argv)
 		{ 0 }
 	};
 	struct send_config c = { 0 };
+	char host[256], port[8];
 	uint64_t v;
 	int opt;
 
@@ -42,7 +44,7 @@ int cmd_send(int argc, char **argv)
 				fprintf(stderr, "faultline send: --block-size "
 					"'%s': must be a power of two from 4K "
 					"to 2M\n", optarg);
-				return 2;
+				return CLI_USAGE;
 			}
 			c.block_size = (uint32_t)v;
 			break;
@@ -51,18 +53,24 @@ int cmd_send(int argc, char **argv)
 			return 0;
 		default:
 			fputs(usage, stderr);
-			return 2;
+			return CLI_USAGE;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "faultline send: argument '%s': unexpected\n",
 			argv[optind]);
-		return 2;
+		return CLI_USAGE;
 	}
 	if (!c.listen || !c.mem_file) {
 		fprintf(stderr, "faultline send: --listen and --mem-file are "
 			"required\n%s", usage);
-		return 2;
+		return CLI_USAGE;
+	}
+	if (sock_split_hostport(c.listen, host, sizeof(host), port,
+				sizeof(port)) < 0) {
+		fprintf(stderr, "faultline send: --listen %s\n",
+			fl_last_error());
+		return CLI_USAGE;
 	}
 	return cli_exit("send", send_run(&c));
 }

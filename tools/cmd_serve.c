@@ -16,6 +16,7 @@
 #include "faultline.h"
 #include "daemon/serve.h"
 #include "daemon/supervise.h"
+#include "source/source.h"
 #include "util/sock.h"
 
 static const char usage[] =
@@ -101,20 +102,14 @@ static int check_combinations(const struct serve_config *c, bool cache_max)
 		fprintf(stderr, "faultline serve: --cache %s: only for http:// "
 			"and https:// memory files (%s is read directly)\n",
 			c->cache_dir, c->mem_file);
-		return 2;
+		return CLI_USAGE;
 	}
 	if (cache_max && !c->cache_dir) {
 		fprintf(stderr, "faultline serve: --cache-max needs --cache "
 			"DIR\n");
-		return 2;
+		return CLI_USAGE;
 	}
 	return 0;
-}
-
-static int bad(const char *opt, const char *val, const char *why)
-{
-	fprintf(stderr, "faultline serve: %s '%s': %s\n", opt, val, why);
-	return 2;
 }
 
 int cmd_serve(int argc, char **argv)
@@ -149,56 +144,28 @@ int cmd_serve(int argc, char **argv)
 	const char *control = NULL;
 	char ctl[SOCK_UNIX_PATH_MAX];
 	int opt, ret;
-	char *end;
 
 	while ((opt = getopt_long(argc, argv, "s:m:c:t:j:ou:e:r:p:h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 's': c.socket_path = optarg; break;
 		case 'm': c.mem_file = optarg; break;
 		case 'j': c.stats_json = optarg; break;
-		case 'r':
-			if (cli_check_writable(optarg) < 0)
-				return bad("--record", optarg, strerror(errno));
-			c.record = optarg;
-			break;
-		case 'p':
-			if (access(optarg, R_OK) < 0)
-				return bad("--prefetch", optarg,
-					   "cannot read the trace file");
-			c.replay = optarg;
-			break;
 		case 'o': c.once = true; break;
-		case 'c':
-			if (parse_size(optarg, &c.chunk) < 0 || c.chunk < 4096 ||
-			    c.chunk > FL_MAX_CHUNK || (c.chunk & (c.chunk - 1)))
-				return bad("--chunk", optarg,
-					   "must be a power of two from 4K to 2M");
-			break;
-		case 't':
-			c.threads = (unsigned int)strtoul(optarg, &end, 10);
-			if (*end || c.threads < 1 || c.threads > 64)
-				return bad("--threads", optarg, "must be 1 to 64");
+		case 'c': case 't': case 'e': case 'r': case 'p':
+			if ((ret = cli_serve_opt("serve", opt, optarg, &c)))
+				return ret;
 			break;
 		case 265:
 			if (parse_owner(optarg, &c) < 0)
-				return bad("--socket-owner", optarg,
-					   "expected UID or UID:GID (numbers)");
+				return cli_bad("serve", "--socket-owner", optarg,
+					       "expected UID or UID:GID (numbers)");
 			break;
 		case 'u':
 			if (parse_uids(optarg, &c) < 0)
-				return bad("--allow-uid", optarg,
-					   "must be a comma-separated list of "
-					   "numeric uids (an empty list would "
-					   "allow no one)");
-			break;
-		case 'e':
-			if (!strcmp(optarg, "poison"))
-				c.on_error = FL_ON_ERROR_POISON;
-			else if (!strcmp(optarg, "kill"))
-				c.on_error = FL_ON_ERROR_KILL;
-			else
-				return bad("--on-source-error", optarg,
-					   "must be poison or kill");
+				return cli_bad("serve", "--allow-uid", optarg,
+					       "must be a comma-separated list "
+					       "of numeric uids (an empty list "
+					       "would allow no one)");
 			break;
 		case 256: c.cache_dir = optarg; break;
 		case 258: c.progress = true; break;
@@ -217,8 +184,8 @@ int cmd_serve(int argc, char **argv)
 		case 257:
 			if (parse_size(optarg, &c.cache_max) < 0 ||
 			    c.cache_max < (1 << 20))
-				return bad("--cache-max", optarg,
-					   "must be a size of at least 1M");
+				return cli_bad("serve", "--cache-max", optarg,
+					       "must be a size of at least 1M");
 			cache_max = true;
 			break;
 		case 'h':
@@ -226,19 +193,26 @@ int cmd_serve(int argc, char **argv)
 			return 0;
 		default:
 			fputs(usage, stderr);
-			return 2;
+			return CLI_USAGE;
 		}
 	}
 	if (optind < argc)
-		return bad("argument", argv[optind], "unexpected");
-	if (!c.mem_file) {
-		fprintf(stderr, "faultline serve: --mem-file FILE is required\n%s",
-			usage);
-		return 2;
+		return cli_bad("serve", "argument", argv[optind], "unexpected");
+	if (!c.mem_file || (!c.socket_path && !getenv(STORE_FD_ENV) &&
+			    !sock_activated())) {
+		fprintf(stderr, "faultline serve: %s is required\n%s",
+			c.mem_file ? "--socket PATH (or systemd's socket "
+			"activation)" : "--mem-file FILE", usage);
+		return CLI_USAGE;
 	}
 	if ((ret = check_combinations(&c, cache_max)) ||
 	    (ret = cli_control_path("serve", control, &c, ctl, sizeof(ctl))))
 		return ret;
+	if (source_check_spec(c.mem_file) < 0) {
+		fprintf(stderr, "faultline serve: --mem-file %s\n",
+			fl_last_error());
+		return CLI_USAGE;
+	}
 	/*
 	 * This process is the supervisor; it runs the server as its child
 	 * (this command again, told so by the environment).  argv - 1 is

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "util/size.h"
 #include "vmm.h"
 
 static const char usage[] =
@@ -29,8 +30,7 @@ static const char usage[] =
 
 static int bad(const char *opt, const char *val, const char *why)
 {
-	fprintf(stderr, "faultline vmm: %s '%s': %s\n", opt, val, why);
-	return 2;
+	return cli_bad("vmm", opt, val, why);
 }
 
 static int parse_range(const char *s, uint64_t *off, uint64_t *len)
@@ -76,16 +76,16 @@ static void print_text(const struct vmm_config *c, const struct vmm_result *r)
 {
 	char wl[32];
 
-	printf("%s guest (%s), %u vCPU%s, %s %s%s, %llu MiB %s: %.1f ms, "
-	       "%llu touches, %llu faults, %llu MiB copied, checksum %s\n",
+	printf("%s guest (%s), %u vCPU%s, %s %s%s, %s %s: %.1f ms, "
+	       "%llu touches, %llu faults, %s copied, checksum %s\n",
 	       r->kvm_guest ? "KVM" : "process", r->kvm, r->vcpus,
 	       r->vcpus > 1 ? "s" : "",
 	       vmm_workload_name(&c->wl, wl, sizeof(wl)),
 	       c->wl.write ? "writes" : "reads", c->huge ? " (hugetlb)" : "",
-	       (unsigned long long)(r->mem_bytes >> 20),
+	       size_str(r->mem_bytes).s,
 	       vmm_backend_name(c->backend), r->elapsed_ms,
 	       (unsigned long long)r->touches, (unsigned long long)r->faults,
-	       (unsigned long long)(r->bytes_copied >> 20),
+	       size_str(r->bytes_copied).s,
 	       r->checksum_ok ? "ok" : "WRONG");
 }
 
@@ -157,8 +157,8 @@ int cmd_vmm(int argc, char **argv)
 					   "not auto, kvm or process");
 			break;
 		case 'c':
-			if (parse_size(optarg, &c.chunk) < 0)
-				return bad("--chunk", optarg, "not a size");
+			if ((ret = cli_parse_chunk("vmm", optarg, &c.chunk)))
+				return ret;
 			break;
 		case 'P': c.engine_flags |= FL_ENGINE_NO_PREFETCH; break;
 		case 'B': c.engine_flags |= FL_ENGINE_NO_BACKGROUND; break;
@@ -166,7 +166,7 @@ int cmd_vmm(int argc, char **argv)
 		case 'r': c.replay = optarg; break;
 		case 'C': c.copy_beside = true; break;
 		case 'h': fputs(usage, stdout); return 0;
-		default: fputs(usage, stderr); return 2;
+		default: fputs(usage, stderr); return CLI_USAGE;
 		}
 	}
 	if (optind < argc)
@@ -174,13 +174,17 @@ int cmd_vmm(int argc, char **argv)
 	if (!c.mem_file || !have_backend || !have_wl) {
 		fprintf(stderr, "faultline vmm: --mem-file, --backend and "
 			"--workload are required\n%s", usage);
-		return 2;
+		return CLI_USAGE;
 	}
 	c.wl.write = write;
+	if (vmm_check_options(&c) < 0) {
+		fprintf(stderr, "faultline vmm: %s\n", vmm_error());
+		return CLI_USAGE;
+	}
 	ret = vmm_run(&c, &r);
 	if (ret < 0) {
 		fprintf(stderr, "faultline vmm: %s\n", vmm_error());
-		return 1;
+		return CLI_FAILED;
 	}
 	if (json) {
 		char *s = vmm_result_json(&c, &r);
@@ -190,5 +194,5 @@ int cmd_vmm(int argc, char **argv)
 	} else {
 		print_text(&c, &r);
 	}
-	return r.checksum_ok ? 0 : 1;
+	return r.checksum_ok ? 0 : CLI_FAILED;
 }

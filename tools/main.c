@@ -32,6 +32,11 @@ static void usage(FILE *f)
 		"--version\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(*commands); i++)
 		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+	fprintf(f, "\nexit status, every command: 0 done; 1 the run failed (a file "
+		"missing or\nnot what it must be, a source unreachable, the kernel "
+		"refusing; vmm: a\nwrong checksum); 2 the command line is wrong (an "
+		"unknown option, a value\nof the wrong form, a required option "
+		"missing, options that do not go\ntogether)\n");
 }
 
 /* `faultline help [COMMAND]`: the list, or COMMAND --help. */
@@ -51,7 +56,7 @@ static int help(int argc, char **argv)
 		}
 	fprintf(stderr, "faultline help: unknown command '%s'\n", argv[1]);
 	usage(stderr);
-	return 2;
+	return CLI_USAGE;
 }
 
 int main(int argc, char **argv)
@@ -72,5 +77,5 @@ int main(int argc, char **argv)
 			return commands[i].run(argc - 1, argv + 1);
 	fprintf(stderr, "faultline: unknown command '%s'\n", argv[1]);
 	usage(stderr);
-	return 2;
+	return CLI_USAGE;
 }

@@ -14,6 +14,7 @@
 
 #include "beside.h"
 #include "kernel/uffd.h"
+#include "util/size.h"
 #include "error.h"
 
 #define STEP	(2ULL << 20)
@@ -32,14 +33,14 @@ int vmm_beside_open(struct vmm_beside *b, int fd, uint64_t len)
 	b->src = src == MAP_FAILED ? NULL : src;
 	b->dst = dst == MAP_FAILED ? NULL : dst;
 	if (!b->src || !b->dst) {
-		ret = vmm_fail(-ENOMEM, "--copy-beside: cannot map %llu MiB",
-			       (unsigned long long)(len >> 20));
+		ret = vmm_fail(-ENOMEM, "--copy-beside: cannot map %s",
+			       size_str(len).s);
 		goto fail;
 	}
 	b->uffd = uffd_create(0, NULL);
 	if (b->uffd < 0) {
 		ret = vmm_fail(b->uffd, "--copy-beside: no userfaultfd: %s",
-			       strerror(-b->uffd));
+			       uffd_strerror(b->uffd));
 		goto fail;
 	}
 	ret = uffd_register(b->uffd, (uintptr_t)b->dst, len,

@@ -18,8 +18,10 @@
 
 #include "error.h"
 #include "hugetlb.h"
+#include "kernel/uffd.h"
 #include "mem.h"
 #include "util/io.h"
+#include "util/size.h"
 
 #define MAP_HUGE_2MB_FLAG	(21 << 26)	/* MAP_HUGE_SHIFT = 26 */
 
@@ -34,11 +36,10 @@ static int check_huge_pages(const struct vmm_mem *m)
 
 	if (free > 0 && (uint64_t)free * (2ULL << 20) >= m->size)
 		return 0;
-	return vmm_fail(-ENOMEM, "%llu MiB of 2 MiB hugetlb pages needed, "
-			"%ld MiB free (reserve them in "
-			"/proc/sys/vm/nr_hugepages)",
-			(unsigned long long)(m->size >> 20),
-			free > 0 ? free * 2 : 0);
+	return vmm_fail(-ENOMEM, "%s of 2 MiB hugetlb pages needed, "
+			"%s free (reserve them in "
+			"/proc/sys/vm/nr_hugepages)", size_str(m->size).s,
+			size_str(free > 0 ? (uint64_t)free << 21 : 0).s);
 }
 
 static int map_anon(struct vmm_mem *m)
@@ -51,8 +52,8 @@ static int map_anon(struct vmm_mem *m)
 	if (m->addr != MAP_FAILED)
 		return 0;
 	m->addr = NULL;
-	return vmm_fail(-errno, "cannot map %llu MiB of guest memory: %s",
-			(unsigned long long)(m->size >> 20), strerror(errno));
+	return vmm_fail(-errno, "cannot map %s of guest memory: %s",
+			size_str(m->size).s, strerror(errno));
 }
 
 static int prepopulate(struct vmm_mem *m, int fd)
@@ -82,9 +83,8 @@ static int map_uffd(struct vmm_mem *m)
 
 	if (ret < 0)
 		return vmm_fail(ret, "cannot map a Firecracker-style uffd "
-				"region of %llu MiB: %s",
-				(unsigned long long)(m->size >> 20),
-				strerror(-ret));
+				"region of %s: %s", size_str(m->size).s,
+				uffd_strerror(ret));
 	m->addr = m->fc.regions[0].addr;
 	return 0;
 }

@@ -26,8 +26,10 @@
 #include <unistd.h>
 
 #include "beside.h"
+#include "format/image.h"
 #include "kvm.h"
 #include "mem.h"
+#include "util/size.h"
 #include "vmm.h"
 
 struct vm_run;
@@ -95,31 +97,11 @@ static uint64_t thread_faults(void)
 
 /* ---- the configuration ------------------------------------------------- */
 
-static int check_config(const struct vmm_config *c, uint64_t file_size,
-			uint64_t *size)
+int vmm_check_options(const struct vmm_config *c)
 {
-	uint64_t psz = c->huge ? 2ULL << 20 : 4096;
-
-	*size = c->mem_size ? c->mem_size : file_size;
-	if (*size == 0 || *size % psz)
-		return vmm_fail(-EINVAL, "guest memory of %llu bytes: not a "
-				"positive multiple of %s", (unsigned long long)
-				*size, c->huge ? "2 MiB" : "4 KiB");
-	if (*size > VMM_MAX_MEM)
-		return vmm_fail(-EINVAL, "guest memory of %llu MiB: at most "
-				"3072 MiB", (unsigned long long)(*size >> 20));
-	if (*size > file_size)
-		return vmm_fail(-EINVAL, "guest memory of %llu MiB, but the "
-				"memory file has %llu MiB",
-				(unsigned long long)(*size >> 20),
-				(unsigned long long)(file_size >> 20));
 	if (c->vcpus > VMM_MAX_VCPUS)
 		return vmm_fail(-EINVAL, "%u vCPUs: at most %d", c->vcpus,
 				VMM_MAX_VCPUS);
-	if (*size / 4096 < (c->vcpus ? c->vcpus : 1))
-		return vmm_fail(-EINVAL, "%u vCPUs over %llu KiB: each needs a "
-				"page of its own", c->vcpus,
-				(unsigned long long)(*size >> 10));
 	if (c->huge && c->backend == VMM_FILE)
 		return vmm_fail(-EINVAL, "--huge: the file backend maps the "
 				"memory file itself (no hugetlb)");
@@ -134,6 +116,34 @@ static int check_config(const struct vmm_config *c, uint64_t file_size,
 	if (c->copy_beside && c->backend != VMM_PREPOPULATED)
 		return vmm_fail(-EINVAL, "--copy-beside is for the "
 				"prepopulated backend");
+	return 0;
+}
+
+static int check_config(const struct vmm_config *c, uint64_t file_size,
+			uint64_t *size)
+{
+	uint64_t psz = c->huge ? 2ULL << 20 : 4096;
+	int ret = vmm_check_options(c);
+
+	if (ret < 0)
+		return ret;
+
+	*size = c->mem_size ? c->mem_size : file_size;
+	if (*size == 0 || *size % psz)
+		return vmm_fail(-EINVAL, "guest memory of %llu bytes: not a "
+				"positive multiple of %s", (unsigned long long)
+				*size, c->huge ? "2 MiB" : "4 KiB");
+	if (*size > VMM_MAX_MEM)
+		return vmm_fail(-EINVAL, "guest memory of %s: at most "
+				"3 GiB", size_str(*size).s);
+	if (*size > file_size)
+		return vmm_fail(-EINVAL, "guest memory of %s, but the "
+				"memory file has %s", size_str(*size).s,
+				size_str(file_size).s);
+	if (*size / 4096 < (c->vcpus ? c->vcpus : 1))
+		return vmm_fail(-EINVAL, "%u vCPUs over %s: each needs a "
+				"page of its own", c->vcpus,
+				size_str(*size).s);
 	if (c->discard_len && (c->discard_off % psz || c->discard_len % psz ||
 			       c->discard_off + c->discard_len > *size))
 		return vmm_fail(-EINVAL, "--discard %llu:%llu: not whole pages "
@@ -432,6 +442,12 @@ int vmm_run(const struct vmm_config *c, struct vmm_result *r)
 	run->vm.fd = run->vm.kvm = -1;
 	run->beside.uffd = -1;
 	r->vcpus = run->nvcpus;
+	ret = image_refuse(c->mem_file, "vmm, which checks the guest against "
+			   "it,", false);
+	if (ret < 0) {
+		free(run);
+		return vmm_fail(ret, "%s", fl_last_error());
+	}
 	fd = open(c->mem_file, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		free(run);

@@ -35,6 +35,11 @@ int vmm_backend_parse(const char *s, enum vmm_backend *out);
 const char *vmm_backend_name(enum vmm_backend b);
 
 /*
+ * The options that do not go together, whatever the memory file: 0, or
+ * -EINVAL with vmm_error() saying which (vmm_run() checks them too).
+ */
+int vmm_check_options(const struct vmm_config *c);
+/*
  * Run the guest once.  0 when it ran (r->checksum_ok says whether every
  * byte was right), -errno when it could not (vmm_error() says why).
  */

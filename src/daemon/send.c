@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "faultline.h"
+#include "format/image.h"
 #include "util/error.h"
 #include "source/peer_proto.h"
 #include "daemon/log.h"
@@ -49,6 +50,7 @@
 #include "util/clock.h"
 #include "util/io.h"
 #include "util/sock.h"
+#include "util/size.h"
 #include "util/zero.h"
 
 #define HELLO_TIMEOUT_MS 5000
@@ -556,6 +558,8 @@ static int sender_open(struct sender *snd, const struct send_config *cfg)
 	    (snd->bsize & (snd->bsize - 1)))
 		return fl_err(-EINVAL, "--block-size %u: must be a power of "
 			      "two from 4K to 2M", snd->bsize);
+	if (image_refuse(cfg->mem_file, "send", true) < 0)
+		return -EINVAL;
 	snd->fd = open_regular(cfg->mem_file, &st, false);
 	if (snd->fd < 0)
 		return snd->fd;
@@ -666,9 +670,10 @@ int send_run(const struct send_config *cfg)
 		ret = fl_err(-errno, "send: signalfd/eventfd: %m");
 		goto out;
 	}
-	send_log("serving %s (%llu bytes, %llu blocks of %u, id %016llx) on %s",
-		 cfg->mem_file, (unsigned long long)snd.size,
-		 (unsigned long long)snd.nblocks, snd.bsize,
+	send_log("serving %s (%s, %llu block%s of %s, id %016llx) on %s",
+		 cfg->mem_file, size_str(snd.size).s,
+		 (unsigned long long)snd.nblocks, snd.nblocks == 1 ? "" : "s",
+		 size_str(snd.bsize).s,
 		 (unsigned long long)snd.file_id, cfg->listen);
 	for (;;) {
 		struct pollfd pfd[3] = { { lfd, POLLIN, 0 }, { sfd, POLLIN, 0 },

@@ -44,6 +44,7 @@
 #include "source/source.h"
 #include "util/clock.h"
 #include "util/error.h"
+#include "util/size.h"
 #include "util/sock.h"
 
 /* A remote source waiting for its origin: say so in the log. */
@@ -57,12 +58,11 @@ static void source_note_log(void *arg, const char *line)
 
 static int listen_on(struct daemon *d, const char *path)
 {
-	const char *lfds = getenv("LISTEN_FDS"), *lpid = getenv("LISTEN_PID");
-
-	if (!path && lfds && lpid && atoi(lpid) == getpid() && atoi(lfds) >= 1) {
-		d->listen_fd = 3;	/* SD_LISTEN_FDS_START */
-		fcntl(3, F_SETFD, FD_CLOEXEC);
-		fcntl(3, F_SETFL, fcntl(3, F_GETFL) | O_NONBLOCK);
+	if (!path && sock_activated()) {
+		d->listen_fd = SOCK_ACTIVATED_FD;
+		fcntl(d->listen_fd, F_SETFD, FD_CLOEXEC);
+		fcntl(d->listen_fd, F_SETFL,
+		      fcntl(d->listen_fd, F_GETFL) | O_NONBLOCK);
 		return 0;
 	}
 	if (!path)
@@ -247,10 +247,9 @@ static void draw_progress(struct daemon *d, int n, uint64_t done,
 		if ((int)pct / 10 == d->last_step)
 			return;
 		d->last_step = (int)pct / 10;
-		slog(NULL, "restoring %d session%s: %u%% (%llu of %llu MiB)",
-		     n, n > 1 ? "s" : "", pct,
-		     (unsigned long long)(done >> 20),
-		     (unsigned long long)(total >> 20));
+		slog(NULL, "restoring %d session%s: %u%% (%s of %s)",
+		     n, n > 1 ? "s" : "", pct, size_str(done).s,
+		     size_str(total).s);
 		return;
 	}
 	unsigned int full = (unsigned int)(done * BAR_WIDTH / total);
@@ -259,9 +258,9 @@ static void draw_progress(struct daemon *d, int n, uint64_t done,
 		bar[i] = i < full ? '#' : '-';
 	bar[BAR_WIDTH] = 0;
 	snprintf(line, sizeof(line), "faultline: restoring %d session%s [%s] "
-		 "%3u%% %llu/%llu MiB %.0f MiB/s", n, n > 1 ? "s" : "", bar,
-		 pct, (unsigned long long)(done >> 20),
-		 (unsigned long long)(total >> 20), rate / (1 << 20));
+		 "%3u%% %s/%s %s/s", n, n > 1 ? "s" : "", bar, pct,
+		 size_str(done).s, size_str(total).s,
+		 size_str((uint64_t)rate).s);
 	put_bar(line);
 }
 
@@ -379,11 +378,16 @@ static void on_signal(struct daemon *d)
 		return;
 	/*
 	 * Supervised, signals count only from the supervisor, which forwards
-	 * its own (systemctl kill signals every process of the unit: one
-	 * SIGTERM would count twice and end the sessions at once).
+	 * its own as SUPERVISE_STOP_SIG (systemctl kill signals every process
+	 * of the unit: one SIGTERM would count twice and end the sessions at
+	 * once).
 	 */
-	if (d->store_fd >= 0 && (pid_t)si.ssi_pid != getppid())
+	if (d->store_fd >= 0 && ((pid_t)si.ssi_pid != getppid() ||
+				 si.ssi_signo == SIGTERM ||
+				 si.ssi_signo == SIGINT))
 		return;
+	if (si.ssi_signo == (uint32_t)SUPERVISE_STOP_SIG)
+		si.ssi_signo = (uint32_t)si.ssi_int;
 	if (si.ssi_signo == SIGUSR2 && d->store_fd >= 0)
 		hand_over_and_exit(d);
 	if (si.ssi_signo == SIGUSR2 || si.ssi_signo == SIGHUP)
@@ -391,10 +395,16 @@ static void on_signal(struct daemon *d)
 	if (!d->draining) {
 		d->draining = true;
 		stop_listening(d);
-		slog(NULL, "signal %u: not accepting; draining %d session%s",
-		     si.ssi_signo, d->nsessions, d->nsessions == 1 ? "" : "s");
+		slog(NULL, "signal %u: not accepting; draining %d session%s%s",
+		     si.ssi_signo, d->nsessions, d->nsessions == 1 ? "" : "s",
+		     d->nsessions ? " (a second Ctrl-C or SIGTERM abandons "
+		     "their VMs: a fault still to come is never answered)" :
+		     "");
 		return;
 	}
+	if (d->sessions)
+		slog(NULL, "signal %u again: abandoning %d session%s",
+		     si.ssi_signo, d->nsessions, d->nsessions == 1 ? "" : "s");
 	while (d->sessions)
 		session_end(d, d->sessions, "daemon stopping");
 }
@@ -570,6 +580,7 @@ int serve_run(const struct serve_config *cfg)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGUSR2);
+	sigaddset(&set, SUPERVISE_STOP_SIG);
 	sigaddset(&set, SIGHUP);	/* the supervisor's: ignored here */
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	supervised_fds(&d);
@@ -623,8 +634,8 @@ int serve_run(const struct serve_config *cfg)
 
 		store_send(d.store_fd, &l, &d.listen_fd, 1);
 	}
-	slog(NULL, "serving %s (%llu MiB) on %s", d.src->desc,
-	     (unsigned long long)(fl_source_size(d.src) >> 20),
+	slog(NULL, "serving %s (%s) on %s", d.src->desc,
+	     size_str(fl_source_size(d.src)).s,
 	     cfg->socket_path ? cfg->socket_path : "the systemd socket");
 	/* Listening: say so (criu's --status-fd), once, not after a restart. */
 	if (cfg->status_fd > 0 && !d.listen_given) {

@@ -36,6 +36,7 @@
 #include "source/source.h"
 #include "util/clock.h"
 #include "util/error.h"
+#include "util/size.h"
 #include "util/sock.h"
 
 /*
@@ -127,9 +128,9 @@ void say_restored(struct session *s, const struct fl_stats *st,
 		snprintf(gone, sizeof(gone), "; %llu pages were not mapped in "
 			 "the client: nothing delivered there",
 			 (unsigned long long)st->pages_gone);
-	slog(s, "restore complete: %llu MiB in %llu ms (%llu faults, %llu "
+	slog(s, "restore complete: %s in %llu ms (%llu faults, %llu "
 	     "pages ahead of them, %llu in the background%s)%s",
-	     (unsigned long long)(s->bytes >> 20),
+	     size_str(s->bytes).s,
 	     (unsigned long long)s->restore_ms,
 	     (unsigned long long)st->faults,
 	     (unsigned long long)(st->pages_prefetched + st->pages_replayed),
@@ -195,11 +196,11 @@ static void teardown_engine(struct daemon *d, struct session *s,
 	if (!s->restored && st.restore_complete)
 		say_restored(s, &st, now_ms());
 	fmt_latency(lat, sizeof(lat), &st);
-	slog(s, "ended (%s) after %llu ms: %llu faults, %llu pages copied, %llu zeroed, %llu MiB; fault latency %s",
+	slog(s, "ended (%s) after %llu ms: %llu faults, %llu pages copied, %llu zeroed, %s; fault latency %s",
 	     why, (unsigned long long)ms, (unsigned long long)st.faults,
 	     (unsigned long long)st.pages_copied,
 	     (unsigned long long)st.pages_zeroed,
-	     (unsigned long long)(st.bytes_copied >> 20), lat);
+	     size_str(st.bytes_copied).s, lat);
 	if (st.pages_poisoned || st.source_errors || fl_engine_error(s->engine)[0])
 		serr(s, "%llu pages poisoned, %llu source errors; the first: %s",
 		     (unsigned long long)st.pages_poisoned,
@@ -671,10 +672,10 @@ int start_serving(struct daemon *d, struct session *s,
 	pthread_mutex_lock(&d->lock);
 	d->tot.served++;
 	pthread_mutex_unlock(&d->lock);
-	slog(s, "%s %d region%s, %llu MiB, from %s",
+	slog(s, "%s %d region%s, %s, from %s",
 	     takeover ? "taken over: serving" : s->parent ? "forked: serving" :
-	     "serving", n, n == 1 ? "" : "s",
-	     (unsigned long long)(s->bytes >> 20), d->src->desc);
+	     "serving", n, n == 1 ? "" : "s", size_str(s->bytes).s,
+	     d->src->desc);
 	if (takeover)
 		s->stored = true;	/* the supervisor has it already */
 	else if (d->store_fd >= 0)

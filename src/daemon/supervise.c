@@ -30,6 +30,7 @@
 #include "daemon/log.h"
 #include "daemon/store.h"
 #include "daemon/supervise.h"
+#include "util/sock.h"
 
 #define MAX_STORED	1024
 #define MAX_BACKOFF_MS	1000	/* a crash-looping server restarts this late */
@@ -356,7 +357,8 @@ static int on_sup_signal(struct sup *s)
 			close(s->listen_fd);
 		s->listen_fd = -1;
 		if (s->server)
-			kill(s->server, (int)si.ssi_signo);
+			sigqueue(s->server, SUPERVISE_STOP_SIG, (union sigval){
+				 .sival_int = (int)si.ssi_signo });
 		return -1;
 	}
 }
@@ -387,11 +389,9 @@ int supervise_run(char **argv)
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	/* Socket activation names this process: the listener is ours. */
-	const char *lfds = getenv("LISTEN_FDS"), *lpid = getenv("LISTEN_PID");
-
-	if (lfds && lpid && atoi(lpid) == getpid() && atoi(lfds) >= 1) {
-		s.listen_fd = 3;	/* SD_LISTEN_FDS_START */
-		fcntl(3, F_SETFD, FD_CLOEXEC);
+	if (sock_activated()) {
+		s.listen_fd = SOCK_ACTIVATED_FD;
+		fcntl(s.listen_fd, F_SETFD, FD_CLOEXEC);
 		unsetenv("LISTEN_FDS");
 		unsetenv("LISTEN_PID");
 	}
@@ -405,6 +405,7 @@ int supervise_run(char **argv)
 
 	sigemptyset(&usr2);
 	sigaddset(&usr2, SIGUSR2);	/* inherited blocked by the server */
+	sigaddset(&usr2, SUPERVISE_STOP_SIG);
 	sigprocmask(SIG_BLOCK, &usr2, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	s.sig_fd = signalfd(-1, &s.sigs, SFD_CLOEXEC);

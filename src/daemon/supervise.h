@@ -6,9 +6,21 @@
 #ifndef FAULTLINE_SUPERVISE_H
 #define FAULTLINE_SUPERVISE_H
 
+#include <signal.h>
+
 /* The server's end of the store channel, and the listener, by number. */
 #define STORE_FD_ENV	"FAULTLINE_STORE_FD"
 #define LISTEN_FD_ENV	"FAULTLINE_LISTEN_FD"
+
+/*
+ * SIGTERM and SIGINT reach the server from the supervisor as this
+ * real-time signal, the original's number its value.  A terminal's
+ * Ctrl-C and `systemctl stop` signal the server too; it ignores those
+ * (one signal would count twice), but while one is pending the kernel
+ * merges a forwarded SIGINT into it, and the server saw only the one it
+ * ignores: the first Ctrl-C did nothing.  Real-time signals queue apart.
+ */
+#define SUPERVISE_STOP_SIG	(SIGRTMIN + 1)
 
 /*
  * Run `faultline serve` as the supervisor: start the server (this binary,

@@ -224,7 +224,7 @@ static int open_uffd(struct fl_engine *e, const struct fl_engine_opts *opts)
 
 	if (fd < 0)
 		return fl_err(fd, "cannot open a userfaultfd: %s",
-			      strerror(-fd));
+			      uffd_strerror(fd));
 	e->uffd = fd;
 	e->own_uffd = true;
 	atomic_store(&e->use_move, (e->features & UFFD_FEATURE_MOVE) &&

@@ -103,6 +103,20 @@ bool image_has_magic(const char *path)
 	return yes;
 }
 
+int image_refuse(const char *path, const char *who, bool serve_instead)
+{
+	char serve[300] = "";
+
+	if (!image_has_magic(path))
+		return 0;
+	if (serve_instead)
+		snprintf(serve, sizeof(serve), "serve the image with `faultline "
+			 "serve --mem-file %s`, or ", path);
+	return fl_err(-EINVAL, "%s: a faultline image, not a raw memory file "
+		      "(%s reads raw memory): %sunpack it with `faultline image "
+		      "unpack %s RAW`", path, who, serve, path);
+}
+
 int image_check_chunk(uint64_t cs)
 {
 	if (cs < IMAGE_MIN_CHUNK || cs > IMAGE_MAX_CHUNK || (cs & (cs - 1)))

@@ -65,6 +65,12 @@ struct image {
 
 /* True if the file at path starts with IMAGE_MAGIC. */
 bool image_has_magic(const char *path);
+/*
+ * Where who reads raw memory: 0 if path is no faultline image, else
+ * -EINVAL with the error saying so and what to do instead (unpack it;
+ * or, if serve_instead, serve the image, which `faultline serve` reads).
+ */
+int image_refuse(const char *path, const char *who, bool serve_instead);
 
 /*
  * Open and validate an image: header, version, geometry, the index and its
@@ -118,6 +124,8 @@ struct image_info {
 
 /* Check a chunk size (power of two in [4 KiB, 16 MiB]); 0 or -EINVAL. */
 int image_check_chunk(uint64_t chunk_size);
+/* Check a zstd level (ZSTD_minCLevel() to ZSTD_maxCLevel()); 0 or -EINVAL. */
+int image_check_level(long level);
 
 /*
  * Write an image of the raw file at raw_path to image_path (via a temporary

@@ -227,7 +227,7 @@ static int writer_opts(struct writer *w, const struct image_create_opts *opts)
 		return fl_err(-EINVAL,
 			      "chunk size %u: must be a power of two from 4K to 16M",
 			      w->o.chunk_size);
-	if (w->o.level < ZSTD_minCLevel() || w->o.level > ZSTD_maxCLevel())
+	if (image_check_level(w->o.level))
 		return fl_err(-EINVAL, "zstd level %d: must be %d..%d",
 			      w->o.level, ZSTD_minCLevel(), ZSTD_maxCLevel());
 	if (!w->o.threads) {
@@ -469,6 +469,8 @@ int image_create(const char *raw_path, const char *image_path,
 	bool work;
 	int ret = writer_opts(&w, opts);
 
+	if (ret == 0)
+		ret = image_refuse(raw_path, "image create", false);
 	if (ret < 0)
 		return ret;
 	w.rfd = open_regular(raw_path, &st, false);
@@ -504,4 +506,11 @@ int image_create(const char *raw_path, const char *image_path,
 	}
 	writer_free(&w);
 	return ret;
+}
+
+int image_check_level(long level)
+{
+	if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel())
+		return -EINVAL;
+	return 0;
 }

@@ -43,6 +43,16 @@ int uffd_open(int flags)
 	return fd < 0 ? -err : fd;
 }
 
+const char *uffd_strerror(int err)
+{
+	if (err == -EPERM || err == -EACCES)
+		return "Permission denied: creating a userfaultfd that takes "
+		       "kernel faults needs root (CAP_SYS_PTRACE), sysctl "
+		       "vm.unprivileged_userfaultfd=1, or read-write access to "
+		       "/dev/userfaultfd";
+	return strerror(-err);
+}
+
 int uffd_api(int fd, uint64_t want, uint64_t *features, uint64_t *ioctls)
 {
 	struct uffdio_api api = { .api = UFFD_API, .features = want };

@@ -50,6 +50,12 @@ struct uffd_caps {
 
 /* Open a uffd: userfaultfd(2) first, then /dev/userfaultfd. */
 int uffd_open(int flags);
+/*
+ * What an error of uffd_open(), uffd_create() or uffd_query() means, for a
+ * message: strerror(), but for a refusal (-EPERM, -EACCES) what would let
+ * this user create one.
+ */
+const char *uffd_strerror(int err);
 /* UFFDIO_API handshake; asks for want & what the kernel has. */
 int uffd_api(int fd, uint64_t want, uint64_t *features, uint64_t *ioctls);
 /*

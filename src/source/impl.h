@@ -12,6 +12,8 @@
 int source_file_open(const char *path, struct fl_source **out);
 int source_image_open(const char *path, struct fl_source **out);
 /* tcp://HOST:PORT[?retry_ms=N]: a live post-copy sender (source_peer.c). */
+/* Is spec a tcp:// source's form?  0, or -EINVAL saying what is wrong. */
+int source_peer_check(const char *spec);
 int source_peer_open(const char *spec, const struct fl_source_opts *o,
 		     struct fl_source **out);
 /*

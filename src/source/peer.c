@@ -285,51 +285,49 @@ int source_peer_stats(struct fl_source *s, struct peer_stats *out)
 	return 0;
 }
 
-/* "tcp://HOST:PORT[?retry_ms=N]", HOST may be [v6]. */
+#define PEER_SPEC_FORM	"expected tcp://HOST:PORT[?retry_ms=N]"
+
+/*
+ * "tcp://HOST:PORT[?retry_ms=N]", HOST may be [v6]: 0, or -EINVAL with
+ * the error saying what is wrong.
+ */
 static int parse_spec(struct peer *p, const char *spec)
 {
 	const char *h = spec + strlen("tcp://"), *q = strchr(h, '?');
 	size_t hl = q ? (size_t)(q - h) : strlen(h);
-	char hp[sizeof(p->host) + sizeof(p->port)];
+	char hp[sizeof(p->host) + sizeof(p->port)], why[300], *end;
+	unsigned long v;
 
 	if (!hl || hl >= sizeof(hp))
-		return -EINVAL;
+		return fl_err(-EINVAL, "%s: %s", spec, PEER_SPEC_FORM);
 	memcpy(hp, h, hl);
 	hp[hl] = 0;
-	char *colon = strrchr(hp, ':');
-
-	if (!colon || !colon[1] || colon == hp)
-		return -EINVAL;
-	*colon = 0;
-	char *host = hp;
-
-	if (*host == '[') {
-		size_t n = strlen(host);
-
-		if (n < 3 || host[n - 1] != ']')
-			return -EINVAL;
-		host[n - 1] = 0;
-		host++;
+	if (sock_split_hostport(hp, p->host, sizeof(p->host), p->port,
+				sizeof(p->port)) < 0) {
+		snprintf(why, sizeof(why), "%s", fl_last_error());
+		return fl_err(-EINVAL, "tcp://%s", why);
 	}
-	char *end;
-	unsigned long port = strtoul(colon + 1, &end, 10);
-
-	if (*end || !port || port > 65535 || strlen(host) >= sizeof(p->host))
-		return -EINVAL;
-	memcpy(p->host, host, strlen(host) + 1);	/* fits: checked above */
-	snprintf(p->port, sizeof(p->port), "%lu", port);
+	if (!p->host[0])
+		return fl_err(-EINVAL, "%s: no host; %s", spec, PEER_SPEC_FORM);
 	p->retry_ms = DEF_RETRY_MS;
-	if (q) {
-		unsigned long v;
-
-		if (strncmp(q + 1, "retry_ms=", 9))
-			return -EINVAL;
-		v = strtoul(q + 10, &end, 10);
-		if (*end || !q[10] || v > 24ul * 3600 * 1000)
-			return -EINVAL;
-		p->retry_ms = (unsigned int)v;
-	}
+	if (!q)
+		return 0;
+	if (strncmp(q + 1, "retry_ms=", 9) ||
+	    (v = strtoul(q + 10, &end, 10), *end) || !q[10] ||
+	    v > 24ul * 3600 * 1000)
+		return fl_err(-EINVAL, "%s: %s (N: milliseconds, at most a "
+			      "day)", spec, PEER_SPEC_FORM);
+	p->retry_ms = (unsigned int)v;
 	return 0;
+}
+
+int source_peer_check(const char *spec)
+{
+	struct peer *p = calloc(1, sizeof(*p));
+	int ret = p ? parse_spec(p, spec) : -ENOMEM;
+
+	free(p);
+	return ret;
 }
 
 int source_peer_open(const char *spec, const struct fl_source_opts *o,
@@ -343,8 +341,7 @@ int source_peer_open(const char *spec, const struct fl_source_opts *o,
 		return -ENOMEM;
 	if (parse_spec(p, spec) < 0) {
 		free(p);
-		return fl_err(-EINVAL, "%s: expected tcp://HOST:PORT"
-			      "[?retry_ms=N]", spec);
+		return -EINVAL;
 	}
 	p->first_dfd = p->dfd = p->sfd = p->wfd = -1;
 	pthread_condattr_t ca;

@@ -58,6 +58,12 @@ struct fl_source {
 	struct fl_source *below;
 };
 
+/*
+ * Is spec a source's form (a path, http(s)://, tcp://HOST:PORT), without
+ * opening it?  0, or -EINVAL with the error saying what is wrong: an
+ * unsupported scheme, a malformed tcp:// address.
+ */
+int source_check_spec(const char *spec);
 /* Initialise the common part; refs starts at 1. */
 void source_init(struct fl_source *s, const struct fl_source_ops *ops,
 		 uint64_t size, const char *desc);

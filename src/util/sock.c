@@ -13,6 +13,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -83,24 +84,53 @@ int sock_claim_unix(const char *path)
 	return 0;
 }
 
-int sock_listen_tcp(const char *spec, int backlog)
+/* A port as a number from 1 to 65535 (no service names): it, or 0. */
+static unsigned int port_number(const char *s)
 {
-	char hp[300];
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
-				  .ai_flags = AI_PASSIVE }, *res;
-	int fd, one = 1, ret;
+	unsigned long v = 0;
 
-	snprintf(hp, sizeof(hp), "%s", spec);
-	char *colon = strrchr(hp, ':'), *host = hp;
+	for (; *s >= '0' && *s <= '9' && v <= 65535; s++)
+		v = v * 10 + (unsigned long)(*s - '0');
+	return *s || v > 65535 ? 0 : (unsigned int)v;
+}
+
+int sock_split_hostport(const char *spec, char *host, size_t hostlen,
+			char *port, size_t portlen)
+{
+	const char *colon = strrchr(spec, ':'), *h = spec;
+	size_t hl;
 
 	if (!colon || !colon[1])
-		return fl_err(-EINVAL, "%s: expected ADDR:PORT", spec);
-	*colon = 0;
-	if (*host == '[' && colon[-1] == ']') {
-		host++;
-		colon[-1] = 0;
+		return fl_err(-EINVAL, "%s: expected HOST:PORT", spec);
+	hl = (size_t)(colon - spec);
+	if (hl >= 2 && h[0] == '[' && colon[-1] == ']') {
+		h++;
+		hl -= 2;
 	}
-	ret = getaddrinfo(*host ? host : NULL, colon + 1, &hints, &res);
+	if (!port_number(colon + 1))
+		return fl_err(-EINVAL, "%s: port '%s': not a number from 1 to "
+			      "65535", spec, colon + 1);
+	if (hl >= hostlen || strlen(colon + 1) >= portlen)
+		return fl_err(-EINVAL, "%s: too long", spec);
+	memcpy(host, h, hl);
+	host[hl] = 0;
+	snprintf(port, portlen, "%u", port_number(colon + 1));
+	return 0;
+}
+
+int sock_listen_tcp(const char *spec, int backlog)
+{
+	char host[256], port[8];
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE |
+					      AI_NUMERICSERV }, *res;
+	int fd, one = 1, ret;
+
+	ret = sock_split_hostport(spec, host, sizeof(host), port,
+				  sizeof(port));
+	if (ret < 0)
+		return ret;
+	ret = getaddrinfo(*host ? host : NULL, port, &hints, &res);
 	if (ret)
 		return fl_err(-EINVAL, "%s: %s", spec, gai_strerror(ret));
 	fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC,
@@ -120,6 +150,13 @@ int sock_listen_tcp(const char *spec, int backlog)
 out:
 	freeaddrinfo(res);
 	return ret;
+}
+
+bool sock_activated(void)
+{
+	const char *lfds = getenv("LISTEN_FDS"), *lpid = getenv("LISTEN_PID");
+
+	return lfds && lpid && atoi(lpid) == getpid() && atoi(lfds) >= 1;
 }
 
 int sock_connect_unix(const char *path)

@@ -34,10 +34,23 @@ int sock_listen_unix(const char *path, int backlog);
  */
 int sock_claim_unix(const char *path);
 /*
+ * Split "HOST:PORT" ("[V6]:PORT"; ":PORT" leaves host empty) into host
+ * and port, the port a number from 1 to 65535.  0, or -EINVAL with the
+ * error set naming spec and what is wrong.
+ */
+int sock_split_hostport(const char *spec, char *host, size_t hostlen,
+			char *port, size_t portlen);
+/*
  * Listen on TCP "HOST:PORT" ("[V6]:PORT", ":PORT" for every address),
  * SO_REUSEADDR.  The fd, or -errno with the error set naming spec.
  */
 int sock_listen_tcp(const char *spec, int backlog);
+/*
+ * systemd's socket activation names this process (LISTEN_PID) and passes
+ * at least one listener (LISTEN_FDS): it is fd 3, SD_LISTEN_FDS_START.
+ */
+#define SOCK_ACTIVATED_FD	3
+bool sock_activated(void);
 /* Connect a Unix stream socket to path (blocking, close-on-exec). */
 int sock_connect_unix(const char *path);
 /*

@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * cli_inputs.c - inputs the faultline command used to take wrongly: each
+ * gets one line naming the input and what is wrong with it, under one
+ * exit convention for every subcommand (2: the command line is wrong,
+ * 1: the run failed), as `faultline --help` says.
+ *
+ * Decision: tests/cli.c's way, a table of command lines run through the
+ * shell under `timeout`, stdout and stderr kept apart; a command that
+ * must run until stopped is in a table of its own: stopped after 2 s, it
+ * wants status 124 (timeout's) and its log line on stderr.
+ */
+#include "serve_util.h"
+
+#define RAN	124	/* timeout's status: it ran until stopped */
+
+static char dir[64], out[128], err[128];
+static const char *bin;
+static int port;	/* a TCP port for send, from the pid */
+static char sock_path[108];	/* the Ctrl-C test's daemon */
+
+/* in with @D replaced by the temp dir and @P by the port, into buf. */
+static void expand(const char *in, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	while (*in && n < len - 64) {
+		if (in[0] == '@' && (in[1] == 'D' || in[1] == 'P')) {
+			if (in[1] == 'D')
+				n += snprintf(buf + n, len - n, "%s", dir);
+			else
+				n += snprintf(buf + n, len - n, "%d", port);
+			in += 2;
+		} else {
+			buf[n++] = *in++;
+		}
+	}
+	buf[n] = 0;
+}
+
+/* Run "faultline ARGS" for at most secs; its exit status. */
+static int run(const char *args, int secs)
+{
+	char cmd[2048], expanded[1024];
+	int st;
+
+	expand(args, expanded, sizeof(expanded));
+	snprintf(cmd, sizeof(cmd), "timeout -k 5 %d %s %s >%s 2>%s </dev/null",
+		 secs, bin, expanded, out, err);
+	st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* dir/name, len bytes of 0x5a. */
+static int make_file(const char *name, size_t len)
+{
+	char path[160], buf[4096];
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	memset(buf, 0x5a, sizeof(buf));
+	for (size_t done = 0, n; done < len && ret == 0; done += n) {
+		n = len - done < sizeof(buf) ? len - done : sizeof(buf);
+		if (write(fd, buf, n) != (ssize_t)n)
+			ret = -EIO;
+	}
+	close(fd);
+	return ret;
+}
+
+static const struct cli_case {
+	const char *args;
+	int status;
+	const char *where;	/* "out" or "err": which must hold text */
+	const char *text;
+} cases[] = {
+	{ "--help", 0, "out", "2 the command line is wrong" },
+	/* Usage errors are 2 in every command. */
+	{ "serve --mem-file @D/mem", 2, "err",
+	  "faultline serve: --socket PATH (or systemd's socket activation) "
+	  "is required" },
+	{ "image create @D/mem @D/lvl.img --level 99", 2, "err",
+	  "faultline image: --level 99: not a zstd level" },
+	{ "vmm --mem-file @D/mem --backend uffd --workload linear", 2, "err",
+	  "faultline vmm: the uffd backend needs --socket" },
+	/* One rule for --chunk. */
+	{ "vmm --mem-file @D/mem --backend inproc --workload linear --chunk 0",
+	  2, "err", "faultline vmm: --chunk '0': must be a power of two from "
+	  "4K to 2M" },
+	{ "vmm --mem-file @D/mem --backend inproc --workload linear --chunk 3000",
+	  2, "err", "faultline vmm: --chunk '3000': must be a power of two" },
+	{ "lazy-pages -D @D --chunk 0", 2, "err",
+	  "faultline lazy-pages: --chunk '0': must be a power of two" },
+	{ "serve --socket @D/s --mem-file @D/mem --chunk 0", 2, "err",
+	  "faultline serve: --chunk '0': must be a power of two" },
+	{ "lazy-pages -D @D --threads 0", 2, "err",
+	  "faultline lazy-pages: --threads '0': must be 1 to 64" },
+	{ "serve --socket @D/s --mem-file @D/mem --on-source-error x", 2, "err",
+	  "faultline serve: --on-source-error 'x': must be poison or kill" },
+	/* An image where raw memory is read: named, with what to do. */
+	{ "image create @D/mem @D/img", 0, "out", "zstd level:" },
+	{ "send --listen 127.0.0.1:@P --mem-file @D/img", 1, "err",
+	  "faultline send: @D/img: a faultline image, not a raw memory file "
+	  "(send reads raw memory): serve the image with `faultline serve "
+	  "--mem-file @D/img`, or unpack it with `faultline image unpack "
+	  "@D/img RAW`" },
+	{ "vmm --mem-file @D/img --backend inproc --workload linear", 1, "err",
+	  "faultline vmm: @D/img: a faultline image, not a raw memory file "
+	  "(vmm, which checks the guest against it, reads raw memory): "
+	  "unpack it with" },
+	{ "image create @D/img @D/img2", 1, "err",
+	  "faultline image: @D/img: a faultline image, not a raw memory file" },
+	{ "image unpack @D/img @D/unpacked", 0, "out",
+	  "@D/img: unpacked into @D/unpacked (1 MiB)" },
+	{ "image unpack @D/img @D/unpacked", 1, "err",
+	  "faultline image: unpack into '@D/unpacked': File exists" },
+	{ "image unpack @D/mem @D/x", 1, "err",
+	  "faultline image: @D/mem: not a faultline image" },
+	{ "vmm --mem-file @D/unpacked --backend inproc --workload linear "
+	  "--guest process", 0, "out", "checksum ok" },
+	/* Ports are numbers from 1 to 65535, never truncated nor looked up. */
+	{ "send --listen 127.0.0.1:99999 --mem-file @D/mem", 2, "err",
+	  "faultline send: --listen 127.0.0.1:99999: port '99999': not a "
+	  "number from 1 to 65535" },
+	{ "send --listen 127.0.0.1:abc --mem-file @D/mem", 2, "err",
+	  "port 'abc': not a number from 1 to 65535" },
+	{ "send --listen 127.0.0.1:0 --mem-file @D/mem", 2, "err",
+	  "port '0': not a number from 1 to 65535" },
+	{ "serve --socket @D/s --mem-file tcp://127.0.0.1:99999", 2, "err",
+	  "faultline serve: --mem-file tcp://127.0.0.1:99999: port '99999': "
+	  "not a number from 1 to 65535" },
+	/* A scheme faultline does not read is not a missing file. */
+	{ "serve --socket @D/s --mem-file ftp://x/y", 2, "err",
+	  "faultline serve: --mem-file ftp://x/y: unsupported scheme ftp:// "
+	  "(http://, https://, tcp://, or a file's path)" },
+	{ "lazy-pages -D @D --pages s3://bucket/pages", 2, "err",
+	  "faultline lazy-pages: --pages s3://bucket/pages: unsupported "
+	  "scheme s3://" },
+	/* A file an option names that cannot be used is a failed run: 1. */
+	{ "lazy-pages -D @D --prefetch @D/nosuch.trace", 1, "err",
+	  "faultline lazy-pages: --prefetch '" },
+};
+
+/* Commands that run until stopped, and what they say while they run. */
+static const struct cli_case running[] = {
+	/* serve reads images (send and vmm tell their users so). */
+	{ "serve --socket @D/s --mem-file @D/img", RAN, "err",
+	  "faultline: serving @D/img (1 MiB) on " },
+	/* Sizes as people read them, not "(0 MiB)". */
+	{ "serve --socket @D/s --mem-file @D/small", RAN, "err",
+	  "faultline: serving @D/small (4.9 KiB) on " },
+	{ "serve --socket @D/s --mem-file @D/mem", RAN, "err",
+	  "faultline: serving @D/mem (1 MiB) on " },
+	{ "send --listen 127.0.0.1:@P --mem-file @D/small", RAN, "err",
+	  "faultline: send: serving @D/small (4.9 KiB, 1 block of 64 KiB, id " },
+};
+
+static void check(const struct cli_case *c, int secs)
+{
+	int st = run(c->args, secs);
+	char text[512];
+	bool in_out, in_err;
+
+	expand(c->text, text, sizeof(text));
+	in_out = su_file_has(out, text);
+	in_err = su_file_has(err, text);
+	bool where_ok = !strcmp(c->where, "out") ? in_out : in_err;
+
+	ok(st == c->status && where_ok, "faultline %s: exit %d (want %d), "
+	   "std%s says \"%s\"", c->args, st, c->status, c->where, c->text);
+	if (st != c->status || !where_ok) {
+		diag("stdout:");
+		serve_log_dump_file(out);
+		diag("stderr:");
+		serve_log_dump_file(err);
+	}
+}
+
+/*
+ * A user who may not create a userfaultfd is told what would let them:
+ * the sysctl and the device, not "cannot map ... Permission denied".
+ * Only where the kernel refuses nobody (unprivileged_userfaultfd=0, the
+ * device root's alone), which this test never changes.
+ */
+static void test_unprivileged(void)
+{
+	static const char *const backends[] = {
+		"inproc", "uffd --socket @D/nosock",
+	};
+	char cmd[1024], args[512];
+	FILE *f = fopen("/proc/sys/vm/unprivileged_userfaultfd", "r");
+	int v = -1, st;
+
+	if (f && fscanf(f, "%d", &v) != 1)
+		v = -1;
+	if (f)
+		fclose(f);
+	if (v != 0 || access("/usr/bin/setpriv", X_OK) ||
+	    make_file("pub", 1 << 20) < 0 || chmod(dir, 0755) ||
+	    snprintf(cmd, sizeof(cmd), "%s/pub", dir) < 0 ||
+	    chmod(cmd, 0644)) {
+		skip(2, "userfaultfd not refused to nobody here, or no setpriv");
+		return;
+	}
+	for (int i = 0; i < 2; i++) {
+		snprintf(cmd, sizeof(cmd), "vmm --mem-file @D/pub --backend %s "
+			 "--workload linear", backends[i]);
+		expand(cmd, args, sizeof(args));
+		snprintf(cmd, sizeof(cmd), "timeout -k 5 10 setpriv "
+			 "--reuid=65534 --regid=65534 --clear-groups %s %s "
+			 ">%s 2>%s </dev/null", bin, args, out, err);
+		st = system(cmd);
+		st = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+		ok(st == 1 && su_file_has(err, "vm.unprivileged_userfaultfd=1, "
+					  "or read-write access to "
+					  "/dev/userfaultfd"),
+		   "vmm --backend %s as nobody: exit %d (want 1), names the "
+		   "sysctl and /dev/userfaultfd", backends[i], st);
+		if (st != 1)
+			serve_log_dump_file(err);
+	}
+	chmod(dir, 0700);
+}
+
+/*
+ * A Firecracker-style client that connects and faults nothing, so that
+ * its session lasts until the daemon ends it; it waits to be killed.
+ */
+static int idle_client(void *arg)
+{
+	const int *ready_w = arg;
+	uint64_t size = 1 << 20;
+	struct fc_client c;
+
+	if (fc_client_map(&c, 1, &size, FC_PAGE_4K) ||
+	    fc_client_connect(&c, sock_path))
+		return 10;
+	if (write(*ready_w, "c", 1) != 1)
+		return 11;
+	for (;;)
+		pause();
+}
+
+/* A terminal's Ctrl-C: SIGINT to the supervisor and the server at once. */
+static void ctrl_c(const struct serve *s)
+{
+	serve_kill_server(s, SIGINT);
+	kill(s->pid, SIGINT);
+}
+
+/* Is a line with what in the daemon's log within 3 s? */
+static bool log_says(struct serve *s, const char *what)
+{
+	const char *kw[] = { what, NULL };
+	char line[512];
+
+	return serve_log_find(s, 0, 0, kw, 3000, line, sizeof(line)) == 1;
+}
+
+/*
+ * The first Ctrl-C drains and says that a second abandons the VMs; the
+ * second does.  Before, the first was lost about 5 times in 6 (the
+ * supervisor's SIGINT merged into the server's own, which it ignores).
+ */
+static void test_ctrl_c(const char *mem)
+{
+	struct serve s;
+	int ready[2], st;
+	pid_t pid;
+	char ch;
+
+	serve_init(&s);
+	if (serve_start(&s, mem, NULL) || pipe2(ready, O_CLOEXEC)) {
+		ok(0, "a daemon for the Ctrl-C test");
+		serve_cleanup(&s);
+		return;
+	}
+	snprintf(sock_path, sizeof(sock_path), "%s", s.sock);
+	pid = su_spawn(idle_client, &ready[1]);
+	close(ready[1]);
+	if (read(ready[0], &ch, 1) != 1)
+		diag("the client did not connect");
+	su_sleep_ms(200);	/* its session is set up */
+	ctrl_c(&s);
+	ok(log_says(&s, "draining 1 session (a second Ctrl-C or SIGTERM "
+		    "abandons their VMs"), "the first Ctrl-C drains and says "
+	   "that a second one abandons the VMs");
+	ctrl_c(&s);
+	ok(log_says(&s, "again: abandoning 1 session"),
+	   "the second Ctrl-C says it abandons the session");
+	st = serve_wait(&s, 5000);
+	ok(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	   "... and the daemon exits 0 (status 0x%x)", st);
+	if (st < 0) {
+		serve_log_dump(&s, 0);
+		serve_stop(&s);
+	}
+	close(ready[0]);
+	kill(pid, SIGKILL);
+	su_reap(pid, 5000);
+	serve_cleanup(&s);
+}
+
+int main(void)
+{
+	char path[160];
+	struct mem_file mem;
+
+	bin = serve_bin();
+	port = 20000 + getpid() % 20000;
+	snprintf(dir, sizeof(dir), "/tmp/fl-cli-inputs-XXXXXX");
+	if (!mkdtemp(dir))
+		BAIL("mkdtemp: %s", strerror(errno));
+	snprintf(out, sizeof(out), "%s/out", dir);
+	snprintf(err, sizeof(err), "%s/err", dir);
+	if (mem_file_create(&mem, 1 << 20, 7) < 0)
+		BAIL("cannot create a memory file");
+	snprintf(path, sizeof(path), "%s/mem", dir);
+	if (link(mem.path, path) < 0 && symlink(mem.path, path) < 0)
+		BAIL("link: %s", strerror(errno));
+	if (make_file("small", 5000) < 0)
+		BAIL("cannot create %s/small", dir);
+	for (unsigned int i = 0; i < sizeof(cases) / sizeof(*cases); i++)
+		check(&cases[i], 10);
+	for (unsigned int i = 0; i < sizeof(running) / sizeof(*running); i++)
+		check(&running[i], 2);
+	test_unprivileged();
+	test_ctrl_c(mem.path);
+	mem_file_destroy(&mem);
+	snprintf(path, sizeof(path), "rm -rf %s", dir);
+	if (system(path) != 0)
+		diag("could not remove %s", dir);
+	return done_testing();
+}
