@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * restore.c - `faultline bench kvm-restore` (seed 003): how long a guest
+ * restore.c - `faultline bench kvm-restore` (cf. the TDP MMU
+ * prefault thread's UFFD chunk sweep): how long a guest
  * takes to touch its memory right after a snapshot restore, for each way
  * of restoring it, as a ratio to the same guest on prepopulated memory
  * measured in the same round.
@@ -10,7 +11,7 @@
  * /dev/kvm works, else the VMM's process guest (threads doing the same
  * touches), and the table's first line says which.  Backends: prepopulated
  * (the reference), the File backend, the library engine in-process (the
- * seed's chunk sweep without prefetch, and the default engine), and
+ * cited chunk sweep without prefetch, and the default engine), and
  * `faultline serve` through Firecracker's handshake: with default flags,
  * with a fixed `--chunk` of 64K and 2M (every workload but hugetlb, whose
  * chunk is its 2 MiB page), and replaying a working-set trace recorded by
@@ -116,8 +117,8 @@ static const struct rs_case {
 	uint64_t chunk;		/* R_INPROC: engine chunk, 0: default */
 	unsigned int flags;	/* R_INPROC: FL_ENGINE_* */
 	enum rs_daemon daemon;	/* R_DAEMON */
-	double seed;		/* ms, seed 003; < 0: none */
-	const char *seed_note;
+	double cited;		/* ms, the cited thread; < 0: none */
+	const char *cited_note;
 } cases[] = {
 #define SWEEP(k, c, s) { "linear_inproc_" k, "linear: in-proc " k ", no prefetch", \
 			 G_LINEAR, R_INPROC, c, NO_PF, D_NONE, s, NULL }
@@ -479,7 +480,7 @@ static int record_trace(struct rs_ctx *c, enum rs_trace tr)
 	enum rs_daemon d = D_NONE;
 	struct rs_case k = { .key = "record", .label = "recording a trace",
 			     .g = trace_group[tr], .kind = R_DAEMON,
-			     .seed = -1 };
+			     .cited = -1 };
 	struct rs_result r;
 	int ret;
 
@@ -795,10 +796,10 @@ static void table_rows(struct bench_table *t, const struct rs_results *res,
 		for (int r = 0; r < runs; r++)
 			v[r] *= 1e-3;
 		row = bench_add_row(t, k->key, k->label, v, runs, res->ok[i],
-				    k->seed);
+				    k->cited);
 		if (row < 0)
 			break;
-		t->rows[row].seed_note = k->seed_note;
+		t->rows[row].cited_note = k->cited_note;
 		if (k->kind == R_PREPOP)
 			refrow = row;
 		t->rows[row].cmp = row == refrow ? -1 : refrow;
@@ -824,9 +825,11 @@ static void table_head(struct bench_table *t, const struct rs_ctx *c,
 		 c->guest == VMM_GUEST_KVM ? "KVM" : "process", kvm);
 	t->title = t->title_buf;
 	t->guest = c->guest == VMM_GUEST_KVM ? "kvm" : "process";
-	t->seed = "003 (Firecracker UFFD handler, nested KVM guest, 128 MiB "
-		  "linear, medians of 60 restores)";
-	t->seed_unit = "ms";
+	t->cited = "Marco Marangoni on \"KVM: x86/mmu: Add automatic "
+		   "prefaulting/prefetching for TDP MMU faults\" (kernel "
+		   "mailing list): a UFFD handler serving chunks to a "
+		   "restored nested KVM guest, 128 MiB linear, medians of 60";
+	t->cited_unit = "ms";
 	t->unit = "ms";
 	t->bytes = c->small.len;
 	t->runs = runs;
