@@ -846,16 +846,19 @@ static void table_head(struct bench_table *t, const struct rs_ctx *c,
 			 sparse);
 	else
 		snprintf(t->notes, sizeof(t->notes),
-			 "No KVM guest (KVM here: %s): the guest is threads of a "
-			 "child process making the same touches, so a first "
+			 "No VM can run here (KVM: %s): the guest is threads of "
+			 "a child process making the same touches, so a first "
 			 "touch costs what this machine's own page faults cost "
 			 "(prepopulated against the copy floor says how much; "
 			 "under PVM a shadow fault, ~5 us a page).  Where it is "
 			 "small, a restore is bound by copying: compare rows "
 			 "with the copy floor (one thread COPYing just the "
-			 "touched bytes), which no restoring handler can beat.  "
-			 "Rows vs their workload's prepopulated row (median of "
-			 "per-round ratios).", kvm);
+			 "touched bytes: what the copy alone costs).  The File "
+			 "backend rows (and X_default_vs_file) are not "
+			 "comparable here: a process reading a cached file "
+			 "maps the page cache, in large folios, and copies "
+			 "nothing.  Rows vs their workload's prepopulated row "
+			 "(median of per-round ratios).", kvm);
 	n = strlen(t->notes);
 	snprintf(t->notes + n, sizeof(t->notes) - n,
 		 "  X_default_vs_best_chunk: the default daemon over the "
