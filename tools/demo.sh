@@ -52,9 +52,9 @@ same demo restores a real KVM guest):
                    guest's own first touches, nothing restored (reference)
   copy floor       one thread copying the same 256 MiB once with
                    UFFDIO_COPY, no guest: what the copy alone costs here
-  faultline serve  the memory restored on demand through userfaultfd by
-  naive handler    faultline serve (default policy) and by a handler that
-                   copies 4 KiB per fault
+  faultline serve  restored on demand through userfaultfd, default policy
+  naive handler    restored on demand, 4 KiB copied per fault, nothing
+                   ahead
 Not shown: the File backend (a private mmap of the memory file).  A
 process reading a cached file maps the page cache and copies nothing, so
 here it restores nothing to compare; in a VM it is a row like the others.
