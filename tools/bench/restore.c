@@ -20,7 +20,8 @@
  * prepopulated memory while another thread copies the file once: what a
  * restore's copy costs a guest that never waits for it.  A "copy floor" row
  * times one thread UFFDIO_COPYing just the pages the guest touches, with
- * no guest at all: no restoring handler moves those bytes faster.  Cases
+ * no guest at all: what the copy alone costs (a handler copying on more
+ * threads, or a File backend copying nothing, can be faster).  Cases
  * run round-robin within a round; each daemon configuration is one
  * `faultline serve` for all rounds.
  */
