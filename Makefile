@@ -120,8 +120,10 @@ CLILIB_OBJ := $(filter-out $(BUILD)/tools/main.o,$(CLI_OBJ))
 TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 # TAP scripts prove runs beside them, with the build directory in BUILD:
 # install.sh installs into a temporary stage and builds a user's program
-# against it through pkg-config (not under check-sanitize: it says why).
-TEST_SH   := tests/install.sh
+# against it through pkg-config (not under check-sanitize: it says why);
+# text.sh checks that help, bench output and docs stand alone (no issue
+# numbers, no paths outside the tree).
+TEST_SH   := tests/install.sh tests/text.sh
 TEST_SH_ENV = BUILD=$(BUILD) MAKE="$(MAKE)"
 # Concurrency tests run a second time with every CPU busy (tests/load.h).
 LOAD_TESTS := serve_bad serve_stress engine_events engine_eexist engine_adaptive \

@@ -38,21 +38,21 @@ struct bench_def {
 
 static const struct bench_def benches[] = {
 	{ "populate", bench_populate,
-	  "fill memory: memcpy, UFFDIO_COPY, pread, pread+MOVE (seed 002)" },
+	  "fill memory: memcpy, UFFDIO_COPY, pread, pread+MOVE, engine, daemon" },
 	{ "move", bench_move,
-	  "UFFDIO_MOVE per page vs contiguous runs, +busy thread (seed 000)" },
+	  "UFFDIO_MOVE per page vs contiguous runs, +busy thread (TLB flush)" },
 	{ "drop", bench_drop,
-	  "discard a populated range: one madvise vs per 2M/4K (seed 004)" },
+	  "discard a populated range: one madvise vs per 2M/4K (TLB flush)" },
 	{ "fault-latency", bench_fault_latency,
 	  "4 KiB random fault round trip: library and daemon (p50..max)" },
 	{ "kvm-restore", bench_restore,
-	  "touch 128 MiB after a restore, per backend and chunk (seed 003)" },
+	  "touch 128 MiB after a restore, per backend and chunk" },
 	{ "remote", bench_remote,
 	  "touch 128 MiB restored from file, image, HTTP (cache), post-copy" },
 	{ "policy", bench_policy,
 	  "faults vs readahead/background pages per access pattern, in-proc" },
 	{ "criu", bench_criu,
-	  "1 GiB process: criu restore, criu lazy-pages, faultline (seed 002)" },
+	  "1 GiB process: criu restore, criu lazy-pages, faultline lazy-pages" },
 };
 
 #define NBENCH (sizeof(benches) / sizeof(*benches))

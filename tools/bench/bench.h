@@ -46,8 +46,8 @@ struct bench_row {
 	double sec;		/* median seconds over the runs */
 	double samples_min;	/* fastest run */
 	double samples_max;	/* slowest run */
-	double seed;		/* seed's published value, < 0: none */
-	const char *seed_note;	/* what the seed value is, or NULL */
+	double cited;		/* the cited figure for this row, < 0: none */
+	const char *cited_note;	/* what the cited figure is, or NULL */
 	bool checksum_ok;	/* every run restored the expected bytes */
 	double thp_frac;	/* fraction THP-backed, < 0: not measured */
 	int cmp;		/* row its ratio is to; -1: the reference */
@@ -68,8 +68,8 @@ struct bench_table {
 	const char *title;	/* one line heading */
 	char title_buf[224];	/* where a title made at run time lives */
 	const char *guest;	/* kvm-restore: "kvm" or "process" */
-	const char *seed;	/* which seed it mirrors */
-	const char *seed_unit;	/* unit of the seed column, e.g. "s/GiB" */
+	const char *cited;	/* where the cited figures come from, or NULL */
+	const char *cited_unit;	/* unit of the cited column, e.g. "s/GiB" */
 	const char *unit;	/* "s", "ms" or "us": how times are printed */
 	bool per_gib;		/* also print time per GiB */
 	uint64_t bytes;		/* bytes per run */
@@ -90,7 +90,7 @@ double bench_median(double *v, int n);	/* sorts v */
 
 /* Add a row from n samples (sorted in place); returns its index. */
 int bench_add_row(struct bench_table *t, const char *key, const char *label,
-		  double *samples, int n, bool checksum_ok, double seed);
+		  double *samples, int n, bool checksum_ok, double cited);
 void bench_add_kv(struct bench_table *t, const char *key, double val);
 /* Ratio of row r to the row it compares with (see bench_row.ratio). */
 double bench_row_ratio(const struct bench_table *t, const struct bench_row *r);

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * move.c - `faultline bench move` (seed 000): UFFDIO_MOVE of populated
+ * move.c - `faultline bench move` (cf. the MOVE TLB-flush batching
+ * thread): UFFDIO_MOVE of populated
  * anonymous memory one 4 KiB page per ioctl versus contiguous runs (64 KiB,
  * 2 MiB of 4 KiB pages, and 2 MiB THP moved as a whole PMD), alone and with
  * a second thread of this process busy on the other CPU, so every TLB flush
- * must reach it (the shootdown IPI the seed measured at >40 % of MOVE).
+ * must reach it (the shootdown IPI that thread measured at >40 % of MOVE).
  *
- * Decisions: the reference is the seed's "before": one page per ioctl with
+ * Decisions: the reference is that thread's "before": one page per ioctl with
  * nobody else running.  The source is refilled (present, exclusive pages)
  * before every run and the destination checksummed after it.
  */
@@ -26,7 +27,7 @@ static const struct {
 	uint64_t run;		/* bytes per ioctl */
 	bool thp;		/* source and destination THP */
 	bool busy;		/* second thread busy on the other CPU */
-	double seed;		/* time vs per-page, seed 000 */
+	double cited;		/* time vs per-page, the cited thread */
 } cases[] = {
 	{ "move_4k", "MOVE 4 KiB per ioctl", 4 * KIB, false, false, 1.0 },
 	{ "move_64k", "MOVE 64 KiB runs", 64 * KIB, false, false, 0.44 },
@@ -140,9 +141,11 @@ int bench_move(const struct bench_opts *o, struct bench_table *t)
 
 	t->title = "UFFDIO_MOVE of populated anonymous memory: per page vs "
 		   "contiguous runs, alone and with a busy thread";
-	t->seed = "000 (Android UFFD GC, arm64 + x86 cuttlefish, 2025: TLB "
-		  "flush >40% of MOVE; batching: GC 45 -> 20 min)";
-	t->seed_unit = "time vs per-page";
+	t->cited = "Lokesh Gidra, \"userfaultfd: opportunistic TLB-flush "
+		   "batching for present pages in MOVE\" (kernel mailing "
+		   "list, 2025): Android's GC on arm64 and x86 cuttlefish, "
+		   "TLB flush >40% of MOVE; batching: GC 45 -> 20 min";
+	t->cited_unit = "time vs per-page";
 	t->unit = "s";
 	t->per_gib = true;
 	t->bytes = len;
@@ -154,11 +157,11 @@ int bench_move(const struct bench_opts *o, struct bench_table *t)
 		for (int r = 0; r < runs; r++)
 			v[r] = samples[r][k];
 		int i = bench_add_row(t, cases[k].key, cases[k].label, v, runs,
-				      ok[k], cases[k].seed);
+				      ok[k], cases[k].cited);
 
 		t->rows[i].thp_frac = thp[k];
-		if (cases[k].seed > 0 && cases[k].seed < 1)
-			t->rows[i].seed_note = "(GC time, x86)";
+		if (cases[k].cited > 0 && cases[k].cited < 1)
+			t->rows[i].cited_note = "(GC time, x86)";
 	}
 	/* What the second CPU costs each ioctl: the shootdown. */
 	for (int k = 0; k < NCASES; k++) {
@@ -180,7 +183,7 @@ int bench_move(const struct bench_opts *o, struct bench_table *t)
 	bench_add_kv(t, "thp_source_fraction", src_thp[3]);
 	snprintf(t->notes, sizeof(t->notes),
 		 "reference: one 4 KiB page per ioctl, no other thread (the "
-		 "seed's unbatched case).\n"
+		 "cited thread's unbatched case).\n"
 		 "busy: a second thread of this process writing its own 4 MiB "
 		 "on the other CPU,\nso every TLB flush of a MOVE is an IPI to "
 		 "it.  THP column: destination AnonHugePages.");

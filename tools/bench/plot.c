@@ -41,7 +41,7 @@ static void plot_label(FILE *g, const char *s)
 static int plot_one(json_object *b, const char *dir, const char *name)
 {
 	json_object *res, *v;
-	const char *unit = "s", *seed_unit = "", *title = name;
+	const char *unit = "s", *cited_unit = "", *title = name;
 	bool per_gib = false;
 	uint64_t bytes = GIB;
 	char path[4096];
@@ -51,8 +51,8 @@ static int plot_one(json_object *b, const char *dir, const char *name)
 		return -EINVAL;
 	if (json_object_object_get_ex(b, "unit", &v))
 		unit = json_object_get_string(v);
-	if (json_object_object_get_ex(b, "seed_unit", &v))
-		seed_unit = json_object_get_string(v);
+	if (json_object_object_get_ex(b, "cited_unit", &v))
+		cited_unit = json_object_get_string(v);
 	if (json_object_object_get_ex(b, "title", &v))
 		title = json_object_get_string(v);
 	if (json_object_object_get_ex(b, "per_gib", &v))
@@ -63,7 +63,7 @@ static int plot_one(json_object *b, const char *dir, const char *name)
 		return -EINVAL;
 	snprintf(path, sizeof(path), "%s/bench-%s.png", dir, name);
 
-	/* Plot per-GiB values when the table has them: the seeds' unit. */
+	/* Plot per-GiB values when the table has them: the cited figures' unit. */
 	double sc = bench_unit_scale(unit);
 	const char *yl = unit;
 
@@ -74,7 +74,7 @@ static int plot_one(json_object *b, const char *dir, const char *name)
 	}
 	const char *cmp = per_gib ? (strcmp(unit, "s") ? "ms/GiB" : "s/GiB") :
 			  unit;
-	bool seed_same = !strcmp(seed_unit, cmp);
+	bool cited_same = !strcmp(cited_unit, cmp);
 
 	FILE *g = popen("gnuplot", "w");
 
@@ -94,7 +94,7 @@ static int plot_one(json_object *b, const char *dir, const char *name)
 		   "set datafile missing '-'\nset bmargin 8\nset rmargin 14\n");
 	fprintf(g, "$data << EOD\n");
 	json_object_object_foreach(res, key, row) {
-		json_object *lab, *sec, *seed;
+		json_object *lab, *sec, *cited;
 		double s;
 
 		(void)key;
@@ -105,16 +105,17 @@ static int plot_one(json_object *b, const char *dir, const char *name)
 			lab = NULL;
 		plot_label(g, lab ? json_object_get_string(lab) : key);
 		fprintf(g, " %.9g", s > 0 ? s : 1e-9);
-		if (seed_same && json_object_object_get_ex(row, "seed", &seed) &&
-		    seed && json_object_get_double(seed) > 0)
-			fprintf(g, " %.9g\n", json_object_get_double(seed));
+		if (cited_same &&
+		    json_object_object_get_ex(row, "cited", &cited) &&
+		    cited && json_object_get_double(cited) > 0)
+			fprintf(g, " %.9g\n", json_object_get_double(cited));
 		else
 			fprintf(g, " -\n");
 	}
 	fprintf(g, "EOD\n");
 	fprintf(g, "plot $data using 2:xtic(1) title 'this machine'");
-	if (seed_same)
-		fprintf(g, ", '' using 3 title 'seed (published)'");
+	if (cited_same)
+		fprintf(g, ", '' using 3 title 'cited'");
 	fprintf(g, "\n");
 	status = pclose(g);
 	if (status == -1)

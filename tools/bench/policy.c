@@ -225,9 +225,6 @@ int bench_policy(const struct bench_opts *o, struct bench_table *t)
 
 	t->title = "what the prefetch policy did, in-process, on this "
 		   "machine now: faults, and pages the fillers filled";
-	t->seed = "none (the figures tests/engine_prefetch.c and "
-		  "engine_adaptive.c no longer assert)";
-	t->seed_unit = "ms";
 	t->unit = "ms";
 	t->bytes = len;
 	t->runs = runs;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * populate.c - `faultline bench populate` (seed 002): how fast can memory be
+ * populate.c - `faultline bench populate` (cf. CRIU's copy cost,
+ * "mm: introduce MADV_CLR_HUGEPAGE"): how fast can memory be
  * filled from a snapshot?  memcpy with THP on and off, UFFDIO_COPY at 4 KiB,
  * 64 KiB and 2 MiB into a MISSING-registered range (2 MiB also from two
  * threads, each copying its half), pread into THP memory
@@ -53,7 +54,7 @@ enum pop_case {
 
 static const struct {
 	const char *key, *label;
-	double seed;		/* s per GiB, seed 002 */
+	double cited;		/* s per GiB, the cited thread */
 } cases[P_NCASES] = {
 	[P_MEMCPY_THP]   = { "memcpy_thp", "memcpy 4K, THP on", 0.3278 },
 	[P_MEMCPY_NOTHP] = { "memcpy_nothp", "memcpy 4K, THP off", 0.5295 },
@@ -359,9 +360,10 @@ int bench_populate(const struct bench_opts *o, struct bench_table *t)
 
 	t->title = "fill memory from a warm memory file (UFFDIO_COPY vs "
 		   "memcpy vs pread+MOVE)";
-	t->seed = "002 (CRIU lazy restore, 2x Xeon E5-2680, 2017: 1 GiB, "
-		  "mean of 100 runs)";
-	t->seed_unit = "s/GiB";
+	t->cited = "Mike Rapoport, \"mm: introduce MADV_CLR_HUGEPAGE\" "
+		   "(kernel mailing list, 2017): CRIU's lazy-restore copy, "
+		   "1 GiB, 2x Xeon E5-2680, mean of 100 runs";
+	t->cited_unit = "s/GiB";
 	t->unit = "s";
 	t->per_gib = true;
 	t->bytes = c.len;
@@ -372,7 +374,7 @@ int bench_populate(const struct bench_opts *o, struct bench_table *t)
 		for (int r = 0; r < runs; r++)
 			v[r] = samples[r][k];
 		int i = bench_add_row(t, cases[k].key, cases[k].label, v,
-				      runs, ok[k], cases[k].seed);
+				      runs, ok[k], cases[k].cited);
 
 		t->rows[i].thp_frac = thp[k];
 		if (k == P_PREAD_THP)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * remote.c - `faultline bench remote` (issue 6): the time for the
+ * remote.c - `faultline bench remote`: the time for the
  * kvm-restore guest (one touch per 4 KiB page, linear, 128 MiB) to run over
  * memory restored by the default in-process engine from each kind of
  * source: the local raw file (the reference), a local image of it, the
@@ -336,8 +336,6 @@ int bench_remote(const struct bench_opts *o, struct bench_table *t)
 
 	t->title = "guest touches its memory restored from local, HTTP and "
 		   "post-copy sources (in-process engine)";
-	t->seed = "none (issue 6: warm-cache HTTP <= 1.2x local raw)";
-	t->seed_unit = "ms";
 	t->unit = "ms";
 	t->per_gib = false;
 	t->bytes = c.len;

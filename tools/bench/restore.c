@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * restore.c - `faultline bench kvm-restore` (seed 003): how long a guest
+ * restore.c - `faultline bench kvm-restore` (cf. the TDP MMU
+ * prefault thread's UFFD chunk sweep): how long a guest
  * takes to touch its memory right after a snapshot restore, for each way
  * of restoring it, as a ratio to the same guest on prepopulated memory
  * measured in the same round.
@@ -10,7 +11,7 @@
  * /dev/kvm works, else the VMM's process guest (threads doing the same
  * touches), and the table's first line says which.  Backends: prepopulated
  * (the reference), the File backend, the library engine in-process (the
- * seed's chunk sweep without prefetch, and the default engine), and
+ * cited chunk sweep without prefetch, and the default engine), and
  * `faultline serve` through Firecracker's handshake: with default flags,
  * with a fixed `--chunk` of 64K and 2M (every workload but hugetlb, whose
  * chunk is its 2 MiB page), and replaying a working-set trace recorded by
@@ -19,7 +20,8 @@
  * prepopulated memory while another thread copies the file once: what a
  * restore's copy costs a guest that never waits for it.  A "copy floor" row
  * times one thread UFFDIO_COPYing just the pages the guest touches, with
- * no guest at all: no restoring handler moves those bytes faster.  Cases
+ * no guest at all: what the copy alone costs (a handler copying on more
+ * threads, or a File backend copying nothing, can be faster).  Cases
  * run round-robin within a round; each daemon configuration is one
  * `faultline serve` for all rounds.
  */
@@ -116,8 +118,8 @@ static const struct rs_case {
 	uint64_t chunk;		/* R_INPROC: engine chunk, 0: default */
 	unsigned int flags;	/* R_INPROC: FL_ENGINE_* */
 	enum rs_daemon daemon;	/* R_DAEMON */
-	double seed;		/* ms, seed 003; < 0: none */
-	const char *seed_note;
+	double cited;		/* ms, the cited thread; < 0: none */
+	const char *cited_note;
 } cases[] = {
 #define SWEEP(k, c, s) { "linear_inproc_" k, "linear: in-proc " k ", no prefetch", \
 			 G_LINEAR, R_INPROC, c, NO_PF, D_NONE, s, NULL }
@@ -479,7 +481,7 @@ static int record_trace(struct rs_ctx *c, enum rs_trace tr)
 	enum rs_daemon d = D_NONE;
 	struct rs_case k = { .key = "record", .label = "recording a trace",
 			     .g = trace_group[tr], .kind = R_DAEMON,
-			     .seed = -1 };
+			     .cited = -1 };
 	struct rs_result r;
 	int ret;
 
@@ -795,10 +797,10 @@ static void table_rows(struct bench_table *t, const struct rs_results *res,
 		for (int r = 0; r < runs; r++)
 			v[r] *= 1e-3;
 		row = bench_add_row(t, k->key, k->label, v, runs, res->ok[i],
-				    k->seed);
+				    k->cited);
 		if (row < 0)
 			break;
-		t->rows[row].seed_note = k->seed_note;
+		t->rows[row].cited_note = k->cited_note;
 		if (k->kind == R_PREPOP)
 			refrow = row;
 		t->rows[row].cmp = row == refrow ? -1 : refrow;
@@ -824,9 +826,11 @@ static void table_head(struct bench_table *t, const struct rs_ctx *c,
 		 c->guest == VMM_GUEST_KVM ? "KVM" : "process", kvm);
 	t->title = t->title_buf;
 	t->guest = c->guest == VMM_GUEST_KVM ? "kvm" : "process";
-	t->seed = "003 (Firecracker UFFD handler, nested KVM guest, 128 MiB "
-		  "linear, medians of 60 restores)";
-	t->seed_unit = "ms";
+	t->cited = "Marco Marangoni on \"KVM: x86/mmu: Add automatic "
+		   "prefaulting/prefetching for TDP MMU faults\" (kernel "
+		   "mailing list): a UFFD handler serving chunks to a "
+		   "restored nested KVM guest, 128 MiB linear, medians of 60";
+	t->cited_unit = "ms";
 	t->unit = "ms";
 	t->bytes = c->small.len;
 	t->runs = runs;
@@ -843,16 +847,19 @@ static void table_head(struct bench_table *t, const struct rs_ctx *c,
 			 sparse);
 	else
 		snprintf(t->notes, sizeof(t->notes),
-			 "No KVM guest (KVM here: %s): the guest is threads of a "
-			 "child process making the same touches, so a first "
+			 "No VM can run here (KVM: %s): the guest is threads of "
+			 "a child process making the same touches, so a first "
 			 "touch costs what this machine's own page faults cost "
 			 "(prepopulated against the copy floor says how much; "
 			 "under PVM a shadow fault, ~5 us a page).  Where it is "
 			 "small, a restore is bound by copying: compare rows "
 			 "with the copy floor (one thread COPYing just the "
-			 "touched bytes), which no restoring handler can beat.  "
-			 "Rows vs their workload's prepopulated row (median of "
-			 "per-round ratios).", kvm);
+			 "touched bytes: what the copy alone costs).  The File "
+			 "backend rows (and X_default_vs_file) are not "
+			 "comparable here: a process reading a cached file "
+			 "maps the page cache, in large folios, and copies "
+			 "nothing.  Rows vs their workload's prepopulated row "
+			 "(median of per-round ratios).", kvm);
 	n = strlen(t->notes);
 	snprintf(t->notes + n, sizeof(t->notes) - n,
 		 "  X_default_vs_best_chunk: the default daemon over the "

@@ -53,7 +53,7 @@ double bench_median(double *v, int n)
 }
 
 int bench_add_row(struct bench_table *t, const char *key, const char *label,
-		  double *samples, int n, bool checksum_ok, double seed)
+		  double *samples, int n, bool checksum_ok, double cited)
 {
 	if (t->nrows >= BENCH_MAX_ROWS)
 		return -ENOSPC;
@@ -66,7 +66,7 @@ int bench_add_row(struct bench_table *t, const char *key, const char *label,
 	r->sec = bench_median(samples, n);
 	r->samples_min = n ? samples[0] : 0;
 	r->samples_max = n ? samples[n - 1] : 0;
-	r->seed = seed;
+	r->cited = cited;
 	r->checksum_ok = checksum_ok;
 	r->thp_frac = -1;
 	r->faults = -1;
@@ -125,18 +125,21 @@ static void fmt_size(char *buf, size_t n, uint64_t bytes)
 void bench_print_table(const struct bench_table *t, FILE *f)
 {
 	double sc = bench_unit_scale(t->unit);
-	bool thp = false, seed = false, faults = false;
+	bool thp = false, cited = false, faults = false;
 	char sz[32];
 
 	for (int i = 0; i < t->nrows; i++) {
 		thp |= t->rows[i].thp_frac >= 0;
-		seed |= t->rows[i].seed >= 0;
+		cited |= t->rows[i].cited >= 0;
 		faults |= t->rows[i].faults >= 0;
 	}
 	fmt_size(sz, sizeof(sz), t->bytes);
 	fprintf(f, "%s: %s\n", t->name, t->title);
-	fprintf(f, "%s per run, median of %d run%s; seed %s\n\n", sz, t->runs,
-		t->runs == 1 ? "" : "s", t->seed);
+	fprintf(f, "%s per run, median of %d run%s\n", sz, t->runs,
+		t->runs == 1 ? "" : "s");
+	if (t->cited)
+		fprintf(f, "cited: %s\n", t->cited);
+	fprintf(f, "\n");
 	fprintf(f, "%-40s %10s", "case", t->unit);
 	if (t->per_gib)
 		fprintf(f, " %10s", strcmp(t->unit, "s") ? "ms/GiB" : "s/GiB");
@@ -146,8 +149,8 @@ void bench_print_table(const struct bench_table *t, FILE *f)
 	if (thp)
 		fprintf(f, " %5s", "THP");
 	fprintf(f, " %4s", "ok");
-	if (seed)
-		fprintf(f, "  seed %s", t->seed_unit);
+	if (cited)
+		fprintf(f, "  cited %s", t->cited_unit);
 	fprintf(f, "\n");
 	for (int i = 0; i < t->nrows; i++) {
 		const struct bench_row *r = &t->rows[i];
@@ -170,10 +173,10 @@ void bench_print_table(const struct bench_table *t, FILE *f)
 				fprintf(f, " %5s", "-");
 		}
 		fprintf(f, " %4s", r->checksum_ok ? "yes" : "NO");
-		if (r->seed >= 0)
-			fprintf(f, "  %g%s%s", r->seed,
-				r->seed_note ? " " : "",
-				r->seed_note ? r->seed_note : "");
+		if (r->cited >= 0)
+			fprintf(f, "  %g%s%s", r->cited,
+				r->cited_note ? " " : "",
+				r->cited_note ? r->cited_note : "");
 		fprintf(f, "%s\n", i == t->ref ? "   <- reference" : "");
 	}
 	for (int i = 0; i < t->nkv; i++)
@@ -236,9 +239,12 @@ json_object *bench_table_json(const struct bench_table *t,
 	if (t->guest)
 		json_object_object_add(j, "guest",
 				       json_object_new_string(t->guest));
-	json_object_object_add(j, "seed", json_object_new_string(t->seed));
-	json_object_object_add(j, "seed_unit",
-			       json_object_new_string(t->seed_unit));
+	if (t->cited) {
+		json_object_object_add(j, "cited",
+				       json_object_new_string(t->cited));
+		json_object_object_add(j, "cited_unit",
+				       json_object_new_string(t->cited_unit));
+	}
 	json_object_object_add(j, "unit", json_object_new_string(t->unit));
 	json_object_object_add(j, "per_gib", json_object_new_boolean(t->per_gib));
 	json_object_object_add(j, "bytes", json_object_new_int64((int64_t)t->bytes));
@@ -278,11 +284,11 @@ json_object *bench_table_json(const struct bench_table *t,
 		if (r->thp_frac >= 0)
 			json_object_object_add(row, "thp_fraction",
 				json_object_new_double(r->thp_frac));
-		json_object_object_add(row, "seed", r->seed >= 0 ?
-				       json_object_new_double(r->seed) : NULL);
-		if (r->seed_note)
-			json_object_object_add(row, "seed_note",
-				json_object_new_string(r->seed_note));
+		json_object_object_add(row, "cited", r->cited >= 0 ?
+				       json_object_new_double(r->cited) : NULL);
+		if (r->cited_note)
+			json_object_object_add(row, "cited_note",
+				json_object_new_string(r->cited_note));
 		json_object_object_add(res, r->key, row);
 		all_ok &= r->checksum_ok;
 	}
