@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * reset.h - taking pages back to the snapshot (reset.c): the internal
- * primitive a public reset (issue 24) builds on.
+ * primitive a public reset to the snapshot (fl_engine_reset) builds on.
  */
 #ifndef FAULTLINE_ENGINE_RESET_H
 #define FAULTLINE_ENGINE_RESET_H
