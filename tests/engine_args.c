@@ -270,6 +270,9 @@ int main(void)
 
 	ok(js && strstr(js, "\"faults\":0"), "JSON of an older reader's "
 	   "stats: counters past its size read 0");
+	ok(js && strstr(js, "\"latency_ns_p50_le\":") &&
+	   strstr(js, "\"latency_ns_p99_le\":"), "JSON: the percentiles "
+	   "named as the bucket bounds they are (_le)");
 	free(js);
 	free(b);
 	fl_engine_stop(e);

@@ -126,6 +126,13 @@ char *fl_stats_json_sized(const struct fl_stats *in, size_t size)
 	put_u64(o, "restore_complete", s->restore_complete);
 	put_u64(o, "restore_ms", s->restore_ms);
 	put_u64(o, "latency_ns_mean", served ? s->lat_ns_sum / served : 0);
+	/*
+	 * Percentiles are the ends of power-of-two buckets, bounds and not
+	 * measurements: named so ("_le"); the old names stay, same values,
+	 * for readers written before.
+	 */
+	put_u64(o, "latency_ns_p50_le", fl_stats_percentile(s, 50));
+	put_u64(o, "latency_ns_p99_le", fl_stats_percentile(s, 99));
 	put_u64(o, "latency_ns_p50", fl_stats_percentile(s, 50));
 	put_u64(o, "latency_ns_p99", fl_stats_percentile(s, 99));
 	put_u64(o, "latency_ns_max", s->lat_ns_max);
