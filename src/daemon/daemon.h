@@ -105,7 +105,7 @@ struct daemon {
 	bool listen_given;	/* the listener came from the supervisor */
 	struct fork_rec *forks;	/* children to serve (lock; torn_fd wakes) */
 	struct trace *trace;	/* --record with named clients: one working
-				 * set for them all (lock) */
+				 * set for them all (merge_trace()'s lock) */
 	struct daemon_totals tot;	/* lock */
 	uint64_t t_up;		/* ms: this server started */
 	struct ctl *ctl;	/* the control socket and metrics (ctl.c) */

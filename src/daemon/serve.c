@@ -56,6 +56,33 @@ static void source_note_log(void *arg, const char *line)
 
 /* ---- listening ---------------------------------------------------------- */
 
+/*
+ * --socket-owner: the socket file just bound at path given to its uid.
+ * The directory may be the jail's uid's own, which could put a symlink
+ * in the socket's place meanwhile: the file is opened without following
+ * one, and must be a socket this process owns, before it is chowned.
+ */
+static int give_socket(const struct serve_config *cfg, const char *path)
+{
+	int fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC), ret = 0;
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st) < 0)
+		ret = -errno;
+	else if (!S_ISSOCK(st.st_mode) || st.st_uid != geteuid())
+		ret = -EPERM;
+	else if (fchownat(fd, "", cfg->socket_uid, cfg->socket_gid,
+			  AT_EMPTY_PATH) < 0)
+		ret = -errno;
+	if (fd >= 0)
+		close(fd);
+	return ret < 0 ? fl_err(ret, "--socket-owner %u: %s: %s",
+				(unsigned int)cfg->socket_uid, path,
+				ret == -EPERM ? "replaced under the daemon "
+				"(not the socket it bound)" :
+				strerror(-ret)) : 0;
+}
+
 static int listen_on(struct daemon *d, const char *path)
 {
 	if (!path && sock_activated()) {
@@ -78,14 +105,10 @@ static int listen_on(struct daemon *d, const char *path)
 	if (fd < 0)
 		return fd;
 	/* --socket-owner: before anyone is told it listens. */
-	if (d->cfg->socket_chown &&
-	    chown(path, d->cfg->socket_uid, d->cfg->socket_gid) < 0) {
-		ret = -errno;
+	if (d->cfg->socket_chown && (ret = give_socket(d->cfg, path)) < 0) {
 		close(fd);
 		unlink(path);
-		return fl_err(ret, "--socket-owner %u: chown %s: %s",
-			      (unsigned int)d->cfg->socket_uid, path,
-			      strerror(-ret));
+		return ret;
 	}
 	d->listen_fd = fd;
 	d->own_socket = true;
@@ -117,7 +140,7 @@ static void listen_no_more(struct daemon *d)
 
 /* ---- sessions ----------------------------------------------------------- */
 
-static bool uid_allowed(const struct serve_config *cfg, uid_t uid)
+bool uid_allowed(const struct serve_config *cfg, uid_t uid)
 {
 	if (!cfg->nallow)
 		return uid == 0 || uid == getuid() ||
@@ -126,6 +149,13 @@ static bool uid_allowed(const struct serve_config *cfg, uid_t uid)
 		if (cfg->allow_uids[i] == uid)
 			return true;
 	return false;
+}
+
+const char *uid_refusal(const struct serve_config *cfg)
+{
+	return cfg->nallow ? "uid not allowed (not in --allow-uid)" :
+	       "uid not allowed (only root, the daemon's own and "
+	       "--socket-owner's)";
 }
 
 /*
@@ -203,9 +233,7 @@ static void accept_one(struct daemon *d)
 	}
 	s->stored = kept;
 	if (!uid_allowed(d->cfg, s->uid)) {
-		refuse(d, s, d->cfg->nallow ? "uid not allowed (not in "
-		       "--allow-uid)" : "uid not allowed (only root, the "
-		       "daemon's own and --socket-owner's)");
+		refuse(d, s, uid_refusal(d->cfg));
 		return;
 	}
 	/* Sessions being torn down make clients wait (see loop), not this. */
@@ -453,7 +481,14 @@ static int loop(struct daemon *d)
 		}
 		int first = n;
 
+		/*
+		 * Sessions with a socket only: those are bounded by accept
+		 * (max_sessions); a CRIU task or a fork has none, and may be
+		 * many more.
+		 */
 		for (struct session *s = d->sessions; s; s = s->next) {
+			if (s->sock < 0)
+				continue;
 			pfd[n] = (struct pollfd){ .fd = s->sock, .events = POLLIN };
 			who[n++] = s;
 		}
@@ -535,8 +570,16 @@ static int shared_trace(struct daemon *d)
 	if (!d->trace)
 		return -ENOMEM;
 	trace_init(d->trace);
-	if (d->listen_given && access(d->cfg->record, F_OK) == 0 &&
-	    trace_load(d->trace, d->cfg->record) < 0)
+	/*
+	 * The first server starts the file anew (a run before this one
+	 * wrote it), unless it is also the trace replayed; a server taking
+	 * over goes on from it.
+	 */
+	if (!d->listen_given && (!d->cfg->replay ||
+				 strcmp(d->cfg->replay, d->cfg->record)))
+		unlink(d->cfg->record);
+	else if (d->listen_given && access(d->cfg->record, F_OK) == 0 &&
+		 trace_load(d->trace, d->cfg->record) < 0)
 		serr(NULL, "%s", fl_last_error());
 	return 0;
 }
@@ -629,6 +672,16 @@ int serve_run(const struct serve_config *cfg)
 	ret = d.listen_given ? 0 : listen_on(&d, cfg->socket_path);
 	if (ret < 0)
 		goto out;
+	/*
+	 * Listening: say so (criu's --status-fd), before the supervisor is
+	 * given the listener (a server dying between the two listens anew,
+	 * and says it again), never after a restart that inherited it.
+	 */
+	if (cfg->status_fd > 0) {
+		if (!d.listen_given && write(cfg->status_fd, "", 1) != 1)
+			swarn(NULL, "--status-fd %d: %m", cfg->status_fd);
+		close(cfg->status_fd);
+	}
 	if (d.store_fd >= 0 && !d.listen_given) {
 		struct store_rec l = { .kind = STORE_LISTEN };
 
@@ -637,16 +690,13 @@ int serve_run(const struct serve_config *cfg)
 	slog(NULL, "serving %s (%s) on %s", d.src->desc,
 	     size_str(fl_source_size(d.src)).s,
 	     cfg->socket_path ? cfg->socket_path : "the systemd socket");
-	/* Listening: say so (criu's --status-fd), once, not after a restart. */
-	if (cfg->status_fd > 0 && !d.listen_given) {
-		if (write(cfg->status_fd, "", 1) != 1)
-			swarn(NULL, "--status-fd %d: %m", cfg->status_fd);
-		close(cfg->status_fd);
-	}
 	if (d.store_fd >= 0) {
 		struct store_rec r = { .kind = STORE_READY };
 
 		adopt_sessions(&d);
+		/* Its one client came to a server before this one. */
+		if (cfg->one_client && d.nsessions && d.listen_fd >= 0)
+			listen_no_more(&d);
 		store_send(d.store_fd, &r, NULL, 0);
 	}
 	ret = loop(&d);

@@ -156,9 +156,12 @@ static int merge_trace(struct daemon *d, struct session *s)
 	char part[PATH_MAX];
 	int ret;
 
-	snprintf(part, sizeof(part), "%s.%d.part", d->cfg->record, s->id);
+	static pthread_mutex_t trace_lock = PTHREAD_MUTEX_INITIALIZER;
+
+	snprintf(part, sizeof(part), "%s.%d.%d.part", d->cfg->record,
+		 (int)getpid(), s->id);
 	ret = fl_engine_save_trace(s->engine, part);
-	pthread_mutex_lock(&d->lock);
+	pthread_mutex_lock(&trace_lock);
 	if (ret == 0)
 		ret = trace_load(d->trace, part);
 	unlink(part);
@@ -166,7 +169,9 @@ static int merge_trace(struct daemon *d, struct session *s)
 		ret = trace_save(d->trace, part);
 	if (ret == 0 && rename(part, d->cfg->record) < 0)
 		ret = fl_err(-errno, "%s: %m", d->cfg->record);
-	pthread_mutex_unlock(&d->lock);
+	if (ret < 0)
+		unlink(part);
+	pthread_mutex_unlock(&trace_lock);
 	return ret;
 }
 
@@ -512,9 +517,10 @@ void session_release(struct daemon *d, int conn)
 		s->held = false;
 		if (!s->engine)
 			continue;
-		if (engine_prefetch_release(s->engine, fl) < 0 ||
-		    (d->cfg->replay &&
-		     fl_engine_replay(s->engine, d->cfg->replay) < 0))
+		/* The trace first: background restore must not go before it. */
+		if ((d->cfg->replay &&
+		     fl_engine_replay(s->engine, d->cfg->replay) < 0) ||
+		    engine_prefetch_release(s->engine, fl) < 0)
 			swarn(s, "no prefetch: %s", fl_last_error());
 	}
 }

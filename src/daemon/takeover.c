@@ -148,6 +148,11 @@ static void adopt_pending(struct daemon *d, const struct proto_ops *proto,
 	}
 	s->stored = true;
 	s->nfds = nkept;
+	/* Kept at accept, before the server that died could check it. */
+	if (!uid_allowed(d->cfg, s->uid)) {
+		refuse(d, s, uid_refusal(d->cfg));
+		return;
+	}
 	if (rec->flags & STORE_WAS_READING && read_took_nothing(s, rec,
 								 nkept)) {
 		/* Read anew, whole, when its socket polls in. */
