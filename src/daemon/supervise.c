@@ -32,7 +32,6 @@
 #include "daemon/supervise.h"
 #include "util/sock.h"
 
-#define MAX_STORED	1024
 #define MAX_BACKOFF_MS	1000	/* a crash-looping server restarts this late */
 
 /* ---- the supervisor ------------------------------------------------------ */
@@ -58,8 +57,8 @@ struct sup {
 	bool stopping;		/* SIGTERM/SIGINT forwarded */
 	bool upgrading;		/* SIGHUP: a handover asked for */
 	struct store_rec *in;	/* STORE_REC_MAX bytes: one message */
-	struct stored *tab[MAX_STORED];
-	int ntab;
+	struct stored **tab;	/* every session kept: as many as come */
+	int ntab, cap;
 };
 
 /* A line of the supervisor's, at prio (log.h). */
@@ -104,6 +103,25 @@ static int stored_set(struct stored *st, const struct store_rec *rec,
 	return 0;
 }
 
+/*
+ * Room for one more session in the table: no bound but memory (a CRIU
+ * tree, or a client that forks, may be thousands of sessions, each of
+ * which would read zeros after a takeover if it were not kept).
+ */
+static int tab_room(struct sup *s)
+{
+	if (s->ntab < s->cap)
+		return 0;
+	int nc = s->cap ? 2 * s->cap : 64;
+	struct stored **t = realloc(s->tab, sizeof(*t) * (size_t)nc);
+
+	if (!t)
+		return -ENOMEM;
+	s->tab = t;
+	s->cap = nc;
+	return 0;
+}
+
 /* STORE_PENDING (fds: the socket) or STORE_SESSION: keep it. */
 static void keep_session(struct sup *s, const struct store_rec *rec,
 			 struct sock_fds *f)
@@ -114,8 +132,8 @@ static void keep_session(struct sup *s, const struct store_rec *rec,
 	struct stored *st = calloc(1, sizeof(*st));
 
 	drop_session(s, rec->id);	/* a pending one now serving */
-	if (!st || f->n < need ||
-	    s->ntab == MAX_STORED || stored_set(st, rec, f, 0) < 0) {
+	if (!st || f->n < need || tab_room(s) < 0 ||
+	    stored_set(st, rec, f, 0) < 0) {
 		say(LOG_ERR, "cannot keep session %d (%d fds): it will not survive a "
 		    "restart of the server", rec->id, f->n);
 		sock_fds_close(f);
@@ -434,6 +452,7 @@ int supervise_run(char **argv)
 	}
 	while (s.ntab)
 		stored_free(s.tab[--s.ntab]);
+	free(s.tab);
 	free(s.in);
 	return ret < 0 ? 1 : ret;
 }
