@@ -37,11 +37,11 @@ extern "C" {
 #endif
 
 #define FL_VERSION_MAJOR	0
-#define FL_VERSION_MINOR	3
+#define FL_VERSION_MINOR	4
 #define FL_VERSION_PATCH	0
-#define FL_VERSION		"0.3.0"
+#define FL_VERSION		"0.4.0"
 
-/* The version of the library linked at run time ("0.3.0"). */
+/* The version of the library linked at run time ("0.4.0"). */
 const char *fl_version(void);
 
 struct fl_engine;
@@ -177,6 +177,12 @@ struct fl_engine_opts {
 #define FL_ENGINE_CLIENT_PIDFD	(1u << 7)
 /* The client is another process; with client_pid 0, one whose pid is unknown. */
 #define FL_ENGINE_CLIENT_REMOTE	(1u << 8)
+/*
+ * Write tracking (fl_engine_track_writes) by synchronous write-protect
+ * faults the engine handles, even where the kernel has WP_ASYNC and
+ * PAGEMAP_SCAN (for tests, and to compare the two).
+ */
+#define FL_ENGINE_TRACK_SYNC	(1u << 9)
 
 #define FL_DEFAULT_CHUNK	(64u << 10)
 #define FL_MAX_CHUNK		(2u << 20)
@@ -275,6 +281,50 @@ int fl_engine_finished(const struct fl_engine *e);
  */
 const char *fl_engine_error(struct fl_engine *e);
 
+/* ---- reset to the snapshot ---------------------------------------------- */
+
+/*
+ * In-process engines only (the memory is this process's; -EOPNOTSUPP for
+ * another process's: the daemon cannot drop a client's pages, and
+ * Firecracker's uffd asks for no write-protect feature), and not for
+ * FL_REGION_MINOR regions (their page cache would keep what was written).
+ *
+ * fl_engine_track_writes(): from now on, record which pages of the
+ * engine's regions are written.  The best mechanism the kernel has:
+ * FL_TRACK_WP_ASYNC (UFFD_FEATURE_WP_ASYNC: the kernel resolves the first
+ * write to a page itself; PAGEMAP_SCAN reads and re-arms them, Linux
+ * 6.7+), else FL_TRACK_WP_SYNC (each first write is a write-protect fault
+ * the engine's threads record and resolve; also with
+ * FL_ENGINE_TRACK_SYNC), else -EOPNOTSUPP with fl_last_error() saying
+ * why.  Returns the mechanism (> 0).  From then on pages are filled
+ * write-protected (zeros as a protected copy of zeros), so that their
+ * first write is seen.  It may be called at any time: pages already
+ * filled when it is called (they may have been written untracked) and
+ * pages the client discards (MADV_DONTNEED: zeros) are dropped at the
+ * next reset, whatever the tracking says, so the baseline is always the
+ * snapshot.  The stats say which mechanism (write_tracking).
+ *
+ * fl_engine_reset(): afterwards every page of every region reads what
+ * the snapshot holds, as if just restored.  Written and discarded pages
+ * are dropped with one MADV_DONTNEED per contiguous run (batched into
+ * process_madvise() calls where the kernel allows it) and marked missing,
+ * so the next touch faults them in from the snapshot; with
+ * FL_RESET_EAGER they are filled again before it returns.  Pages never
+ * written stay mapped.  Other threads may run meanwhile: a thread that
+ * touches a page being reset waits until it holds the snapshot's bytes.
+ * The engine's threads (fl_engine_start) must be running: each drop waits
+ * until its REMOVE event has been read.  Without tracking, every page
+ * filled so far is dropped.  Returns the pages reset, or -errno; the
+ * stats count resets, pages and runs dropped and the time taken to find
+ * them, drop them and fill them again.
+ */
+#define FL_TRACK_WP_ASYNC	1
+#define FL_TRACK_WP_SYNC	2
+int fl_engine_track_writes(struct fl_engine *e);
+
+#define FL_RESET_EAGER		(1u << 0)
+int fl_engine_reset(struct fl_engine *e, unsigned int flags);
+
 /* ---- stats -------------------------------------------------------------- */
 
 #define FL_LAT_BUCKETS 32	/* bucket i: latency in [2^i, 2^(i+1)) ns */
@@ -293,12 +343,19 @@ const char *fl_engine_error(struct fl_engine *e);
  * behind the engine's back (woken); eagain: retried after applying
  * pending events; pages_gone: not mapped in the client when a fill came
  * (ENOENT: memory unmapped, or never registered), so nothing delivered.
+ * write_tracking: FL_TRACK_* (0: off); resets: fl_engine_reset() calls;
+ * pages_reset, reset_runs: pages dropped and the contiguous runs they
+ * made; reset_scan_ns, reset_drop_ns, reset_refill_ns: time spent
+ * finding written pages, dropping them, and (FL_RESET_EAGER) filling
+ * them again, summed over every reset.
  */
 #define FL_STATS_COUNTERS(X)						\
 	X(faults) X(events) X(pages_copied) X(pages_zeroed)		\
 	X(pages_poisoned) X(pages_prefetched) X(pages_background)	\
 	X(pages_replayed) X(pages_moved) X(bytes_copied) X(eexist)	\
-	X(eagain) X(source_errors) X(pages_gone)
+	X(eagain) X(source_errors) X(pages_gone)			\
+	X(write_tracking) X(resets) X(pages_reset) X(reset_runs)	\
+	X(reset_scan_ns) X(reset_drop_ns) X(reset_refill_ns)
 
 /* The fixed fields first, the growing list of counters last. */
 struct fl_stats {
