@@ -118,6 +118,12 @@ struct fl_engine {
 	int restored_fd;		/* an eventfd told once restored, or -1
 					 * (engine_notify_restored()) */
 
+	/* Write tracking and reset to the snapshot (track.c, reset.c). */
+	atomic_int track;		/* FL_TRACK_*, 0: off */
+	int scan_fd;			/* /proc/self/pagemap (WP_ASYNC), or -1 */
+	pthread_mutex_t reset_lock;	/* one fl_engine_reset() at a time */
+	struct worker *reset_worker;	/* its eager refill's (engine_worker) */
+
 	struct engine_stats st;
 };
 

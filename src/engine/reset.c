@@ -16,17 +16,34 @@
  * REMAP applied while the drop waited may have carried RESET pages to
  * another address, and an end that looked only at its own range would
  * leave them RESET (never filled) with their faults asleep for good.
+ *
+ * Decision: fl_engine_reset() drops one contiguous run per range, never a
+ * page at a time (each drop is a TLB flush, an IPI per CPU the process
+ * runs on), and hands the kernel up to DROP_BATCH ranges per
+ * process_madvise() call where it takes MADV_DONTNEED for this process
+ * (Linux 6.13), which also batches their flushes.  Each range still
+ * raises a REMOVE event that an engine thread must read before the call
+ * goes on: that round trip, not the flush, is what a drop costs here
+ * (docs/benchmarks.md, reset).
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include "engine/fill.h"
 #include "engine/gate.h"
 #include "engine/prefetch.h"
 #include "engine/reset.h"
+#include "engine/track.h"
+#include "engine/worker.h"
 #include "util/error.h"
+
+#define DROP_BATCH	1024	/* ranges per process_madvise (UIO_MAXIOV) */
 
 int64_t engine_reset_begin(struct fl_engine *e, uint64_t addr, uint64_t len)
 {
@@ -65,9 +82,14 @@ int64_t engine_reset_end(struct fl_engine *e, uint64_t addr, uint64_t len)
 	return (int64_t)n;
 }
 
+static bool in_process(const struct fl_engine *e)
+{
+	return !e->adopted && (e->client_pid == 0 || e->client_pid == getpid());
+}
+
 int64_t engine_reset_range(struct fl_engine *e, uint64_t addr, uint64_t len)
 {
-	if (e->client_pid != 0 && e->client_pid != getpid())
+	if (!in_process(e))
 		return fl_err(-EOPNOTSUPP, "reset: the memory is another "
 			      "process's (only an in-process engine can drop it)");
 	int64_t n = engine_reset_begin(e, addr, len);
@@ -83,4 +105,159 @@ int64_t engine_reset_range(struct fl_engine *e, uint64_t addr, uint64_t len)
 	}
 	engine_reset_end(e, addr, len);
 	return n;
+}
+
+/* Every run of rs becomes RESET, under one hold of the lock. */
+static int64_t begin_runs(struct fl_engine *e, const struct runs *rs)
+{
+	uint64_t n = 0;
+
+	pthread_rwlock_wrlock(&e->lock);
+	e->resets++;
+	for (size_t i = 0; i < rs->n; i++)
+		for (int j = 0; j < e->regions.n; j++)
+			n += region_reset_begin(e->regions.v[j], rs->v[i].addr,
+						rs->v[i].addr + rs->v[i].len);
+	pthread_rwlock_unlock(&e->lock);
+	return (int64_t)n;
+}
+
+static int drop_one(const struct run *r)
+{
+	if (madvise((void *)(uintptr_t)r->addr, r->len, MADV_DONTNEED) == 0)
+		return 0;
+	int err = -errno;
+
+	return fl_err(err, "reset 0x%llx+%llu: MADV_DONTNEED: %s",
+		      (unsigned long long)r->addr, (unsigned long long)r->len,
+		      strerror(-err));
+}
+
+/*
+ * Ranges [i, i + n) of rs in one process_madvise(): 0 when all were
+ * dropped, else -errno (the caller drops them one by one).
+ */
+static int drop_batch(int pidfd, const struct runs *rs, size_t i, size_t n)
+{
+	struct iovec iov[DROP_BATCH];
+	uint64_t want = 0;
+
+	for (size_t k = 0; k < n; k++) {
+		iov[k].iov_base = (void *)(uintptr_t)rs->v[i + k].addr;
+		iov[k].iov_len = rs->v[i + k].len;
+		want += rs->v[i + k].len;
+	}
+	long got = syscall(SYS_process_madvise, pidfd, iov, n, MADV_DONTNEED,
+			   0u);
+
+	if (got < 0)
+		return -errno;
+	return (uint64_t)got == want ? 0 : -EAGAIN;
+}
+
+/* Drop every run of rs: 0, or the first failure (-errno). */
+static int drop_runs(const struct runs *rs)
+{
+	static atomic_bool no_batch;	/* this kernel refused it once */
+	int pidfd = atomic_load(&no_batch) ? -1 :
+		    (int)syscall(SYS_pidfd_open, getpid(), 0u);
+	int ret = 0;
+
+	for (size_t i = 0; i < rs->n; i += DROP_BATCH) {
+		size_t n = rs->n - i < DROP_BATCH ? rs->n - i : DROP_BATCH;
+		int err = pidfd >= 0 ? drop_batch(pidfd, rs, i, n) : -EINVAL;
+
+		if (err == -EINVAL || err == -ENOSYS || err == -EPERM)
+			atomic_store(&no_batch, true);
+		/* Not all of them: each again (a second drop is harmless). */
+		for (size_t k = 0; err < 0 && k < n; k++) {
+			int r = drop_one(&rs->v[i + k]);
+
+			ret = ret ? ret : r;
+		}
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+	return ret;
+}
+
+/* Fill every run of rs again from the snapshot (FL_RESET_EAGER). */
+static int refill_runs(struct fl_engine *e, const struct runs *rs)
+{
+	if (!e->reset_worker && !(e->reset_worker = engine_worker(e)))
+		return fl_err(-ENOMEM, "reset: cannot map a staging buffer");
+	int ret = 0;
+
+	pthread_rwlock_rdlock(&e->lock);
+	for (size_t i = 0; i < rs->n && !ret; i++) {
+		uint64_t a = rs->v[i].addr, end = a + rs->v[i].len;
+		struct region *r = region_find(&e->regions, a);
+
+		if (!r)	/* unmapped meanwhile: nothing to fill */
+			continue;
+		uint64_t last = end < r->addr + r->len ? end : r->addr + r->len;
+		struct fill_ctx job = { .e = e, .w = e->reset_worker, .r = r };
+
+		int err = engine_fill_range(&job, region_page(r, a),
+					    region_page(r, last - 1) + 1);
+
+		/* Unmapped, or an event first: left to their faults. */
+		if (err < 0 && err != -ENOENT && err != -EAGAIN)
+			ret = err;
+	}
+	pthread_rwlock_unlock(&e->lock);
+	return ret;
+}
+
+static int reset_locked(struct fl_engine *e, unsigned int flags)
+{
+	struct runs rs = { 0 };
+	uint64_t t0 = now_ns();
+	int ret = 0;
+
+	pthread_rwlock_rdlock(&e->lock);
+	for (int i = 0; i < e->regions.n && !ret; i++)
+		ret = track_collect(e, e->regions.v[i], &rs);
+	pthread_rwlock_unlock(&e->lock);
+	runs_merge(&rs);
+	uint64_t t1 = now_ns();
+	int64_t n = 0;
+
+	if (ret == 0 && rs.n) {
+		n = begin_runs(e, &rs);
+		ret = drop_runs(&rs);
+		engine_reset_end(e, 0, 0);
+	}
+	uint64_t t2 = now_ns();
+
+	if (ret == 0 && rs.n && (flags & FL_RESET_EAGER))
+		ret = refill_runs(e, &rs);
+	uint64_t t3 = now_ns();
+
+	stat_add(&e->st.resets, 1);
+	stat_add(&e->st.pages_reset, (uint64_t)n);
+	stat_add(&e->st.reset_runs, rs.n);
+	stat_add(&e->st.reset_scan_ns, t1 - t0);
+	stat_add(&e->st.reset_drop_ns, t2 - t1);
+	stat_add(&e->st.reset_refill_ns, t3 - t2);
+	free(rs.v);
+	return ret < 0 ? ret : (int)n;
+}
+
+int fl_engine_reset(struct fl_engine *e, unsigned int flags)
+{
+	if (!e)
+		return fl_err(-EINVAL, "reset: no engine");
+	if (flags & ~FL_RESET_EAGER)
+		return fl_err(-EINVAL, "reset: unknown flags 0x%x",
+			      flags & ~FL_RESET_EAGER);
+	if (!in_process(e))
+		return fl_err(-EOPNOTSUPP, "reset: the memory is another "
+			      "process's (only an in-process engine can drop "
+			      "it)");
+	pthread_mutex_lock(&e->reset_lock);
+	int ret = reset_locked(e, flags);
+
+	pthread_mutex_unlock(&e->reset_lock);
+	return ret;
 }
