@@ -658,6 +658,8 @@ void fl_engine_destroy(struct fl_engine *e)
 	pthread_rwlock_destroy(&e->lock);
 	pthread_mutex_destroy(&e->process_lock);
 	pthread_mutex_destroy(&e->reset_lock);
+	if (e->scratch)	/* the uffd is closed: no UNMAP event to wait for */
+		munmap(e->scratch, RESET_SCRATCH);
 	if (e->scan_fd >= 0)
 		close(e->scan_fd);
 	pthread_mutex_destroy(&e->why_lock);
