@@ -40,13 +40,13 @@
 #include "util.h"
 
 #define SEED		0x7e5e
-#define LEN		(4ull << 20)	/* the 4 KiB region: 1024 pages */
+#define LEN		(4ull << 20)	/* the region: 1024 pages */
 #define NPAGES		(LEN / PAGE)
-#define HLEN		(4 * HPAGE)	/* the hugetlb region: 4 huge pages */
+#define HLEN		(4 * HPAGE)	/* the hugetlb region, 4 pages */
 #define SNAP_LEN	(8ull << 20)	/* covers both */
 #define HUGE_POOL	8		/* 2 MiB pages reserved: twice HLEN */
-#define CASE_SECS	120		/* one case on one mechanism, at most */
-#define JOIN_SECS	60		/* a thread that takes longer hangs */
+#define CASE_SECS	120		/* a case on a mechanism, at most */
+#define JOIN_SECS	60		/* a thread taking longer hangs */
 #define DIRTY		0xababababababababull
 #define ROUNDS		200		/* random rounds (case 5) */
 #define QUIET		(FL_ENGINE_NO_PREFETCH | FL_ENGINE_NO_BACKGROUND)
@@ -62,7 +62,7 @@ struct mode {
 	const char *name;
 	unsigned int flags;	/* FL_ENGINE_* */
 	int mech;		/* FL_TRACK_* the probe got, or -errno */
-	char why[256];		/* why its tracked cases are skipped, or "" */
+	char why[256];		/* why its tracked cases skip, or "" */
 };
 
 static struct mode modes[] = {
@@ -175,7 +175,8 @@ static void describe(const struct env *v, uint64_t pg, char *why, size_t n)
 			return;
 		}
 	}
-	snprintf(why, n, "page %llu differed, then read right", (unsigned long long)pg);
+	snprintf(why, n, "page %llu differed, then read right",
+		 (unsigned long long)pg);
 }
 
 /* Pages that differ from the snapshot; the first one described in why. */
@@ -320,7 +321,7 @@ static void join_within(struct worker *w, const char *what)
 	pthread_join(w->th, NULL);
 }
 
-/* ---- 1. lazy reset -------------------------------------------------------- */
+/* ---- 1. lazy reset ------------------------------------------------------ */
 
 /*
  * Tracking first, then every page filled (reads: nothing written), then
@@ -382,7 +383,7 @@ static void case_lazy(const struct mode *m)
 	env_close(&v);
 }
 
-/* ---- 2. eager reset ------------------------------------------------------- */
+/* ---- 2. eager reset ----------------------------------------------------- */
 
 /*
  * As lazy, with FL_RESET_EAGER: the written pages are mapped again, with
@@ -448,7 +449,7 @@ static void case_eager(const struct mode *m)
 	env_close(&v);
 }
 
-/* ---- 3. tracking started late --------------------------------------------- */
+/* ---- 3. tracking started late ------------------------------------------- */
 
 /*
  * Pages filled and written before fl_engine_track_writes: the next reset
@@ -561,7 +562,7 @@ static void case_discard(const struct mode *m)
 	env_close(&v);
 }
 
-/* ---- 5. threads writing at random ---------------------------------------- */
+/* ---- 5. threads writing at random --------------------------------------- */
 
 struct writer {
 	struct worker w;
@@ -687,7 +688,7 @@ static int written_page(uint64_t pg)
 struct reader {
 	struct worker w;
 	const struct env *v;
-	int of_written;		/* reads the written pages: DIRTY may be read */
+	int of_written;		/* reads the written pages (DIRTY too) */
 	atomic_int stop;
 	atomic_ulong passes;	/* whole passes over its pages */
 	uint64_t bad;		/* words that were neither */
@@ -831,7 +832,7 @@ static void case_readers(const struct mode *m)
 	env_close(&v);
 }
 
-/* ---- 7. hugetlb ----------------------------------------------------------- */
+/* ---- 7. hugetlb --------------------------------------------------------- */
 
 /*
  * 4 huge pages: tracked (by the mechanism asked for: TRACK_SYNC forces
@@ -904,7 +905,7 @@ static void case_huge(const struct mode *m)
 	env_close(&v);
 }
 
-/* ---- 8. without tracking -------------------------------------------------- */
+/* ---- 8. without tracking ------------------------------------------------ */
 
 /*
  * No fl_engine_track_writes: a reset drops every page filled so far (one
@@ -964,7 +965,7 @@ static void case_untracked(const struct mode *m)
 	env_close(&v);
 }
 
-/* ---- 9. refusals ---------------------------------------------------------- */
+/* ---- 9. refusals -------------------------------------------------------- */
 
 /* r must be -EOPNOTSUPP with a reason (one point). */
 static void refused(int r, const char *c, const struct mode *m,
@@ -1002,7 +1003,8 @@ static void case_refused(const struct mode *m)
 	d.addr = (uintptr_t)p;
 	d.flags = FL_REGION_REGISTER | FL_REGION_MINOR;
 	d.memfd = fd;
-	if (fl_engine_create(&o, &e) < 0 || fl_engine_add_region(e, &d, src) < 0 ||
+	if (fl_engine_create(&o, &e) < 0 ||
+	    fl_engine_add_region(e, &d, src) < 0 ||
 	    fl_engine_start(e, 1) < 0)
 		BAIL("%s: MINOR engine: %s", running, fl_last_error());
 	(void)*(volatile uint8_t *)p;
@@ -1035,7 +1037,8 @@ static void case_refused(const struct mode *m)
 		BAIL("%s: remote engine: %s", running, fl_last_error());
 	refused(fl_engine_track_writes(e), c, m,
 		"a remote client: fl_engine_track_writes");
-	refused(fl_engine_reset(e, 0), c, m, "a remote client: fl_engine_reset");
+	refused(fl_engine_reset(e, 0), c, m,
+		"a remote client: fl_engine_reset");
 	fl_engine_destroy(e);
 	munmap(p, 1 << 20);
 
@@ -1047,12 +1050,12 @@ static void case_refused(const struct mode *m)
 	env_close(&v);
 }
 
-/* ---- the table ------------------------------------------------------------ */
+/* ---- the table ---------------------------------------------------------- */
 
 struct reset_case {
 	const char *name;
 	void (*fn)(const struct mode *m);
-	int tracked;	/* needs the mechanism: skipped where it is refused */
+	int tracked;	/* needs the mechanism: skipped where refused */
 };
 
 static const struct reset_case cases[] = {
@@ -1125,7 +1128,7 @@ int main(void)
 	char *path;
 	int r;
 
-	load_start();	/* first: FL_LOAD spinners fork from an empty process */
+	load_start();	/* first: spinners fork from an empty process */
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGALRM, on_signal);
