@@ -56,6 +56,7 @@ static struct uffd_caps caps;
 static char huge_why[160];	/* why the hugetlb case cannot run, or "" */
 static unsigned int seed;
 static const char *volatile running = "setup";
+static char *snap;		/* the snapshot file, removed at any exit */
 
 /* A tracking mechanism: the engine flag that asks for it, and what it gave. */
 struct mode {
@@ -1114,6 +1115,8 @@ static void on_signal(int sig)
 
 	if (write(1, line, n) < 0)
 		n = 0;
+	if (snap)
+		unlink(snap);
 	huge_restore();
 	signal(sig, SIG_DFL);
 	if (sig == SIGALRM)
@@ -1121,11 +1124,18 @@ static void on_signal(int sig)
 	raise(sig);
 }
 
+/* A bail out (exit) leaves no snapshot behind either. */
+static void drop_snap(void)
+{
+	if (snap)
+		drop_snapshot(snap);
+	snap = NULL;
+}
+
 int main(void)
 {
 	static char name[128];
 	const char *fs = getenv("FL_SEED"), *only = getenv("FL_CASE");
-	char *path;
 	int r;
 
 	load_start();	/* first: spinners fork from an empty process */
@@ -1136,8 +1146,9 @@ int main(void)
 	seed = fs && *fs ? (unsigned int)strtoul(fs, NULL, 0) :
 	       (unsigned int)time(NULL) ^ (unsigned int)getpid();
 	diag("seed %u (FL_SEED=%u repeats the random rounds)", seed, seed);
-	path = make_snapshot(SNAP_LEN, SEED, NULL, 0);
-	if (fl_source_open(path, &src) < 0)
+	snap = make_snapshot(SNAP_LEN, SEED, NULL, 0);
+	atexit(drop_snap);
+	if (fl_source_open(snap, &src) < 0)
 		BAIL("source: %s", fl_last_error());
 	if (uffd_query(&caps) < 0)
 		caps.features = 0;
@@ -1172,6 +1183,6 @@ int main(void)
 	alarm(0);
 	huge_restore();
 	fl_source_put(src);
-	drop_snapshot(path);
+	drop_snap();
 	return done_testing();
 }
