@@ -107,10 +107,11 @@ static int scan_written(struct fl_engine *e, struct region *r,
 /* Pages of r to drop whatever the kernel says (the dirty map), cleared. */
 static int take_dirty(struct region *r, struct runs *rs)
 {
-	for (uint64_t i = 0; i < r->npages; i++) {
+	for (uint64_t i = 0; atomic_load(&r->ndirty) && i < r->npages; i++) {
 		if (!atomic_load_explicit(&r->dirty[i], memory_order_relaxed) ||
 		    !atomic_exchange(&r->dirty[i], 0))
 			continue;
+		atomic_fetch_sub(&r->ndirty, 1);
 		if (region_get(r, i) == PG_GONE)	/* no mapping to drop */
 			continue;
 		if (runs_add(rs, region_page_addr(r, i), r->page_size) < 0)
