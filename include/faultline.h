@@ -312,8 +312,8 @@ const char *fl_engine_error(struct fl_engine *e);
  * FL_RESET_EAGER they are filled again before it returns.  Pages never
  * written stay mapped.  Other threads may run meanwhile: a thread that
  * touches a page being reset waits until it holds the snapshot's bytes.
- * The engine's threads (fl_engine_start) must be running: each drop waits
- * until its REMOVE event has been read.  Without tracking, every page
+ * The engine's threads (fl_engine_start) must be running, else -EINVAL:
+ * each drop waits until one of them has read its REMOVE event.  Without tracking, every page
  * filled so far is dropped.  Returns the pages reset, or -errno; the
  * stats count resets, pages and runs dropped and the time taken to find
  * them, drop them and fill them again.
