@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "run.h"
+#include "reset.h"
 
 static double now(void)
 {

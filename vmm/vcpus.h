@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * run.h - the state of one vmm_run() (vmm.c), and what the reset loops
- * (reset.c) do with it: run every vCPU once more, check its sums.
- * Internal to vmm/.
+ * vcpus.h - the state of one vmm_run() (vmm.c) and its vCPU threads
+ * (vcpus.c): start them, run every vCPU once (again), check the sums a
+ * run reported, stop them.  Internal to vmm/.
  */
-#ifndef FAULTLINE_VMM_RUN_H
-#define FAULTLINE_VMM_RUN_H
+#ifndef FAULTLINE_VMM_VCPUS_H
+#define FAULTLINE_VMM_VCPUS_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -46,6 +46,13 @@ struct vm_run {
 	struct vcpu v[VMM_MAX_VCPUS];
 };
 
+/* The guest's parameter block of v (guest_abi.h), no pass done. */
+void vm_write_params(struct vm_run *run, const struct vcpu *v);
+/*
+ * A thread per vCPU (run->v[i].s and the VM set up), each waiting for
+ * the first run; exits the process if one cannot start.
+ */
+void vm_vcpus_start(struct vm_run *run);
 /*
  * Run every vCPU once (again: from its first instruction), all released
  * at one instant: 0, or the first error; *ms from that instant to the
@@ -53,12 +60,11 @@ struct vm_run {
  */
 int vm_run_once(struct vm_run *run, double *ms);
 /*
- * Whether the sums of every vCPU's last run are the memory file's; each
- * one that is not is said on stderr, after what ("" or "run 3: ").
+ * Whether the sums of every vCPU's last run are the memory file's (want);
+ * each one that is not is said on stderr, after what ("" or "run 3: ").
  */
 bool vm_sums_ok(const struct vm_run *run, const char *what);
-
-/* reset.c: --reset's two loops, after the memory started (vmm_mem_start). */
-int vmm_reset_loops(struct vm_run *run, struct vmm_result *r);
+/* End the threads; the host page faults they took, every run. */
+uint64_t vm_vcpus_stop(struct vm_run *run);
 
 #endif
