@@ -616,7 +616,7 @@ static void test_reset_skipped(void)
 
 static void test_bad_options(void)
 {
-	static const char *const bad[][6] = {
+	static const char *const bad[][8] = {
 		{ "--vcpus", "9", NULL },
 		{ "--workload", "zigzag", NULL },
 		{ "--backend", "floppy", NULL },
@@ -627,20 +627,29 @@ static void test_bad_options(void)
 		{ "--reset", "0", NULL },
 		{ "--dirty", "1M", NULL },	/* --reset's only */
 		{ "--dirty-pattern", "zigzag", NULL },
+		{ "--backend", "inproc", "--reset", "2", "--write", NULL },
+		{ "--backend", "inproc", "--reset", "2", "--dirty", "5000",
+		  NULL },
+		{ "--backend", "inproc", "--reset", "2", "--dirty", "16M",
+		  NULL },
 	};
 	char out[160];
 
 	snprintf(out, sizeof(out), "%s/bad.out", srv.dir);
 	for (unsigned int i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
-		const char *args[12] = { "--mem-file", mem.path, "--backend",
+		const char *args[16] = { "--mem-file", mem.path, "--backend",
 					 "prepopulated", "--workload", "linear" };
+		char what[128] = "";
 		int n = 6, st;
 
-		for (int j = 0; bad[i][j]; j++)
+		for (int j = 0; bad[i][j]; j++) {
 			args[n++] = bad[i][j];
+			snprintf(what + strlen(what), sizeof(what) - strlen(what),
+				 " %s", bad[i][j]);
+		}
 		st = wait_exit(spawn_vmm(args, out));
-		ok(st == 1 || st == 2, "faultline vmm %s %s: refused (%d)",
-		   bad[i][0], bad[i][1] ? bad[i][1] : "", st);
+		ok(st == 1 || st == 2, "faultline vmm%s: refused (%d)", what,
+		   st);
 		ok(su_file_has(out, "faultline vmm: "), "with one line saying why");
 	}
 }

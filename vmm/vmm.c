@@ -73,6 +73,9 @@ static int check_reset_options(const struct vmm_config *c)
 	if (c->discard_len)
 		return vmm_fail(-EINVAL, "--reset and --discard do not go "
 				"together");
+	if (c->dirty % 4096)
+		return vmm_fail(-EINVAL, "--dirty %llu: not whole 4 KiB pages",
+				(unsigned long long)c->dirty);
 	return 0;
 }
 
@@ -138,10 +141,10 @@ static int check_config(struct vmm_config *mc, uint64_t file_size)
 	if (c->resets && !c->dirty)
 		mc->dirty = *size < VMM_DIRTY_DEFAULT ? *size :
 			    VMM_DIRTY_DEFAULT;
-	if (c->resets && (c->dirty % 4096 || c->dirty > *size))
-		return vmm_fail(-EINVAL, "--dirty %s: whole 4 KiB pages, at "
-				"most the guest memory (%s)",
-				size_str(c->dirty).s, size_str(*size).s);
+	if (c->resets && c->dirty > *size)
+		return vmm_fail(-EINVAL, "--dirty %s: more than the guest "
+				"memory (%s)", size_str(c->dirty).s,
+				size_str(*size).s);
 	return 0;
 }
 
