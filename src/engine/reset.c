@@ -323,7 +323,8 @@ static int reset_locked(struct fl_engine *e, unsigned int flags)
 	stat_add(&e->st.reset_runs, rs.n);
 	stat_add(&e->st.reset_scan_ns, t1 - t0);
 	stat_add(&e->st.reset_drop_ns, t2 - t1);
-	stat_add(&e->st.reset_refill_ns, t3 - t2);
+	if (flags & FL_RESET_EAGER)
+		stat_add(&e->st.reset_refill_ns, t3 - t2);
 	free(rs.v);
 	return ret < 0 ? ret : (int)n;
 }

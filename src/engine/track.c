@@ -155,6 +155,7 @@ void track_wp_fault(struct fl_engine *e, uint64_t addr)
 	uint64_t ps = r ? r->page_size : 4096;
 	uint64_t page = addr & ~(ps - 1);
 
+	stat_add(&e->st.wp_faults, 1);
 	if (r)
 		region_set_dirty(r, region_page(r, page));
 	/* Unprotected, and its writer woken, even if no region knows it. */
