@@ -80,6 +80,7 @@ struct region {
 	 * the client, or written: the synchronous mechanism's record).
 	 */
 	_Atomic uint8_t *dirty;
+	_Atomic uint64_t ndirty;	/* pages marked in it: 0, not walked */
 
 	struct ra_state ra;	/* prefetch.c's: the readahead stream */
 };
@@ -183,8 +184,8 @@ int region_track(struct region *r);
 
 static inline void region_set_dirty(struct region *r, uint64_t pg)
 {
-	if (r->dirty)
-		atomic_store_explicit(&r->dirty[pg], 1, memory_order_relaxed);
+	if (r->dirty && !atomic_exchange(&r->dirty[pg], 1))
+		atomic_fetch_add(&r->ndirty, 1);
 }
 
 /* Number of pages in each state (for stats and tests). */

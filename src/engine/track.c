@@ -107,10 +107,11 @@ static int scan_written(struct fl_engine *e, struct region *r,
 /* Pages of r to drop whatever the kernel says (the dirty map), cleared. */
 static int take_dirty(struct region *r, struct runs *rs)
 {
-	for (uint64_t i = 0; i < r->npages; i++) {
+	for (uint64_t i = 0; atomic_load(&r->ndirty) && i < r->npages; i++) {
 		if (!atomic_load_explicit(&r->dirty[i], memory_order_relaxed) ||
 		    !atomic_exchange(&r->dirty[i], 0))
 			continue;
+		atomic_fetch_sub(&r->ndirty, 1);
 		if (region_get(r, i) == PG_GONE)	/* no mapping to drop */
 			continue;
 		if (runs_add(rs, region_page_addr(r, i), r->page_size) < 0)
@@ -154,6 +155,7 @@ void track_wp_fault(struct fl_engine *e, uint64_t addr)
 	uint64_t ps = r ? r->page_size : 4096;
 	uint64_t page = addr & ~(ps - 1);
 
+	stat_add(&e->st.wp_faults, 1);
 	if (r)
 		region_set_dirty(r, region_page(r, page));
 	/* Unprotected, and its writer woken, even if no region knows it. */
