@@ -7,8 +7,10 @@
  * kernel's best (WP_ASYNC + PAGEMAP_SCAN on 6.7+) and the synchronous
  * write-protect faults FL_ENGINE_TRACK_SYNC forces.  After every reset
  * every page reads the snapshot's bytes; a lazy reset leaves pages never
- * written mapped and drops the written ones (mincore), an eager one maps
- * them again before it returns; tracking started late, pages the client
+ * written mapped and drops the written ones (mincore), each first write
+ * one write-protect fault under WP_SYNC and none under WP_ASYNC (stats
+ * wp_faults), an eager one maps them again before it returns; the reset
+ * counters; tracking started late, pages the client
  * discarded, 4 threads writing at random for 200 rounds, readers
  * faulting while resets run (never a byte that is neither the snapshot
  * nor what was written, never a hang), 2 MiB hugetlb pages (tracked, or
@@ -335,7 +337,7 @@ static void case_lazy(const struct mode *m)
 	static uint8_t wr[NPAGES];
 	static const uint64_t step[2] = { 37, 41 }, run[2] = { 300, 700 };
 	const char *c = "lazy";
-	struct fl_stats s0, s1;
+	struct fl_stats sw, s0, s1;
 	struct env v;
 
 	env_open(&v, m, QUIET, 0, LEN, 0, 1);
@@ -347,6 +349,7 @@ static void case_lazy(const struct mode *m)
 		int r;
 
 		memset(wr, 0, sizeof(wr));
+		stats(&v, &sw);
 		for (uint64_t pg = round; pg < v.n; pg += step[round]) {
 			wr[pg] = 1;
 			scribble(&v, pg, pg * 7);
@@ -357,6 +360,14 @@ static void case_lazy(const struct mode *m)
 		}
 		nw = count(wr, v.n, &wruns);
 		stats(&v, &s0);
+		/* one thread: each page's first write is one fault, or none */
+		ok(s0.wp_faults - sw.wp_faults ==
+		   (m->mech == FL_TRACK_WP_SYNC ? nw : 0) &&
+		   s0.faults == sw.faults, "%s: %s: round %d: %llu pages "
+		   "written: %llu write-protect faults, %llu faults", c,
+		   m->name, round, (unsigned long long)nw,
+		   (unsigned long long)(s0.wp_faults - sw.wp_faults),
+		   (unsigned long long)(s0.faults - sw.faults));
 		r = fl_engine_reset(v.e, 0);
 		stats(&v, &s1);
 		ok(r >= 0 && (uint64_t)r >= nw, "%s: %s: round %d: reset "
