@@ -10,12 +10,12 @@
  * written mapped and drops the written ones (mincore), each first write
  * one write-protect fault under WP_SYNC and none under WP_ASYNC (stats
  * wp_faults), an eager one maps them again before it returns; the reset
- * counters; tracking started late, pages the client
- * discarded, 4 threads writing at random for 200 rounds, readers
- * faulting while resets run (never a byte that is neither the snapshot
- * nor what was written, never a hang), 2 MiB hugetlb pages (tracked, or
- * refused saying why), a reset without tracking, and the refusals
- * (FL_REGION_MINOR, a remote client, an unknown flag).
+ * counters; tracking started late, pages the client discarded, 4 threads
+ * writing at random for 200 rounds, readers faulting while resets run
+ * (never a byte that is neither the snapshot nor what was written, never
+ * a hang), 2 MiB hugetlb pages (tracked, or refused saying why), a reset
+ * without tracking, and the refusals (FL_REGION_MINOR, a remote client,
+ * an unknown flag).
  *
  * Decision: the table is run across the two mechanisms as the kernel's
  * tools/testing/selftests/mm/uffd-unit-tests.c runs its cases across
