@@ -300,8 +300,15 @@ static int reset_locked(struct fl_engine *e, unsigned int flags)
 	int ret = 0;
 
 	pthread_rwlock_rdlock(&e->lock);
-	for (int i = 0; i < e->regions.n && !ret; i++)
-		ret = track_collect(e, e->regions.v[i], &rs);
+	for (int i = 0; i < e->regions.n && !ret; i++) {
+		const struct region *r = e->regions.v[i];
+
+		ret = r->memfd < 0 ? track_collect(e, e->regions.v[i], &rs) :
+		      fl_err(-EOPNOTSUPP, "reset: region 0x%llx is shared "
+			     "memory (FL_REGION_MINOR): its page cache would "
+			     "keep what was written",
+			     (unsigned long long)r->addr);
+	}
 	pthread_rwlock_unlock(&e->lock);
 	runs_merge(&rs);
 	uint64_t t1 = now_ns();
