@@ -4,9 +4,10 @@
  * of every size and alignment give the topmost layer's bytes (a hole of
  * a raw diff falls through, a page it wrote as zeros is zeros), map()
  * only inside one layer and of that layer's bytes, hole() only where
- * the layer serving it is zeros, an image layer holds everything, a raw
- * layer cut short fails its reads instead of showing the base; and every
- * open that cannot be a stack is refused with one line saying why.
+ * the layer serving it is zeros, an image layer holds everything, URLs
+ * (nginx) mix with files as base or layer and their bytes are counted, a
+ * raw layer cut short fails its reads instead of showing the base; and
+ * every open that cannot be a stack is refused with one line saying why.
  */
 #include <linux/falloc.h>
 
@@ -14,6 +15,7 @@
 #include "diff.h"
 #include "faultline.h"
 #include "format/image.h"
+#include "http_util.h"
 #include "source/source.h"
 
 #define KIB		1024ull
@@ -53,12 +55,13 @@ static int write_diff(const char *name, const struct diff_run *r, int n,
 	return diff_write(path_of(name), SIZE, r, n, mem);
 }
 
-static struct fl_source *open_stack(const char *const *layers,
-				    unsigned int n)
+/* spec (NULL: the base) under layers[0..n). */
+static struct fl_source *open_stack(const char *spec,
+				    const char *const *layers, unsigned int n)
 {
 	struct fl_source_opts o = { .layers = layers, .nlayers = n };
 	struct fl_source *s = NULL;
-	int ret = fl_source_open_ex(base.path, &o, &s);
+	int ret = fl_source_open_ex(spec ? spec : base.path, &o, &s);
 
 	if (ret < 0)
 		diag("open: %s", fl_last_error());
@@ -103,7 +106,7 @@ static void test_stacks(uint8_t *mem1, uint8_t *mem2)
 {
 	const char *one[] = { path_of("diff1") };
 	const char *two[] = { path_of("diff1"), path_of("diff2") };
-	struct fl_source *s = open_stack(one, 1);
+	struct fl_source *s = open_stack(NULL, one, 1);
 	const uint8_t *m;
 
 	if (!s)
@@ -114,7 +117,7 @@ static void test_stacks(uint8_t *mem1, uint8_t *mem2)
 	check_reads(s, mem1, "base + diff1");
 	fl_source_put(s);
 
-	s = open_stack(two, 2);
+	s = open_stack(NULL, two, 2);
 	if (!s)
 		BAIL("cannot open base + diff1 + diff2");
 	check_reads(s, mem2, "base + diff1 + diff2");
@@ -143,8 +146,11 @@ static void test_stacks(uint8_t *mem1, uint8_t *mem2)
 	fl_source_put(s);
 }
 
-/* An image holds everything: base < image < diff2 is image + diff2. */
-static void test_image(void)
+/*
+ * An image holds everything: base < image < diff2 is image + diff2 (the
+ * memory it makes, returned).
+ */
+static uint8_t *test_image(void)
 {
 	static const struct diff_run full[] = {
 		DIFF_RUN(0, 1 * MIB, SEED_FULL),
@@ -158,19 +164,77 @@ static void test_image(void)
 	    image_create(path_of("full"), path_of("img"), NULL, NULL) < 0 ||
 	    write_diff("diff2", diff2, N(diff2), mem))
 		BAIL("cannot make the image layer: %s", fl_last_error());
-	s = open_stack(layers, 2);
-	if (!s) {
-		ok(0, "base + image + diff2 opens");
-		free(mem);
-		return;
-	}
+	s = open_stack(NULL, layers, 2);
+	if (!s)
+		BAIL("cannot open base + image + diff2");
 	check_reads(s, mem, "base + image + diff2");
 	ok(s->ops->hole(s, 1 * MIB + 4 * KIB, 1 * MIB - 4 * KIB) &&
 	   !s->ops->map(s, 3 * MIB, 64 * KIB),
 	   "hole() where the image is zero chunks and diff2 holds nothing; "
 	   "no map() of the image");
 	fl_source_put(s);
-	free(mem);
+	return mem;
+}
+
+/* What s fetched from origins, if any remote source is in it. */
+static long long fetched(const struct fl_source *s)
+{
+	uint64_t f, c;
+
+	return source_remote_bytes(s, &f, &c) == 0 ? (long long)f : -1;
+}
+
+/* spec under layers reads as want, and counts what its origin sent. */
+static void reads_remote(const char *spec, const char *const *layers,
+			 const uint8_t *want, const char *what)
+{
+	struct fl_source *s = open_stack(spec, layers, 2);
+	long long got;
+	bool same;
+
+	if (!s)
+		BAIL("cannot open %s", what);
+	same = reads_as(s, want, 64 * KIB);
+	got = fetched(s);
+	ok(same && got > 0, "%s: every byte the stack's, the origin's bytes "
+	   "counted (%lld fetched)", what, got);
+	fl_source_put(s);
+}
+
+/* URLs mix with files: a base by URL under raw diffs, an image by URL. */
+static void test_urls(const uint8_t *mem2, const uint8_t *mem_img)
+{
+	static const char *const names[] = { "base.mem", "img.fli" };
+	const char *files[] = { base.path, path_of("img") };
+	const char *diffs[] = { path_of("diff1"), path_of("diff2") };
+	char url[2][96], path[256];
+	struct fl_source *s;
+	struct nginx ng;
+
+	if (!nginx_binary()) {
+		skip(3, "nginx not installed (apt-get install nginx-light)");
+		return;
+	}
+	if (nginx_setup(&ng) < 0)
+		BAIL("cannot set up nginx in /tmp");
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/%s", ng.www, names[i]);
+		if (link(files[i], path) < 0 || chmod(path, 0644) < 0)
+			BAIL("link %s: %s", path, strerror(errno));
+		snprintf(url[i], sizeof(url[i]), "http://127.0.0.1:%d/%s",
+			 ng.port, names[i]);
+	}
+	if (nginx_start(&ng) < 0)
+		BAIL("nginx does not start");
+	reads_remote(url[0], diffs, mem2, "a base by URL under two raw diffs");
+	reads_remote(NULL, (const char *[]){ url[1], diffs[1] }, mem_img,
+		     "an image by URL over a raw base, under a raw diff");
+	s = open_stack(NULL, diffs, 2);
+	ok(s && fetched(s) == -1, "a stack of files alone: nothing remote "
+	   "to count");
+	fl_source_put(s);
+	nginx_kill(&ng);
+	nginx_cleanup(&ng);
 }
 
 /* A raw layer cut short under a reader: its reads fail, never the base. */
@@ -183,7 +247,7 @@ static void test_cut(uint8_t *mem1)
 
 	if (write_diff("cut", diff1, N(diff1), NULL))
 		BAIL("cannot write %s", one[0]);
-	s = open_stack(one, 1);
+	s = open_stack(NULL, one, 1);
 	fd = open(one[0], O_WRONLY | O_CLOEXEC);
 	if (!s || fd < 0 || ftruncate(fd, 1 * MIB) < 0)
 		BAIL("cannot cut %s", one[0]);
@@ -251,7 +315,7 @@ static void test_refused(void)
 
 int main(void)
 {
-	uint8_t *mem1, *mem2;
+	uint8_t *mem1, *mem2, *mem_img;
 	char cmd[96];
 	int fd;
 
@@ -279,11 +343,13 @@ int main(void)
 		skip_all("the filesystem of /tmp does not report holes page "
 			 "by page (SEEK_DATA)");
 	test_stacks(mem1, mem2);
-	test_image();
+	mem_img = test_image();
+	test_urls(mem2, mem_img);
 	test_cut(mem1);
 	test_refused();
 	free(mem1);
 	free(mem2);
+	free(mem_img);
 	mem_file_destroy(&base);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
