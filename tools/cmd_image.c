@@ -23,6 +23,7 @@
 #include "format/criu.h"
 #include "format/image.h"
 #include "util/clock.h"
+#include "source/layers.h"
 #include "source/source.h"
 #include "util/error.h"
 #include "util/io.h"
@@ -33,6 +34,7 @@ static void image_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: faultline image create RAW IMAGE [--chunk SIZE] [--level N]\n"
+		"       faultline image create DIFF IMAGE --parent PARENT [--chunk SIZE] [--level N]\n"
 		"       faultline image create --criu DIR IMAGE [--chunk SIZE] [--level N]\n"
 		"       faultline image inspect IMAGE\n"
 		"       faultline image verify IMAGE\n"
@@ -42,8 +44,15 @@ static void image_usage(FILE *f)
 		"--criu: the pages of a CRIU dump, its pages files end to end in\n"
 		"the order of pstree.img (`faultline lazy-pages --pages IMAGE`);\n"
 		"they are written to a file beside IMAGE first.\n"
+		"--parent: DIFF is a diff snapshot over the image PARENT (a sparse\n"
+		"file, its holes the pages not written); IMAGE holds only DIFF's\n"
+		"pages and names PARENT by file name and content id. Serving IMAGE\n"
+		"finds PARENT beside it (same directory or URL prefix), and its\n"
+		"parents so, or takes the chain as --layer's.\n"
+		"inspect: the header, the content id, a diff's parent and its\n"
+		"chain as serving would resolve it.\n"
 		"unpack: the raw memory again, into RAW (a new file), for what\n"
-		"reads only raw memory (send, vmm).\n",
+		"reads only raw memory (send, vmm); of a diff, its chain merged.\n",
 		IMAGE_DEFAULT_LEVEL);
 }
 
@@ -52,11 +61,24 @@ static void print_info(const char *path, const struct image_info *in)
 	static const char *const names[IMAGE_NKINDS] = { "zero", "raw", "zstd" };
 	const struct image_header *h = &in->hdr;
 
+	char id[IMAGE_ID_HEX];
+
+	image_id_hex(h->id, id);
 	printf("image:       %s\n", path);
 	printf("version:     %u\n", h->version);
+	printf("id:          %s\n", id);
+	if (image_is_diff(h)) {
+		image_id_hex(h->parent_id, id);
+		printf("parent:      %s (%s)\n", id, h->parent_name);
+	} else {
+		printf("parent:      none\n");
+	}
 	printf("page size:   %u\n", h->page_size);
 	printf("chunk size:  %u\n", h->chunk_size);
 	printf("total size:  %llu\n", (unsigned long long)h->total_size);
+	printf("pages held:  %llu of %llu\n",
+	       (unsigned long long)in->pages_held,
+	       (unsigned long long)in->pages);
 	printf("chunks:      %llu\n", (unsigned long long)h->chunk_count);
 	for (int k = 0; k < IMAGE_NKINDS; k++)
 		printf("  %-5s      %llu chunks, %llu bytes stored for %llu\n",
@@ -125,6 +147,48 @@ static char *criu_raw(const char *dir, const char *image)
 	return raw;
 }
 
+/* Say so if parent is not beside image, where serving looks for it. */
+static void note_parent_dir(const char *image, const char *parent)
+{
+	char *a = realpath(image, NULL), *b = realpath(parent, NULL);
+	char *sa = a ? strrchr(a, '/') : NULL, *sb = b ? strrchr(b, '/') : NULL;
+
+	if (sa && sb && (sa - a != sb - b || strncmp(a, b, (size_t)(sa - a))))
+		printf("note:        the parent is not in the image's "
+		       "directory; put it there, or serve the chain with "
+		       "--layer\n");
+	free(a);
+	free(b);
+}
+
+/*
+ * A diff's chain as serving resolves it, the image first: one line each.
+ * 0, or -errno with the reason said.
+ */
+static int print_chain(const char *path)
+{
+	struct fl_source *s;
+	int ret = fl_source_open(path, &s);
+
+	if (ret < 0) {
+		printf("chain:       not resolved (below)\n");
+		return ret;
+	}
+	printf("chain:       %u image%s, the image first\n",
+	       source_layers_count(s), source_layers_count(s) == 1 ? "" : "s");
+	for (unsigned int i = source_layers_count(s); i-- > 0;) {
+		struct fl_source *x = source_layers_at(s, i);
+		const struct image *img = source_image(x);
+		char id[IMAGE_ID_HEX] = "(not an image)";
+
+		if (img)
+			image_id_hex(img->hdr.id, id);
+		printf("  %s  %s\n", id, x->desc);
+	}
+	fl_source_put(s);
+	return 0;
+}
+
 static int do_create(int argc, char **argv)
 {
 	struct image_create_opts o = { 0 };
@@ -139,6 +203,8 @@ static int do_create(int argc, char **argv)
 
 		if (!strcmp(a, "--criu") && i + 1 < argc) {
 			criu = argv[++i];
+		} else if (!strcmp(a, "--parent") && i + 1 < argc) {
+			o.parent = argv[++i];
 		} else if (!strcmp(a, "--chunk") || !strcmp(a, "--level")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "faultline image: %s needs a value\n",
@@ -189,6 +255,11 @@ static int do_create(int argc, char **argv)
 		image_usage(stderr);
 		return CLI_USAGE;
 	}
+	if (criu && o.parent) {
+		fprintf(stderr, "faultline image: --criu and --parent: a CRIU "
+			"dump is not a diff snapshot\n");
+		return CLI_USAGE;
+	}
 	t = now_s();
 	if (criu) {
 		pos[1] = pos[0];
@@ -207,6 +278,8 @@ static int do_create(int argc, char **argv)
 	}
 	t = now_s() - t;
 	print_info(pos[1], &info);
+	if (o.parent)
+		note_parent_dir(pos[1], o.parent);
 	printf("created in:  %.3f s (%.0f MiB/s)\n", t,
 	       t > 0 ? info.hdr.total_size / t / (1 << 20) : 0.0);
 	return 0;
@@ -305,6 +378,11 @@ int cmd_image(int argc, char **argv)
 			return CLI_FAILED;
 		}
 		print_info(argv[2], &info);
+		if (image_is_diff(&info.hdr) && print_chain(argv[2]) < 0) {
+			fprintf(stderr, "faultline image: %s\n",
+				fl_last_error());
+			return CLI_FAILED;
+		}
 		return 0;
 	}
 	ret = image_verify(argv[2], report_bad, NULL, &nbad);

@@ -29,6 +29,7 @@
 #include "format/image.h"
 #include "format/layout.h"
 #include "util/io.h"
+#include "util/zero.h"
 
 static const char *const kind_names[IMAGE_NKINDS] = { "zero", "raw", "zstd" };
 
@@ -124,22 +125,86 @@ int image_check_chunk(uint64_t cs)
 	return 0;
 }
 
-static int parse_header(struct image *img, const unsigned char *b)
+void image_id_hex(const uint8_t id[IMAGE_ID_LEN], char out[IMAGE_ID_HEX])
+{
+	for (int i = 0; i < IMAGE_ID_LEN; i++)
+		snprintf(out + 2 * i, 3, "%02x", id[i]);
+}
+
+bool image_name_ok(const char *name)
+{
+	size_t n = strnlen(name, IMAGE_NAME_MAX + 1);
+
+	if (!n || n > IMAGE_NAME_MAX || !strcmp(name, ".") ||
+	    !strcmp(name, ".."))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f ||
+		    name[i] == '/')
+			return false;
+	return true;
+}
+
+/* Version 2's parent fields: a diff's, or all zero. */
+static int parse_parent(struct image *img, const unsigned char *b)
+{
+	struct image_header *h = &img->hdr;
+	const unsigned char *name = b + H2_PARENT_NAME;
+	const char *p = img->path;
+	size_t n = strnlen((const char *)name, IMAGE_NAME_MAX + 1);
+
+	h->parent_size = get_le64(b + H2_PARENT_SIZE);
+	memcpy(h->parent_id, b + H2_PARENT_ID, IMAGE_ID_LEN);
+	memcpy(h->id, b + H2_CONTENT_ID, IMAGE_ID_LEN);
+	if (n > IMAGE_NAME_MAX ||
+	    !is_zero(name + n, H2_CONTENT_ID - H2_PARENT_NAME - n))
+		return fl_err(-EBADMSG, "%s: bad parent name field", p);
+	memcpy(h->parent_name, name, n);
+	h->parent_name[n] = 0;
+	if (!image_is_diff(h)) {
+		if (h->parent_size || n ||
+		    !is_zero(h->parent_id, IMAGE_ID_LEN))
+			return fl_err(-EBADMSG, "%s: parent fields set in an "
+				      "image with no parent", p);
+		return 0;
+	}
+	if (!image_name_ok(h->parent_name))
+		return fl_err(-EBADMSG, "%s: bad parent name", p);
+	if (h->parent_size != h->total_size)
+		return fl_err(-EBADMSG, "%s: a diff of %llu bytes over a "
+			      "parent of %llu", p,
+			      (unsigned long long)h->total_size,
+			      (unsigned long long)h->parent_size);
+	return 0;
+}
+
+/* b: the first len bytes of the file (at least IMAGE_HEADER_SIZE). */
+static int parse_header(struct image *img, const unsigned char *b, size_t len)
 {
 	struct image_header *h = &img->hdr;
 	const char *p = img->path;
-	uint64_t hh;
+	uint64_t hh, ilen;
+	size_t hh_off;
+	int ret;
 
 	if (memcmp(b + H_MAGIC, IMAGE_MAGIC, IMAGE_MAGIC_LEN))
 		return fl_err(-EINVAL, "%s: not a faultline image (bad magic)",
 			      p);
 	h->version = get_le32(b + H_VERSION);
-	if (h->version != IMAGE_VERSION)
+	if (h->version != IMAGE_VERSION && h->version != IMAGE_VERSION_DIFF)
 		return fl_err(-EPROTONOSUPPORT,
-			      "%s: image version %u not supported (this build reads version %u)",
-			      p, h->version, IMAGE_VERSION);
-	hh = XXH64(b, H_HEADER_HASH, 0);
-	if (get_le64(b + H_HEADER_HASH) != hh)
+			      "%s: image version %u not supported (this build reads versions %u and %u)",
+			      p, h->version, IMAGE_VERSION,
+			      IMAGE_VERSION_DIFF);
+	h->header_size = h->version == IMAGE_VERSION ? IMAGE_HEADER_SIZE :
+			 IMAGE_HEADER2_SIZE;
+	if (len < h->header_size)
+		return fl_err(-EBADMSG,
+			      "%s: %zu bytes, too short for a version %u image header",
+			      p, len, h->version);
+	hh_off = h->version == IMAGE_VERSION ? H_HEADER_HASH : H2_HEADER_HASH;
+	hh = XXH64(b, hh_off, 0);
+	if (get_le64(b + hh_off) != hh)
 		return fl_err(-EBADMSG, "%s: header checksum mismatch at offset 0",
 			      p);
 	h->flags = get_le32(b + H_FLAGS);
@@ -152,7 +217,7 @@ static int parse_header(struct image *img, const unsigned char *b)
 	h->index_hash = get_le64(b + H_INDEX_HASH);
 	h->level = get_le32(b + H_LEVEL);
 
-	if (h->flags)
+	if (h->flags & ~(h->version == IMAGE_VERSION ? 0 : IMAGE_FLAG_DIFF))
 		return fl_err(-EPROTONOSUPPORT, "%s: unknown header flags 0x%x",
 			      p, h->flags);
 	if (get_le32(b + H_RESERVED))
@@ -172,10 +237,18 @@ static int parse_header(struct image *img, const unsigned char *b)
 			      "%s: chunk count %llu does not match size %llu",
 			      p, (unsigned long long)h->chunk_count,
 			      (unsigned long long)h->total_size);
-	if (h->index_offset != IMAGE_HEADER_SIZE ||
-	    h->chunk_count > (UINT64_MAX - IMAGE_HEADER_SIZE) /
-			     IMAGE_ENTRY_SIZE ||
-	    h->data_end < h->index_offset + h->chunk_count * IMAGE_ENTRY_SIZE)
+	if (h->version == IMAGE_VERSION_DIFF) {
+		ret = parse_parent(img, b);
+		if (ret < 0)
+			return ret;
+	}
+	/* Pages of at least 4 KiB: the map is at most total_size / 2^15. */
+	h->map_len = image_is_diff(h) ? (image_pages(h) + 7) / 8 : 0;
+	if (h->chunk_count > (UINT64_MAX / 2) / IMAGE_ENTRY_SIZE)
+		return fl_err(-EBADMSG, "%s: bad index geometry", p);
+	ilen = h->chunk_count * IMAGE_ENTRY_SIZE + h->map_len;
+	if (h->index_offset != h->header_size ||
+	    h->data_end < h->index_offset + ilen)
 		return fl_err(-EBADMSG, "%s: bad index geometry", p);
 	return 0;
 }
@@ -185,7 +258,15 @@ static int parse_index(struct image *img, const unsigned char *b)
 {
 	const struct image_header *h = &img->hdr;
 	uint64_t data_start = h->index_offset + h->chunk_count *
-			      IMAGE_ENTRY_SIZE;
+			      IMAGE_ENTRY_SIZE + h->map_len;
+	uint64_t per = h->chunk_size / h->page_size, pages = image_pages(h);
+	const unsigned char *map = b + h->chunk_count * IMAGE_ENTRY_SIZE;
+
+	/* A diff's map: no bit past the last page. */
+	if (h->map_len && pages % 8 && map[h->map_len - 1] >> (pages % 8))
+		return fl_err(-EBADMSG, "%s: held-page map: bits set past "
+			      "the last page (%llu)", img->path,
+			      (unsigned long long)pages);
 
 	for (uint64_t i = 0; i < h->chunk_count; i++) {
 		const unsigned char *r = b + i * IMAGE_ENTRY_SIZE;
@@ -207,6 +288,15 @@ static int parse_index(struct image *img, const unsigned char *b)
 			bad = !e->stored_len || e->stored_len >= len;
 		else
 			bad = true;
+		if (!bad && h->map_len && e->kind != IMAGE_ZERO) {
+			/* A chunk holding no page stores nothing. */
+			uint64_t p = i * per, end = p + per < pages ?
+						    p + per : pages;
+
+			bad = true;
+			for (; p < end && bad; p++)
+				bad = !(map[p / 8] >> (p % 8) & 1);
+		}
 		if (!bad && e->kind != IMAGE_ZERO)
 			bad = e->offset < data_start ||
 			      e->offset > h->data_end ||
@@ -246,31 +336,75 @@ static int image_pread(struct image *img, void *buf, size_t len, uint64_t off)
 	return pread_full(img->fd, buf, len, off);
 }
 
+/* XXH3-128 of the header before its id (or hash) and the index region. */
+static void content_id(const unsigned char *hb, size_t hlen,
+		       const unsigned char *ib, size_t ilen,
+		       uint8_t id[IMAGE_ID_LEN])
+{
+	XXH3_state_t *st = XXH3_createState();
+	XXH128_canonical_t c;
+	XXH128_hash_t h;
+
+	if (st) {
+		XXH3_128bits_reset(st);
+		XXH3_128bits_update(st, hb, hlen);
+		XXH3_128bits_update(st, ib, ilen);
+		h = XXH3_128bits_digest(st);
+		XXH3_freeState(st);
+	} else {	/* no memory for the state: one buffer instead */
+		unsigned char *all = malloc(hlen + ilen);
+
+		if (!all) {
+			memset(id, 0, IMAGE_ID_LEN);
+			return;
+		}
+		memcpy(all, hb, hlen);
+		memcpy(all + hlen, ib, ilen);
+		h = XXH3_128bits(all, hlen + ilen);
+		free(all);
+	}
+	XXH128_canonicalFromHash(&c, h);
+	memcpy(id, c.digest, IMAGE_ID_LEN);
+}
+
+void image_content_id(const unsigned char *hb, const unsigned char *ib,
+		      size_t ilen, uint8_t id[IMAGE_ID_LEN])
+{
+	content_id(hb, get_le32(hb + H_VERSION) == IMAGE_VERSION ?
+		   H_HEADER_HASH : H2_CONTENT_ID, ib, ilen, id);
+}
+
 /* Read and validate header and index of img (fd or reader set up). */
 static int image_load(struct image *img)
 {
-	unsigned char hb[IMAGE_HEADER_SIZE];
+	unsigned char hb[IMAGE_HEADER2_SIZE];
 	unsigned char *ib = NULL;
 	const char *path = img->path;
-	size_t ilen;
+	uint8_t id[IMAGE_ID_LEN];
+	size_t ilen, hlen;
 	int ret;
 
 	if (img->file_size < IMAGE_HEADER_SIZE)
 		return fl_err(-EBADMSG,
 			      "%s: %llu bytes, too short for an image header",
 			      path, (unsigned long long)img->file_size);
-	ret = image_pread(img, hb, sizeof(hb), 0);
+	hlen = img->file_size < sizeof(hb) ? (size_t)img->file_size :
+	       sizeof(hb);
+	ret = image_pread(img, hb, hlen, 0);
 	if (ret < 0)
 		return img->read ? ret :
 		       fl_err(ret, "%s: cannot read header: %s", path,
 			      strerror(-ret));
-	ret = parse_header(img, hb);
+	ret = parse_header(img, hb, hlen);
 	if (ret < 0)
 		return ret;
 	if (img->hdr.chunk_count > SIZE_MAX / IMAGE_ENTRY_SIZE ||
-	    img->hdr.chunk_count > SIZE_MAX / sizeof(*img->index))
+	    img->hdr.chunk_count > SIZE_MAX / sizeof(*img->index) ||
+	    img->hdr.map_len > SIZE_MAX / 2 -
+			       img->hdr.chunk_count * IMAGE_ENTRY_SIZE)
 		return fl_err(-EFBIG, "%s: index too large", path);
-	ilen = (size_t)img->hdr.chunk_count * IMAGE_ENTRY_SIZE;
+	ilen = (size_t)img->hdr.chunk_count * IMAGE_ENTRY_SIZE +
+	       (size_t)img->hdr.map_len;
 	if (img->file_size < img->hdr.index_offset + ilen)
 		return fl_err(-EBADMSG,
 			      "%s: index at offset %llu (%zu bytes) is past the end of the file (%llu bytes): image truncated",
@@ -279,7 +413,9 @@ static int image_load(struct image *img)
 	ib = malloc(ilen ? ilen : 1);
 	img->index = calloc(img->hdr.chunk_count ? img->hdr.chunk_count : 1,
 			    sizeof(*img->index));
-	if (!ib || !img->index) {
+	if (img->hdr.map_len)
+		img->held = malloc(img->hdr.map_len);
+	if (!ib || !img->index || (img->hdr.map_len && !img->held)) {
 		ret = fl_err(-ENOMEM, "%s: no memory for the index", path);
 		goto out;
 	}
@@ -296,6 +432,21 @@ static int image_load(struct image *img)
 			     (unsigned long long)img->hdr.index_offset);
 		goto out;
 	}
+	image_content_id(hb, ib, ilen, id);
+	if (img->hdr.version == IMAGE_VERSION) {
+		memcpy(img->hdr.id, id, IMAGE_ID_LEN);
+	} else if (memcmp(img->hdr.id, id, IMAGE_ID_LEN)) {
+		char want[IMAGE_ID_HEX], got[IMAGE_ID_HEX];
+
+		image_id_hex(img->hdr.id, want);
+		image_id_hex(id, got);
+		ret = fl_err(-EBADMSG, "%s: content id mismatch (stored %s, "
+			     "computed %s)", path, want, got);
+		goto out;
+	}
+	if (img->held)
+		memcpy(img->held, ib + img->hdr.chunk_count * IMAGE_ENTRY_SIZE,
+		       img->hdr.map_len);
 	ret = parse_index(img, ib);
 out:
 	free(ib);
@@ -360,6 +511,7 @@ void image_close(struct image *img)
 	if (img->fd >= 0)
 		close(img->fd);
 	free(img->index);
+	free(img->held);
 	free(img);
 }
 
@@ -441,6 +593,9 @@ void image_tally(const struct image *img, struct image_info *info)
 		info->stored[e->kind] += e->stored_len;
 		info->raw_bytes[e->kind] += image_chunk_len(img, i);
 	}
+	info->pages = image_pages(&img->hdr);
+	for (uint64_t p = 0; p < info->pages; p++)
+		info->pages_held += image_holds(img, p);
 }
 
 int image_inspect(const char *path, struct image_info *info)

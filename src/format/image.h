@@ -16,8 +16,14 @@
 
 #define IMAGE_MAGIC		"FLTIMAGE"	/* 8 bytes, no terminator */
 #define IMAGE_MAGIC_LEN		8
-#define IMAGE_VERSION		1
-#define IMAGE_HEADER_SIZE	80
+#define IMAGE_VERSION		1	/* an image with no parent */
+#define IMAGE_VERSION_DIFF	2	/* a diff image: parent, held pages */
+#define IMAGE_HEADER_SIZE	80	/* version 1 */
+#define IMAGE_HEADER2_SIZE	376	/* version 2 */
+#define IMAGE_FLAG_DIFF		1u	/* version 2: over a parent image */
+#define IMAGE_ID_LEN		16	/* XXH3-128, canonical (big-endian) */
+#define IMAGE_NAME_MAX		255	/* a parent's name, without its NUL */
+#define IMAGE_ID_HEX		(2 * IMAGE_ID_LEN + 1)
 #define IMAGE_ENTRY_SIZE	24
 #define IMAGE_MIN_CHUNK		(4u << 10)
 #define IMAGE_MAX_CHUNK		(16u << 20)
@@ -42,7 +48,21 @@ struct image_header {
 	uint64_t data_end;	/* the image file's expected size */
 	uint64_t index_hash;
 	uint32_t level;		/* zstd level the writer used (info) */
+	/* Version 2; zero in version 1 and in an image with no parent. */
+	uint64_t parent_size;
+	uint8_t parent_id[IMAGE_ID_LEN];
+	char parent_name[IMAGE_NAME_MAX + 1];
+	/* Every version: stored in version 2, derived in version 1. */
+	uint8_t id[IMAGE_ID_LEN];
+	uint32_t header_size;	/* IMAGE_HEADER_SIZE or IMAGE_HEADER2_SIZE */
+	uint64_t map_len;	/* bytes of the held-page map after the index */
 };
+
+/* A diff image: it names a parent and holds only some pages. */
+static inline bool image_is_diff(const struct image_header *h)
+{
+	return h->flags & IMAGE_FLAG_DIFF;
+}
 
 struct image_entry {
 	uint64_t offset;	/* file offset of the stored bytes; 0 if zero */
@@ -59,6 +79,7 @@ struct image {
 	void *read_arg;
 	struct image_header hdr;
 	struct image_entry *index;	/* hdr.chunk_count entries */
+	uint8_t *held;		/* a diff's held-page map (bit p: page p), or NULL */
 	uint64_t file_size;
 	char path[256];
 };
@@ -98,6 +119,35 @@ static inline size_t image_chunk_len(const struct image *img, uint64_t i)
 	return left < img->hdr.chunk_size ? (size_t)left : img->hdr.chunk_size;
 }
 
+/* Pages of page_size the image's total_size spans (the last may be short). */
+static inline uint64_t image_pages(const struct image_header *h)
+{
+	return h->total_size / h->page_size +
+	       (h->total_size % h->page_size != 0);
+}
+
+/* Does the image hold page p (every page, unless it is a diff)? */
+static inline bool image_holds(const struct image *img, uint64_t p)
+{
+	return !img->held || (img->held[p / 8] >> (p % 8) & 1);
+}
+
+/*
+ * The content id (docs/image-format.md): XXH3-128 of the header bytes
+ * before its id field (version 1: before header_hash) followed by the
+ * index region ib (the entries, then a diff's held-page map), in its
+ * canonical form.  hb is the header as stored; its version picks the span.
+ */
+void image_content_id(const unsigned char *hb, const unsigned char *ib,
+		      size_t ilen, uint8_t id[IMAGE_ID_LEN]);
+/* id as 32 lowercase hex digits (its canonical bytes in order). */
+void image_id_hex(const uint8_t id[IMAGE_ID_LEN], char out[IMAGE_ID_HEX]);
+/*
+ * Is name a parent's name an image may record (1 to IMAGE_NAME_MAX bytes,
+ * no '/', not "." or "..", no control characters)?
+ */
+bool image_name_ok(const char *name);
+
 /*
  * Read chunk i, decompressed and hash-checked, into dst (image_chunk_len
  * bytes).  Thread-safe: decompression state is per thread.  -EBADMSG on a
@@ -112,6 +162,12 @@ struct image_create_opts {
 	uint32_t chunk_size;	/* 0: IMAGE_DEFAULT_CHUNK */
 	int level;		/* 0: IMAGE_DEFAULT_LEVEL */
 	unsigned int threads;	/* compressors; 0: one per CPU, <= 8 */
+	/*
+	 * A diff image: raw_path is a sparse diff over the image at parent
+	 * (its holes: pages not written); the image holds only the diff's
+	 * data pages and names parent by its file name and content id.
+	 */
+	const char *parent;
 };
 
 struct image_info {
@@ -120,6 +176,7 @@ struct image_info {
 	uint64_t count[IMAGE_NKINDS];	/* chunks by kind */
 	uint64_t stored[IMAGE_NKINDS];	/* bytes stored by kind */
 	uint64_t raw_bytes[IMAGE_NKINDS]; /* uncompressed bytes by kind */
+	uint64_t pages, pages_held;	/* of page_size; all held unless a diff */
 };
 
 /* Check a chunk size (power of two in [4 KiB, 16 MiB]); 0 or -EINVAL. */

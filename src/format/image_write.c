@@ -31,9 +31,14 @@
 #include "util/io.h"
 #include "util/zero.h"
 
-static void encode_header(unsigned char *b, const struct image_header *h)
+/* The header into b (h->header_size bytes); ib: the index region. */
+static void encode_header(unsigned char *b, const struct image_header *h,
+			  const unsigned char *ib, size_t ilen)
 {
-	memset(b, 0, IMAGE_HEADER_SIZE);
+	bool v2 = h->version == IMAGE_VERSION_DIFF;
+	size_t hh = v2 ? H2_HEADER_HASH : H_HEADER_HASH;
+
+	memset(b, 0, h->header_size);
 	memcpy(b + H_MAGIC, IMAGE_MAGIC, IMAGE_MAGIC_LEN);
 	put_le32(b + H_VERSION, h->version);
 	put_le32(b + H_FLAGS, h->flags);
@@ -45,7 +50,17 @@ static void encode_header(unsigned char *b, const struct image_header *h)
 	put_le64(b + H_DATA_END, h->data_end);
 	put_le64(b + H_INDEX_HASH, h->index_hash);
 	put_le32(b + H_LEVEL, h->level);
-	put_le64(b + H_HEADER_HASH, XXH64(b, H_HEADER_HASH, 0));
+	if (v2) {
+		uint8_t id[IMAGE_ID_LEN];
+
+		put_le64(b + H2_PARENT_SIZE, h->parent_size);
+		memcpy(b + H2_PARENT_ID, h->parent_id, IMAGE_ID_LEN);
+		memcpy(b + H2_PARENT_NAME, h->parent_name,
+		       strlen(h->parent_name));
+		image_content_id(b, ib, ilen, id);
+		memcpy(b + H2_CONTENT_ID, id, IMAGE_ID_LEN);
+	}
+	put_le64(b + hh, XXH64(b, hh, 0));
 }
 
 static void encode_entry(unsigned char *b, const struct image_entry *e)
@@ -212,6 +227,7 @@ struct writer {
 	int rfd, wfd;
 	char *tmp;			/* the temporary's path, until renamed */
 	uint64_t pos;			/* where the next chunk is written */
+	uint8_t *held;			/* a diff's held-page map, or NULL */
 };
 
 /* Defaults filled in, and what a user can get wrong refused. */
@@ -239,25 +255,79 @@ static int writer_opts(struct writer *w, const struct image_create_opts *opts)
 }
 
 /* The header as far as the raw file's size tells it, and the index. */
-static int writer_layout(struct writer *w, uint64_t size)
+static int writer_layout(struct writer *w, uint64_t size,
+			 const struct image *parent)
 {
 	struct image_header *h = &w->h;
 
-	h->version = IMAGE_VERSION;
+	h->version = parent ? IMAGE_VERSION_DIFF : IMAGE_VERSION;
+	h->header_size = parent ? IMAGE_HEADER2_SIZE : IMAGE_HEADER_SIZE;
 	h->page_size = 4096;
 	h->chunk_size = w->o.chunk_size;
 	h->total_size = size;
 	h->chunk_count = (size + w->o.chunk_size - 1) / w->o.chunk_size;
-	h->index_offset = IMAGE_HEADER_SIZE;
+	h->index_offset = h->header_size;
 	h->level = (uint32_t)w->o.level;
-	if (h->chunk_count > SIZE_MAX / IMAGE_ENTRY_SIZE)
+	if (parent) {
+		const char *slash = strrchr(w->o.parent, '/');
+
+		h->flags = IMAGE_FLAG_DIFF;
+		h->parent_size = parent->hdr.total_size;
+		memcpy(h->parent_id, parent->hdr.id, IMAGE_ID_LEN);
+		snprintf(h->parent_name, sizeof(h->parent_name), "%s",
+			 slash ? slash + 1 : w->o.parent);
+		h->map_len = (image_pages(h) + 7) / 8;
+	}
+	if (h->chunk_count > SIZE_MAX / IMAGE_ENTRY_SIZE - h->map_len)
 		return fl_err(-EFBIG, "%s: too large", w->raw_path);
-	w->ilen = (size_t)h->chunk_count * IMAGE_ENTRY_SIZE;
+	w->ilen = (size_t)h->chunk_count * IMAGE_ENTRY_SIZE + h->map_len;
 	w->index = calloc(h->chunk_count ? h->chunk_count : 1,
 			  sizeof(*w->index));
 	w->ib = calloc(1, w->ilen ? w->ilen : 1);
+	if (h->map_len)
+		w->held = w->ib + h->chunk_count * IMAGE_ENTRY_SIZE;
 	return w->index && w->ib ? 0 :
 	       fl_err(-ENOMEM, "%s: no memory", w->raw_path);
+}
+
+/*
+ * A diff's held pages: every page its data extents (SEEK_DATA/SEEK_HOLE)
+ * touch, a page written as zeros too; holes are pages not written.
+ */
+static int writer_map(struct writer *w)
+{
+	const uint64_t ps = w->h.page_size, size = w->h.total_size;
+	uint64_t off = 0;
+
+	while (off < size) {
+		off_t d = lseek(w->rfd, (off_t)off, SEEK_DATA), h;
+
+		if (d < 0 && errno == ENXIO)
+			break;		/* holes to the end */
+		if (d < 0)		/* no SEEK_DATA: all of it is data */
+			d = (off_t)off;
+		h = lseek(w->rfd, d, SEEK_HOLE);
+		if (h < 0 || (uint64_t)h > size)
+			h = (off_t)size;
+		if (h <= d)
+			return fl_err(-EIO, "%s: SEEK_HOLE at %lld: %s",
+				      w->raw_path, (long long)d,
+				      h < 0 ? strerror(errno) : "no progress");
+		for (uint64_t p = (uint64_t)d / ps; p * ps < (uint64_t)h; p++)
+			w->held[p / 8] |= (uint8_t)(1u << (p % 8));
+		off = (uint64_t)h;
+	}
+	return 0;
+}
+
+/* Does a diff hold any page of [off, off+len)? */
+static bool map_any(const struct writer *w, uint64_t off, uint64_t len)
+{
+	for (uint64_t p = off / w->h.page_size;
+	     p * w->h.page_size < off + len; p++)
+		if (w->held[p / 8] >> (p % 8) & 1)
+			return true;
+	return false;
 }
 
 /* Batches of about 4 MiB (cache sized), >= 2 chunks per thread. */
@@ -334,7 +404,8 @@ static int read_batch(struct writer *w, uint64_t *i, bool *work)
 		j->idx = *i;
 		j->len = h->total_size - off < w->o.chunk_size ?
 			 (size_t)(h->total_size - off) : w->o.chunk_size;
-		j->hole = !has_data(&w->x, off, off + j->len);
+		j->hole = w->held ? !map_any(w, off, j->len) :
+			  !has_data(&w->x, off, off + j->len);
 		if (j->hole) {
 			j->kind = IMAGE_ZERO;
 			j->hash = 0;
@@ -381,17 +452,18 @@ static int write_batch(struct writer *w)
 /* Index and header in, synced, closed, renamed over image_path. */
 static int writer_finish(struct writer *w)
 {
-	unsigned char hb[IMAGE_HEADER_SIZE];
+	unsigned char hb[IMAGE_HEADER2_SIZE];
 	int ret;
 
 	for (uint64_t i = 0; i < w->h.chunk_count; i++)
 		encode_entry(w->ib + i * IMAGE_ENTRY_SIZE, &w->index[i]);
 	w->h.data_end = w->pos;
 	w->h.index_hash = XXH64(w->ib, w->ilen, 0);
-	encode_header(hb, &w->h);
-	ret = pwrite_full(w->wfd, w->ib, w->ilen, IMAGE_HEADER_SIZE);
+	encode_header(hb, &w->h, w->ib, w->ilen);
+	image_content_id(hb, w->ib, w->ilen, w->h.id);
+	ret = pwrite_full(w->wfd, w->ib, w->ilen, w->h.header_size);
 	if (!ret)
-		ret = pwrite_full(w->wfd, hb, sizeof(hb), 0);
+		ret = pwrite_full(w->wfd, hb, w->h.header_size, 0);
 	if (!ret && ftruncate(w->wfd, (off_t)w->pos) < 0)
 		ret = -errno;
 	if (!ret && fdatasync(w->wfd) < 0)
@@ -459,12 +531,48 @@ static int check_not_same(const char *raw_path, const char *image_path,
 	return 0;
 }
 
+/*
+ * The parent of a diff image: an image (of any version, a diff too) of
+ * the diff's size, and not the file the new image will replace.
+ */
+static int open_parent(const struct writer *w, const struct stat *raw,
+		       struct image **out)
+{
+	const char *pp = w->o.parent, *slash = strrchr(pp, '/');
+	struct image *p;
+	struct stat st, img_st;
+	int ret;
+
+	if (!image_name_ok(slash ? slash + 1 : pp))
+		return fl_err(-EINVAL, "--parent %s: its file name cannot be "
+			      "recorded (1 to %d bytes, no control "
+			      "characters)", pp, IMAGE_NAME_MAX);
+	if (stat(pp, &st) == 0 && stat(w->image_path, &img_st) == 0 &&
+	    st.st_dev == img_st.st_dev && st.st_ino == img_st.st_ino)
+		return fl_err(-EINVAL, "%s is the parent %s itself: the image "
+			      "would replace its parent", w->image_path, pp);
+	ret = image_open(pp, &p);
+	if (ret < 0)
+		return ret;
+	if (p->hdr.total_size != (uint64_t)raw->st_size) {
+		ret = fl_err(-EINVAL, "%s is %llu bytes, its parent %s is "
+			     "%llu bytes: not a diff of that image",
+			     w->raw_path, (unsigned long long)raw->st_size, pp,
+			     (unsigned long long)p->hdr.total_size);
+		image_close(p);
+		return ret;
+	}
+	*out = p;
+	return 0;
+}
+
 int image_create(const char *raw_path, const char *image_path,
 		 const struct image_create_opts *opts, struct image_info *info)
 {
 	struct writer w = { .raw_path = raw_path, .image_path = image_path,
 			    .rfd = -1, .wfd = -1 };
-	struct stat st;
+	struct image *parent = NULL;
+	struct stat st[1];
 	uint64_t i = 0;
 	bool work;
 	int ret = writer_opts(&w, opts);
@@ -473,22 +581,27 @@ int image_create(const char *raw_path, const char *image_path,
 		ret = image_refuse(raw_path, "image create", false);
 	if (ret < 0)
 		return ret;
-	w.rfd = open_regular(raw_path, &st, false);
+	w.rfd = open_regular(raw_path, &st[0], false);
 	if (w.rfd < 0)
 		return w.rfd;
-	ret = check_not_same(raw_path, image_path, &st);
+	ret = check_not_same(raw_path, image_path, &st[0]);
+	if (!ret && w.o.parent)
+		ret = open_parent(&w, st, &parent);
 	if (ret < 0) {
 		close(w.rfd);
 		return ret;
 	}
 	posix_fadvise(w.rfd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	ret = writer_layout(&w, (uint64_t)st.st_size);
+	ret = writer_layout(&w, (uint64_t)st[0].st_size, parent);
+	image_close(parent);
+	if (!ret && w.held)
+		ret = writer_map(&w);
 	if (!ret)
 		ret = writer_pool(&w);
 	if (!ret)
 		ret = writer_open_tmp(&w);
 	w.x = (struct extent){ .fd = w.rfd, .size = w.h.total_size };
-	w.pos = IMAGE_HEADER_SIZE + w.ilen;
+	w.pos = w.h.header_size + w.ilen;
 	while (!ret && i < w.h.chunk_count) {
 		ret = read_batch(&w, &i, &work);
 		if (!ret && work)
@@ -500,7 +613,7 @@ int image_create(const char *raw_path, const char *image_path,
 		ret = writer_finish(&w);
 	if (!ret && info) {
 		struct image img = { .hdr = w.h, .index = w.index,
-				     .file_size = w.pos };
+				     .held = w.held, .file_size = w.pos };
 
 		image_tally(&img, info);
 	}

@@ -54,7 +54,14 @@ static inline uint64_t get_le64(const unsigned char *p)
 #define H_INDEX_HASH	56
 #define H_LEVEL		64
 #define H_RESERVED	68
-#define H_HEADER_HASH	72
+#define H_HEADER_HASH	72	/* version 1; version 2 adds the fields below */
+
+/* Version 2 (a diff image: "Version 2" in docs/image-format.md). */
+#define H2_PARENT_SIZE	72
+#define H2_PARENT_ID	80
+#define H2_PARENT_NAME	96
+#define H2_CONTENT_ID	352
+#define H2_HEADER_HASH	368
 
 /* Index entry field offsets ("Chunk index"). */
 #define E_OFFSET	0

@@ -186,6 +186,37 @@ static void image_src_hint(struct fl_source *s, uint64_t off, size_t len)
 					      end - start);
 }
 
+/* A diff image holds the pages of its map; any other image, all. */
+static uint64_t image_src_extent(struct fl_source *s, uint64_t off,
+				 uint64_t len, bool *held)
+{
+	const struct image *img = to_image(s)->img;
+	uint64_t ps = img->hdr.page_size, p = off / ps, end;
+
+	*held = image_holds(img, p);
+	if (!img->held)
+		return len;
+	end = (p + 1) * ps;
+	while (end < off + len) {
+		p = end / ps;
+		/* a whole byte of the map alike: eight pages at once */
+		if (p % 8 == 0 && img->held[p / 8] == (*held ? 0xff : 0) &&
+		    (p + 8) * ps <= s->size) {
+			end += 8 * ps;
+			continue;
+		}
+		if (image_holds(img, p) != *held)
+			break;
+		end += ps;
+	}
+	return end - off < len ? end - off : len;
+}
+
+static const struct image *image_src_image(const struct fl_source *s)
+{
+	return to_image(s)->img;
+}
+
 static void image_src_destroy(struct fl_source *s)
 {
 	struct source_image *si = to_image(s);
@@ -203,6 +234,8 @@ static const struct fl_source_ops image_ops = {
 	.read = image_src_read,
 	.hole = image_src_hole,
 	.hint = image_src_hint,
+	.extent = image_src_extent,
+	.image = image_src_image,
 	.destroy = image_src_destroy,
 };
 

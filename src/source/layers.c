@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "faultline.h"
+#include "format/image.h"
 #include "source/layers.h"
 #include "util/error.h"
 #include "util/size.h"
@@ -154,6 +155,14 @@ static void layers_destroy(struct fl_source *s)
 	free(l);
 }
 
+/* A stack's pages on top are its top layer's. */
+static const struct image *layers_image(const struct fl_source *s)
+{
+	const struct layers *l = to_layers(s);
+
+	return source_image(l->src[l->n - 1]);
+}
+
 static const struct fl_source_ops layers_ops = {
 	.name = "layers",
 	.read = layers_read,
@@ -161,6 +170,7 @@ static const struct fl_source_ops layers_ops = {
 	.hole = layers_hole,
 	.hint = layers_hint,
 	.remote_bytes = layers_remote_bytes,
+	.image = layers_image,
 	.destroy = layers_destroy,
 };
 
@@ -198,6 +208,33 @@ static int wrong_size(const struct fl_source *x, const struct fl_source *base)
 		      (unsigned long long)base->size);
 }
 
+/*
+ * One line refusing layer x, a diff image, over below: not the image it
+ * was made over (another content id, or no image at all).  0 if it is,
+ * or if x is no diff image.
+ */
+static int wrong_parent(const struct fl_source *x,
+			const struct fl_source *below)
+{
+	const struct image *xi = source_image(x), *bi = source_image(below);
+	char want[IMAGE_ID_HEX], got[IMAGE_ID_HEX];
+
+	if (!xi || !image_is_diff(&xi->hdr))
+		return 0;
+	image_id_hex(xi->hdr.parent_id, want);
+	if (!bi)
+		return fl_err(-EINVAL, "layer %s is a diff of image %s (%s), "
+			      "and %s below it is not a faultline image: not "
+			      "its parent", x->desc, want,
+			      xi->hdr.parent_name, below->desc);
+	if (!memcmp(bi->hdr.id, xi->hdr.parent_id, IMAGE_ID_LEN))
+		return 0;
+	image_id_hex(bi->hdr.id, got);
+	return fl_err(-EINVAL, "layer %s is a diff of image %s (%s), but %s "
+		      "below it is image %s: not its parent", x->desc, want,
+		      xi->hdr.parent_name, below->desc, got);
+}
+
 int source_layers_open(struct fl_source *base,
 		       struct fl_source *const *layers, unsigned int n,
 		       struct fl_source **out)
@@ -216,6 +253,8 @@ int source_layers_open(struct fl_source *base,
 	l->src[0] = base;
 	for (unsigned int i = 0; i < n; i++) {
 		l->src[i + 1] = layers[i];
+		if (!ret)
+			ret = wrong_parent(layers[i], l->src[i]);
 		if (!ret && layers[i]->size != base->size)
 			ret = wrong_size(layers[i], base);
 	}
@@ -227,4 +266,16 @@ int source_layers_open(struct fl_source *base,
 	source_init(&l->s, &layers_ops, base->size, desc);
 	*out = &l->s;
 	return 0;
+}
+
+unsigned int source_layers_count(const struct fl_source *s)
+{
+	return s->ops == &layers_ops ? to_layers(s)->n : 1;
+}
+
+struct fl_source *source_layers_at(struct fl_source *s, unsigned int i)
+{
+	if (s->ops != &layers_ops)
+		return i == 0 ? s : NULL;
+	return i < to_layers(s)->n ? to_layers(s)->src[i] : NULL;
 }

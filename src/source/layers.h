@@ -11,11 +11,20 @@
 /*
  * base under layers[0..n) (layers[0] just above the base, the last on
  * top), taking over the caller's references to all of them, also on
- * failure.  A layer of another size than the base is refused.  0 or
- * -errno with the reason set.
+ * failure.  A layer of another size than the base is refused, and so is
+ * a diff image (format/image.h) over anything but the image it names as
+ * its parent (by content id).  0 or -errno with the reason set.
  */
 int source_layers_open(struct fl_source *base,
 		       struct fl_source *const *layers, unsigned int n,
 		       struct fl_source **out);
+
+/*
+ * The sources of a stack, the base first (i 0) and its top last; a
+ * source that is no stack is a stack of one.  at(): NULL past the top;
+ * no reference taken.
+ */
+unsigned int source_layers_count(const struct fl_source *s);
+struct fl_source *source_layers_at(struct fl_source *s, unsigned int i);
 
 #endif

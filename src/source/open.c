@@ -3,13 +3,20 @@
  * open.c - the one place that knows every kind of source: a spec string
  * (an http(s) URL, tcp:// for a post-copy peer, an image by its magic, or
  * a raw memory file) picks the implementation; with layers (fl_source_opts)
- * each is opened so and stacked over the base by layers.c.
+ * each is opened so and stacked over the base by layers.c.  A diff image
+ * opened as the base brings its chain: its parents, found by the names
+ * they are recorded under beside it (the same directory or URL prefix),
+ * stacked under it; layers.c checks each against the content id its
+ * child names.
  */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "faultline.h"
@@ -71,6 +78,150 @@ static int open_one(const char *spec, const struct fl_source_opts *opts,
 	return source_file_open(spec, out);
 }
 
+/*
+ * The spec of a parent named name beside spec: in its directory, or for a
+ * URL under its prefix (up to its last '/', the query dropped: a
+ * presigned URL's signature is for one object), the name percent-encoded.
+ */
+static int parent_spec(const char *spec, const char *name, char *out,
+		       size_t size)
+{
+	size_t n, at;
+	const char *slash;
+
+	if (is_url(spec)) {
+		const char *host = strstr(spec, "://") + 3;
+
+		n = strcspn(spec, "?#");
+		while (n > (size_t)(host - spec) && spec[n - 1] != '/')
+			n--;
+		if (n == (size_t)(host - spec))	/* http://host: no path */
+			n = strcspn(spec, "?#");
+		at = (size_t)snprintf(out, size, "%.*s%s", (int)n, spec,
+				      spec[n ? n - 1 : 0] == '/' ? "" : "/");
+		for (const unsigned char *c = (const unsigned char *)name;
+		     *c && at + 4 < size; c++)
+			at += (size_t)snprintf(out + at, size - at,
+					       isalnum(*c) ||
+					       strchr("-._~", *c) ? "%c" :
+					       "%%%02X", *c);
+		return at + 4 < size ? 0 : -ENAMETOOLONG;
+	}
+	slash = strrchr(spec, '/');
+	n = slash ? (size_t)(slash - spec) + 1 : 0;
+	return (size_t)snprintf(out, size, "%.*s%s", (int)n, spec, name) <
+	       size ? 0 : -ENAMETOOLONG;
+}
+
+/* Are specs a and b the same: the same file, or the same URL? */
+static bool same_spec(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	if (is_url(a) || is_url(b))
+		return !strcmp(a, b);
+	return !strcmp(a, b) ||
+	       (stat(a, &sa) == 0 && stat(b, &sb) == 0 &&
+		sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino);
+}
+
+#define CHAIN_SPEC	4096
+
+/* "a -> b -> c" of specs[0..n), cut to fit buf. */
+static void chain_str(char (*specs)[CHAIN_SPEC], unsigned int n, char *buf,
+		      size_t size)
+{
+	size_t at = 0;
+
+	buf[0] = 0;
+	for (unsigned int i = 0; i < n && at < size; i++)
+		at += (size_t)snprintf(buf + at, size - at, "%s%s",
+				       i ? " -> " : "", specs[i]);
+}
+
+/*
+ * top (opened from spec) is a diff image: its parents, each found by the
+ * name its child records, beside the child, up to an image that is no
+ * diff, stacked under it.  Takes over the reference to top.
+ */
+static int open_chain(const char *spec, struct fl_source *top,
+		      const struct fl_source_opts *o, struct fl_source **out)
+{
+	struct fl_source *chain[FL_MAX_LAYERS + 1], *layers[FL_MAX_LAYERS];
+	char (*specs)[CHAIN_SPEC] = malloc((FL_MAX_LAYERS + 2) *
+					   sizeof(*specs));
+	const struct image *img;
+	unsigned int n = 1;
+	char why[1024], id[IMAGE_ID_HEX];
+	int ret = 0;
+
+	chain[0] = top;
+	if (!specs) {
+		fl_source_put(top);
+		return -ENOMEM;
+	}
+	snprintf(specs[0], CHAIN_SPEC, "%s", spec);
+	while ((img = source_image(chain[n - 1])) &&
+	       image_is_diff(&img->hdr)) {
+		image_id_hex(img->hdr.parent_id, id);
+		if (n > FL_MAX_LAYERS) {
+			ret = fl_err(-ELOOP, "%s: a chain of more than %d diff "
+				     "images over a base (the parent of %s "
+				     "is %s, image %s)", spec, FL_MAX_LAYERS,
+				     specs[n - 1], img->hdr.parent_name, id);
+			break;
+		}
+		if (parent_spec(specs[n - 1], img->hdr.parent_name, specs[n],
+				CHAIN_SPEC) < 0) {
+			ret = fl_err(-ENAMETOOLONG, "%s: the path of its parent "
+				     "%s is too long", specs[n - 1],
+				     img->hdr.parent_name);
+			break;
+		}
+		for (unsigned int i = 0; i < n && !ret; i++)
+			if (same_spec(specs[i], specs[n])) {
+				chain_str(specs, n + 1, why, sizeof(why));
+				ret = fl_err(-ELOOP, "%s: its chain of parents "
+					     "loops: %s", spec, why);
+			}
+		if (ret)
+			break;
+		fl_err_clear();
+		ret = open_one(specs[n], o, &chain[n]);
+		if (ret < 0) {
+			snprintf(why, sizeof(why), "%s", *fl_last_error() ?
+				 fl_last_error() : strerror(-ret));
+			fl_err(ret, "%s: its parent %s (image %s): %s (give "
+			       "the chain as layers instead: --layer)",
+			       specs[n - 1], specs[n], id, why);
+			break;
+		}
+		n++;
+	}
+	free(specs);
+	if (ret < 0) {
+		while (n--)
+			fl_source_put(chain[n]);
+		return ret;
+	}
+	for (unsigned int i = 0; i + 1 < n; i++)	/* bottom first */
+		layers[i] = chain[n - 2 - i];
+	return source_layers_open(chain[n - 1], layers, n - 1, out);
+}
+
+/* A diff image opened as the base: its chain under it. */
+static int open_base(const char *spec, const struct fl_source_opts *o,
+		     struct fl_source **out)
+{
+	const struct image *img;
+	int ret = open_one(spec, o, out);
+
+	if (ret < 0 || !(img = source_image(*out)) ||
+	    !image_is_diff(&img->hdr))
+		return ret;
+	return open_chain(spec, *out, o, out);
+}
+
 /* The ABI rule (faultline.h): options grow out of reserved space. */
 #if UINTPTR_MAX == UINT64_MAX
 _Static_assert(sizeof(struct fl_source_opts) == 96,
@@ -129,7 +280,7 @@ int fl_source_open_ex(const char *spec, const struct fl_source_opts *opts,
 		return fl_err(-EINVAL, "source: no place for it (out is NULL)");
 	if (opts && (ret = check_opts(opts)) < 0)
 		return ret;
-	ret = open_one(spec, opts, &base);
+	ret = open_base(spec, opts, &base);
 	if (ret < 0 || !opts || !opts->nlayers) {
 		if (!ret)
 			*out = base;

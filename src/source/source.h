@@ -23,6 +23,7 @@
 
 struct fl_source;
 struct fl_source_opts;
+struct image;
 
 struct fl_source_ops {
 	const char *name;
@@ -57,6 +58,12 @@ struct fl_source_ops {
 	 */
 	int (*remote_bytes)(const struct fl_source *s, uint64_t *fetched,
 			    uint64_t *cached);
+	/*
+	 * Optional: the faultline image whose pages this source serves on
+	 * top (format/image.h: its content id, its parent's): an image's
+	 * own; a stack's, its top layer's.  NULL for anything else.
+	 */
+	const struct image *(*image)(const struct fl_source *s);
 	void (*destroy)(struct fl_source *s);
 };
 
@@ -94,6 +101,12 @@ void source_init(struct fl_source *s, const struct fl_source_ops *ops,
  */
 int source_remote_bytes(const struct fl_source *s, uint64_t *fetched,
 			uint64_t *cached);
+
+/* s->ops->image(s), or NULL if s has no such op. */
+static inline const struct image *source_image(const struct fl_source *s)
+{
+	return s->ops->image ? s->ops->image(s) : NULL;
+}
 
 /* Take the note callback of o (may be NULL) for s. */
 void source_set_note(struct fl_source *s, const struct fl_source_opts *o);
