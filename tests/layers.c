@@ -6,8 +6,13 @@
  * only inside one layer and of that layer's bytes, hole() only where
  * the layer serving it is zeros, an image layer holds everything, URLs
  * (nginx) mix with files as base or layer and their bytes are counted, a
- * raw layer cut short fails its reads instead of showing the base; and
- * every open that cannot be a stack is refused with one line saying why.
+ * raw layer cut short fails its reads instead of showing the base; a
+ * chain of images (a base image, diff images of diff1 and diff2 over it,
+ * `image create --parent`) reads as the raw stack does, opened by its top
+ * alone or given as layers, and its content ids are what
+ * docs/image-format.md says; and every open that cannot be a stack is
+ * refused with one line saying why (a wrong, missing or looping parent,
+ * a chain too deep).
  */
 #include <linux/falloc.h>
 
@@ -16,7 +21,10 @@
 #include "faultline.h"
 #include "format/image.h"
 #include "http_util.h"
+#include "source/layers.h"
 #include "source/source.h"
+
+#include <xxhash.h>
 
 #define KIB		1024ull
 #define MIB		(1024 * KIB)
@@ -263,6 +271,255 @@ static void test_cut(uint8_t *mem1)
 	fl_source_put(s);
 }
 
+/* ---- chains of images ------------------------------------------------- */
+
+/* The content id of the image at path, as a hex string (static buffer). */
+static const char *id_of(const char *path)
+{
+	static char hex[4][IMAGE_ID_HEX];
+	static int k;
+	struct image_info info;
+	char *h = hex[k++ % 4];
+
+	if (image_inspect(path, &info) < 0)
+		BAIL("inspect %s: %s", path, fl_last_error());
+	image_id_hex(info.hdr.id, h);
+	return h;
+}
+
+/* The file's bytes [off, off+len) appended to buf at *at. */
+static void file_bytes(const char *path, uint64_t off, size_t len,
+		       uint8_t *buf, size_t *at)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || pread(fd, buf + *at, len, (off_t)off) != (ssize_t)len)
+		BAIL("read %s", path);
+	close(fd);
+	*at += len;
+}
+
+/*
+ * The id as docs/image-format.md defines it, computed here with
+ * libxxhash alone: XXH3-128 of the header before the id (version 1:
+ * before header_hash) and the index region, canonical, as hex.
+ */
+static bool id_as_documented(const char *path, const char *want)
+{
+	struct image_info in;
+	size_t at = 0, hlen, ilen;
+	XXH128_canonical_t c;
+	char hex[IMAGE_ID_HEX];
+	uint8_t *buf;
+
+	if (image_inspect(path, &in) < 0)
+		return false;
+	hlen = in.hdr.version == 1 ? 72 : 352;
+	ilen = in.hdr.chunk_count * 24 + in.hdr.map_len;
+	buf = malloc(hlen + ilen);
+	file_bytes(path, 0, hlen, buf, &at);
+	file_bytes(path, in.hdr.index_offset, ilen, buf, &at);
+	XXH128_canonicalFromHash(&c, XXH3_128bits(buf, at));
+	free(buf);
+	image_id_hex(c.digest, hex);
+	if (in.hdr.version == 2) {	/* stored at 352 too */
+		uint8_t stored[16];
+
+		at = 0;
+		file_bytes(path, 352, 16, stored, &at);
+		if (memcmp(stored, c.digest, 16))
+			return false;
+	}
+	return !strcmp(hex, want);
+}
+
+static void make_image(const char *raw, const char *img, const char *parent)
+{
+	struct image_create_opts o = { .parent = parent, .chunk_size = 64 * KIB };
+
+	if (image_create(raw, img, &o, NULL) < 0)
+		BAIL("image create %s: %s", img, fl_last_error());
+}
+
+/* base.fli < c1.fli (diff1) < c2.fli (diff2): the raw stack's bytes. */
+static void test_chain(const uint8_t *mem1, const uint8_t *mem2)
+{
+	char c1[128], c2[128];
+	const char *both[] = { c1, c2 };
+	struct image_info in;
+	struct fl_source *s;
+	char want[512];
+
+	snprintf(c1, sizeof(c1), "%s", path_of("c1.fli"));
+	snprintf(c2, sizeof(c2), "%s", path_of("c2.fli"));
+	make_image(base.path, path_of("base.fli"), NULL);
+	make_image(path_of("diff1"), both[0], path_of("base.fli"));
+	make_image(path_of("diff2"), both[1], path_of("c1.fli"));
+
+	s = open_stack(both[1], NULL, 0);
+	if (!s)
+		BAIL("cannot open the chain by its top");
+	snprintf(want, sizeof(want), "%s + %s + %s", path_of("base.fli"),
+		 both[0], both[1]);
+	ok(!strcmp(s->desc, want) && source_layers_count(s) == 3,
+	   "c2.fli alone opens its chain, parents found beside it: \"%s\"",
+	   s->desc);
+	check_reads(s, mem2, "chain base.fli < c1.fli < c2.fli");
+	ok(s->ops->hole(s, BASE_HOLE, 64 * KIB) &&
+	   !s->ops->hole(s, BASE_HOLE + 64 * KIB, 4 * KIB),
+	   "hole(): the base image's zero chunk where no diff holds a page, "
+	   "not where c1 holds data over it");
+	fl_source_put(s);
+
+	s = open_stack(path_of("base.fli"), both, 2);
+	ok(s && reads_as(s, mem2, 64 * KIB), "the same chain given as "
+	   "layers over base.fli: every byte the same");
+	fl_source_put(s);
+	s = open_stack(both[0], both + 1, 1);
+	ok(s && source_layers_count(s) == 2 && reads_as(s, mem2, 64 * KIB),
+	   "c1.fli as the base (its chain resolved) under c2.fli as a "
+	   "layer: every byte the same");
+	fl_source_put(s);
+	s = open_stack(both[0], NULL, 0);
+	ok(s && reads_as(s, mem1, 3000), "c1.fli alone: base + diff1");
+	fl_source_put(s);
+
+	if (image_inspect(both[0], &in) < 0)
+		BAIL("inspect %s: %s", both[0], fl_last_error());
+	ok(in.hdr.version == 2 &&
+	   image_is_diff(&in.hdr) && !strcmp(in.hdr.parent_name, "base.fli") &&
+	   in.pages == SIZE / 4096 && in.pages_held == 32 + 1 + 1 + 22 + 16,
+	   "c1.fli: version 2, parent base.fli, %llu of %llu pages held "
+	   "(diff1's data and its page of zeros)",
+	   (unsigned long long)in.pages_held, (unsigned long long)in.pages);
+	ok(in.count[IMAGE_ZERO] + in.count[IMAGE_RAW] + in.count[IMAGE_ZSTD] ==
+	   SIZE / (64 * KIB) && in.stored[IMAGE_RAW] + in.stored[IMAGE_ZSTD] <
+	   1 * MIB, "c1.fli stores only the chunks diff1 holds (%llu bytes)",
+	   (unsigned long long)(in.stored[IMAGE_RAW] + in.stored[IMAGE_ZSTD]));
+	ok(image_inspect(path_of("base.fli"), &in) == 0 &&
+	   in.hdr.version == 1 && in.pages_held == in.pages,
+	   "an image with no parent is still version 1, every page held");
+	ok(id_as_documented(path_of("base.fli"), id_of(path_of("base.fli"))) &&
+	   id_as_documented(both[0], id_of(both[0])) &&
+	   id_as_documented(both[1], id_of(both[1])),
+	   "content ids as documented (version 1 derived, version 2 stored)");
+}
+
+/* dir/sub/name; sub made. */
+static const char *sub_path(const char *sub, const char *name)
+{
+	static char bufs[4][160];
+	static int k;
+	char *p = bufs[k++ % 4];
+
+	snprintf(p, sizeof(bufs[0]), "%s/%s", dir, sub);
+	mkdir(p, 0700);
+	snprintf(p, sizeof(bufs[0]), "%s/%s/%s", dir, sub, name);
+	return p;
+}
+
+static void copy_to(const char *from, const char *to)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "cp %s %s", from, to);
+	if (system(cmd) != 0)
+		BAIL("%s failed", cmd);
+}
+
+static void refused(int ret, int err, const char *what, const char *text);
+
+static void test_chain_refused(void)
+{
+	char c2_path[128];
+	const char *c2[] = { c2_path };
+	char want[1024];
+	struct fl_source *s = NULL;
+
+	snprintf(c2_path, sizeof(c2_path), "%s", path_of("c2.fli"));
+	/* given as layers: c2 straight over base.fli, not over c1 */
+	snprintf(want, sizeof(want), "layer %s is a diff of image %s "
+		 "(c1.fli), but %s below it is image %s: not its parent",
+		 c2[0], id_of(path_of("c1.fli")), path_of("base.fli"),
+		 id_of(path_of("base.fli")));
+	refused(fl_source_open_ex(path_of("base.fli"),
+				  &(struct fl_source_opts){ .layers = c2,
+				  .nlayers = 1 }, &s), -EINVAL,
+		"a diff image over an image not its parent (as layers)", want);
+	/* found beside it: a "c1.fli" that is another image */
+	copy_to(c2[0], sub_path("wrong", "c2.fli"));
+	make_image(base.path, sub_path("wrong", "c1.fli"), NULL);
+	snprintf(want, sizeof(want), "layer %s is a diff of image %s "
+		 "(c1.fli), but %s below it is image %s: not its parent",
+		 sub_path("wrong", "c2.fli"), id_of(path_of("c1.fli")),
+		 sub_path("wrong", "c1.fli"),
+		 id_of(sub_path("wrong", "c1.fli")));
+	refused(fl_source_open(sub_path("wrong", "c2.fli"), &s), -EINVAL,
+		"a parent found by name whose content id is another", want);
+	/* a diff image over a raw file */
+	snprintf(want, sizeof(want), "layer %s is a diff of image %s "
+		 "(base.fli), and %s below it is not a faultline image",
+		 path_of("c1.fli"), id_of(path_of("base.fli")), base.path);
+	refused(fl_source_open_ex(base.path, &(struct fl_source_opts){
+				  .layers = (const char *[]){ path_of("c1.fli") },
+				  .nlayers = 1 }, &s), -EINVAL,
+		"a diff image over a raw file", want);
+	/* missing */
+	copy_to(c2[0], sub_path("missing", "c2.fli"));
+	snprintf(want, sizeof(want), "%s: its parent %s (image %s): ",
+		 sub_path("missing", "c2.fli"), sub_path("missing", "c1.fli"),
+		 id_of(path_of("c1.fli")));
+	refused(fl_source_open(sub_path("missing", "c2.fli"), &s), -ENOENT,
+		"a missing parent", want);
+	/* a loop: base.fli replaced by a diff over c1.fli */
+	copy_to(path_of("base.fli"), sub_path("loop", "base.fli"));
+	copy_to(path_of("c1.fli"), sub_path("loop", "c1.fli"));
+	make_image(path_of("diff2"), sub_path("loop", "z.fli"),
+		   sub_path("loop", "c1.fli"));
+	if (rename(sub_path("loop", "z.fli"), sub_path("loop", "base.fli")))
+		BAIL("rename: %s", strerror(errno));
+	snprintf(want, sizeof(want), "%s: its chain of parents loops: %s -> "
+		 "%s -> %s", sub_path("loop", "c1.fli"),
+		 sub_path("loop", "c1.fli"), sub_path("loop", "base.fli"),
+		 sub_path("loop", "c1.fli"));
+	refused(fl_source_open(sub_path("loop", "c1.fli"), &s), -ELOOP,
+		"a chain that loops", want);
+	ok(s == NULL, "nothing opened by any of them");
+}
+
+/* FL_MAX_LAYERS diff images over a base open; one more is refused. */
+static void test_chain_deep(void)
+{
+	static const struct diff_run page[] = { DIFF_RUN(0, 4 * KIB, SEED1) };
+	char name[32], parent[32], want[128];
+	struct fl_source *s = NULL;
+	int ret;
+
+	if (diff_write(sub_path("deep", "small"), 64 * KIB, NULL, 0, NULL) ||
+	    diff_write(sub_path("deep", "page"), 64 * KIB, page, 1, NULL))
+		BAIL("cannot write the deep chain's files");
+	make_image(sub_path("deep", "small"), sub_path("deep", "0.fli"), NULL);
+	for (int i = 1; i <= FL_MAX_LAYERS + 1; i++) {
+		snprintf(name, sizeof(name), "%d.fli", i);
+		snprintf(parent, sizeof(parent), "%d.fli", i - 1);
+		make_image(sub_path("deep", "page"), sub_path("deep", name),
+			   sub_path("deep", parent));
+	}
+	snprintf(name, sizeof(name), "%d.fli", FL_MAX_LAYERS);
+	ret = fl_source_open(sub_path("deep", name), &s);
+	ok(ret == 0 && source_layers_count(s) == FL_MAX_LAYERS + 1,
+	   "a chain of %d diff images opens (%s)", FL_MAX_LAYERS,
+	   ret ? fl_last_error() : "ok");
+	if (s)
+		fl_source_put(s);
+	s = NULL;
+	snprintf(name, sizeof(name), "%d.fli", FL_MAX_LAYERS + 1);
+	snprintf(want, sizeof(want), "a chain of more than %d diff images",
+		 FL_MAX_LAYERS);
+	refused(fl_source_open(sub_path("deep", name), &s), -ELOOP,
+		"one diff image more", want);
+}
+
 static void refused(int ret, int err, const char *what, const char *text)
 {
 	ok(ret == err && strstr(fl_last_error(), text),
@@ -346,6 +603,9 @@ int main(void)
 	mem_img = test_image();
 	test_urls(mem2, mem_img);
 	test_cut(mem1);
+	test_chain(mem1, mem2);
+	test_chain_refused();
+	test_chain_deep();
 	test_refused();
 	free(mem1);
 	free(mem2);
