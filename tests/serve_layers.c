@@ -7,9 +7,12 @@
  * diffs where the upper overrides the lower, an image layer (`faultline
  * image create`) over a raw base under a raw diff; three clients at once
  * while the background restore fills the rest, and a naive one-page-per-
- * fault daemon beside the default one.  A layer of another size stops
- * the daemon at start, exit status 1, with one line naming it and both
- * sizes.
+ * fault daemon beside the default one; a chain of images (`image create
+ * --parent`: a base image, diff images of diff1 and diff2) served by its
+ * top alone (`--mem-file c2.fli`, parents found beside it) and as
+ * layers.  A layer of another size, or a diff image over an image not its
+ * parent, stops the daemon at start, exit status 1, with one line naming
+ * it and both sizes (ids).
  */
 #define _GNU_SOURCE
 #include <linux/falloc.h>
@@ -68,8 +71,9 @@ static void make_diff(const char *name, const struct diff_run *runs, int n,
  * Serve base under extra (--layer ...) and check that three clients at
  * once, and then one of two regions, read every byte of mem.
  */
-static void serve_stack(const char *what, const char *const *extra,
-			const uint8_t *mem, const char *name)
+static void serve_stack_of(const char *what, const char *spec,
+			   const char *const *extra, const uint8_t *mem,
+			   const char *name)
 {
 	static const enum su_order orders[] = { SU_FORWARD, SU_REVERSE,
 						SU_STRIDE };
@@ -85,7 +89,7 @@ static void serve_stack(const char *what, const char *const *extra,
 	struct serve s;
 
 	serve_init(&s);
-	if (serve_start(&s, base.path, extra)) {
+	if (serve_start(&s, spec, extra)) {
 		ok(0, "%s: the daemon starts", what);
 		serve_log_dump(&s, 0);
 		serve_cleanup(&s);
@@ -115,24 +119,24 @@ static void serve_stack(const char *what, const char *const *extra,
 	serve_cleanup(&s);
 }
 
-static void test_refused(void)
+static void serve_stack(const char *what, const char *const *extra,
+			const uint8_t *mem, const char *name)
 {
-	const char *extra[] = { "--layer", path_of("small"), NULL };
-	char want[512];
+	serve_stack_of(what, base.path, extra, mem, name);
+}
+
+/* The daemon does not start: exit status 1, want in its log. */
+static void refused_at_start(const char *what, const char *spec,
+			     const char *const *extra, const char *want)
+{
 	struct serve s;
 	int r;
 
-	if (diff_write(path_of("small"), SIZE / 2, NULL, 0, NULL) < 0)
-		BAIL("cannot write %s", path_of("small"));
-	snprintf(want, sizeof(want), "faultline serve: layer %s is 16 MiB "
-		 "(16777216 bytes), its base %s is 32 MiB (33554432 bytes): "
-		 "not a diff of that base", path_of("small"), base.path);
 	serve_init(&s);
-	r = serve_start(&s, base.path, extra);
+	r = serve_start(&s, spec, extra);
 	ok(r < 0 && WIFEXITED(s.status) && WEXITSTATUS(s.status) == 1 &&
 	   su_file_has(s.log, want),
-	   "a layer of half the base's size: the daemon exits 1 at start, "
-	   "saying \"%s\"", want);
+	   "%s: the daemon exits 1 at start, saying \"%s\"", what, want);
 	if (r == 0) {
 		serve_stop(&s);
 		serve_log_dump(&s, 0);
@@ -140,6 +144,74 @@ static void test_refused(void)
 		serve_log_dump(&s, 0);
 	}
 	serve_cleanup(&s);
+}
+
+/* An image's content id in hex, by `faultline image inspect`. */
+static void id_of(const char *img, char *hex, size_t size)
+{
+	char cmd[512];
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "%s image inspect %s | sed -n "
+		 "'s/^id: *//p'", serve_bin(), img);
+	f = popen(cmd, "r");
+	if (!f || !fgets(hex, (int)size, f))
+		BAIL("%s: no id", cmd);
+	hex[strcspn(hex, "\n")] = 0;
+	pclose(f);
+}
+
+static void image_create_cli(const char *raw, const char *img,
+			     const char *parent)
+{
+	char cmd[768];
+
+	snprintf(cmd, sizeof(cmd), "%s image create %s %s%s%s >/dev/null",
+		 serve_bin(), raw, img, parent ? " --parent " : "",
+		 parent ? parent : "");
+	if (system(cmd) != 0)
+		BAIL("%s: failed", cmd);
+}
+
+/* base.fli < c1.fli (diff1) < c2.fli (diff2), served as mem2. */
+static void test_chain(const uint8_t *mem2)
+{
+	char c1[128], c2[128], bimg[128], name[512], want[1024];
+	char id0[64], id1[64];
+
+	snprintf(bimg, sizeof(bimg), "%s", path_of("base.fli"));
+	snprintf(c1, sizeof(c1), "%s", path_of("c1.fli"));
+	snprintf(c2, sizeof(c2), "%s", path_of("c2.fli"));
+	image_create_cli(base.path, bimg, NULL);
+	image_create_cli(path_of("diff1"), c1, bimg);
+	image_create_cli(path_of("diff2"), c2, c1);
+	snprintf(name, sizeof(name), "%s + %s + %s", bimg, c1, c2);
+	serve_stack_of("--mem-file c2.fli: its chain of images", c2, NULL,
+		       mem2, name);
+	serve_stack_of("the chain as layers: base.fli --layer c1.fli --layer "
+		       "c2.fli", bimg, (const char *[]){ "--layer", c1,
+		       "--layer", c2, NULL }, mem2, name);
+	id_of(bimg, id0, sizeof(id0));
+	id_of(c1, id1, sizeof(id1));
+	snprintf(want, sizeof(want), "faultline serve: layer %s is a diff of "
+		 "image %s (c1.fli), but %s below it is image %s: not its "
+		 "parent", c2, id1, bimg, id0);
+	refused_at_start("c2.fli straight over base.fli", bimg,
+			 (const char *[]){ "--layer", c2, NULL }, want);
+}
+
+static void test_refused(void)
+{
+	char want[512];
+
+	if (diff_write(path_of("small"), SIZE / 2, NULL, 0, NULL) < 0)
+		BAIL("cannot write %s", path_of("small"));
+	snprintf(want, sizeof(want), "faultline serve: layer %s is 16 MiB "
+		 "(16777216 bytes), its base %s is 32 MiB (33554432 bytes): "
+		 "not a diff of that base", path_of("small"), base.path);
+	refused_at_start("a layer of half the base's size", base.path,
+			 (const char *[]){ "--layer", path_of("small"), NULL },
+			 want);
 }
 
 int main(void)
@@ -201,6 +273,7 @@ int main(void)
 	serve_stack("base + image + diff2", (const char *[]){ "--layer",
 		    path_of("img"), "--layer", path_of("diff2"), NULL },
 		    mem3, name);
+	test_chain(mem2);
 	test_refused();
 	free(mem1);
 	free(mem2);
