@@ -71,11 +71,21 @@ int fl_source_open(const char *spec, struct fl_source **out);
  * Firecracker writes a diff snapshot as a sparse file of the pages
  * dirtied since its base, so a hole falls through to the layers below,
  * and a page the diff wrote as zeros reads as zeros.  (As the base, a
- * hole reads as zeros.)  An image or a URL holds everything: such a layer
- * hides what is below it (an image made from a diff keeps no holes; images
- * carry no parent id yet).  Every layer must be the size of the base,
- * else the open fails with -EINVAL and a line naming the layer and both
- * sizes.  At most FL_MAX_LAYERS.
+ * hole reads as zeros.)  A diff image (docs/image-format.md, `faultline
+ * image create --parent`) holds the pages of its held-page map, and must
+ * lie just above the image it names as its parent (by content id), else
+ * the open fails with -EINVAL and a line naming both ids.  Any other
+ * image, or a URL of a raw file, holds everything and hides what is below
+ * it.  Every layer must be the size of the base, else the open fails with
+ * -EINVAL and a line naming the layer and both sizes.  At most
+ * FL_MAX_LAYERS.
+ *
+ * A diff image opened as spec (with or without layers) brings its chain:
+ * its parent is the file of the name it records in spec's directory (for
+ * a URL, under its prefix), then that one's parent, so, down to an image
+ * that is no diff; they are stacked as a base and layers under it and
+ * checked as above.  A missing parent fails the open with its errno, a
+ * loop or a chain of more than FL_MAX_LAYERS diff images with -ELOOP.
  */
 struct fl_source_opts {
 	const char *cache_dir;		/* NULL: no local block cache */

@@ -594,8 +594,10 @@ void image_tally(const struct image *img, struct image_info *info)
 		info->raw_bytes[e->kind] += image_chunk_len(img, i);
 	}
 	info->pages = image_pages(&img->hdr);
-	for (uint64_t p = 0; p < info->pages; p++)
-		info->pages_held += image_holds(img, p);
+	if (!img->held)
+		info->pages_held = info->pages;
+	for (uint64_t k = 0; img->held && k < img->hdr.map_len; k++)
+		info->pages_held += (uint64_t)__builtin_popcount(img->held[k]);
 }
 
 int image_inspect(const char *path, struct image_info *info)
