@@ -9,7 +9,8 @@
  * raw layer cut short fails its reads instead of showing the base; a
  * chain of images (a base image, diff images of diff1 and diff2 over it,
  * `image create --parent`) reads as the raw stack does, opened by its top
- * alone or given as layers, and its content ids are what
+ * alone, given as layers, or by URL (parents under its prefix), and its
+ * content ids are what
  * docs/image-format.md says; and every open that cannot be a stack is
  * refused with one line saying why (a wrong, missing or looping parent,
  * a chain too deep).
@@ -209,23 +210,28 @@ static void reads_remote(const char *spec, const char *const *layers,
 	fl_source_put(s);
 }
 
-/* URLs mix with files: a base by URL under raw diffs, an image by URL. */
+/*
+ * URLs mix with files: a base by URL under raw diffs, an image by URL;
+ * and a chain of images by URL, its parents found under its prefix.
+ */
 static void test_urls(const uint8_t *mem2, const uint8_t *mem_img)
 {
-	static const char *const names[] = { "base.mem", "img.fli" };
-	const char *files[] = { base.path, path_of("img") };
+	static const char *const names[] = { "base.mem", "img.fli",
+					     "base.fli", "c1.fli", "c2.fli" };
+	const char *files[] = { base.path, path_of("img"), path_of("base.fli"),
+				path_of("c1.fli"), path_of("c2.fli") };
 	const char *diffs[] = { path_of("diff1"), path_of("diff2") };
-	char url[2][96], path[256];
+	char url[5][96], path[256];
 	struct fl_source *s;
 	struct nginx ng;
 
 	if (!nginx_binary()) {
-		skip(3, "nginx not installed (apt-get install nginx-light)");
+		skip(4, "nginx not installed (apt-get install nginx-light)");
 		return;
 	}
 	if (nginx_setup(&ng) < 0)
 		BAIL("cannot set up nginx in /tmp");
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 5; i++) {
 		snprintf(path, sizeof(path), "%s/%s", ng.www, names[i]);
 		if (link(files[i], path) < 0 || chmod(path, 0644) < 0)
 			BAIL("link %s: %s", path, strerror(errno));
@@ -240,6 +246,13 @@ static void test_urls(const uint8_t *mem2, const uint8_t *mem_img)
 	s = open_stack(NULL, diffs, 2);
 	ok(s && fetched(s) == -1, "a stack of files alone: nothing remote "
 	   "to count");
+	fl_source_put(s);
+	s = open_stack(url[4], NULL, 0);
+	ok(s && source_layers_count(s) == 3 &&
+	   !strcmp(source_layers_at(s, 1)->desc, url[3]) &&
+	   reads_as(s, mem2, 64 * KIB) && fetched(s) > 0,
+	   "a diff image by URL: its parents found under its prefix (%s), "
+	   "every byte the chain's", s ? s->desc : fl_last_error());
 	fl_source_put(s);
 	nginx_kill(&ng);
 	nginx_cleanup(&ng);
@@ -601,9 +614,9 @@ int main(void)
 			 "by page (SEEK_DATA)");
 	test_stacks(mem1, mem2);
 	mem_img = test_image();
+	test_chain(mem1, mem2);
 	test_urls(mem2, mem_img);
 	test_cut(mem1);
-	test_chain(mem1, mem2);
 	test_chain_refused();
 	test_chain_deep();
 	test_refused();
