@@ -10,10 +10,9 @@
  * chain of images (a base image, diff images of diff1 and diff2 over it,
  * `image create --parent`) reads as the raw stack does, opened by its top
  * alone, given as layers, or by URL (parents under its prefix), and its
- * content ids are what
- * docs/image-format.md says; and every open that cannot be a stack is
- * refused with one line saying why (a wrong, missing or looping parent,
- * a chain too deep).
+ * content ids are what docs/image-format.md says; and every open that
+ * cannot be a stack is refused with one line saying why (a wrong,
+ * missing or looping parent, a chain too deep).
  */
 #include <linux/falloc.h>
 
