@@ -135,7 +135,7 @@ static const struct cli_case {
 	/* A scheme faultline does not read is not a missing file. */
 	{ "serve --socket @D/s --mem-file ftp://x/y", 2, "err",
 	  "faultline serve: --mem-file ftp://x/y: unsupported scheme ftp:// "
-	  "(http://, https://, tcp://, or a file's path)" },
+	  "(http://, https://, s3://, tcp://, or a file's path)" },
 	{ "lazy-pages -D @D --pages s3://bucket/pages", 2, "err",
 	  "faultline lazy-pages: --pages s3://bucket/pages: unsupported "
 	  "scheme s3://" },

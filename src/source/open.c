@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * open.c - the one place that knows every kind of source: a spec string
- * (an http(s) URL, tcp:// for a post-copy peer, an image by its magic, or
- * a raw memory file) picks the implementation; with layers (fl_source_opts)
+ * (an http(s) URL, s3://BUCKET/KEY, tcp:// for a post-copy peer, an image
+ * by its magic, or a raw memory file) picks the implementation; with layers (fl_source_opts)
  * each is opened so and stacked over the base by layers.c.
  */
 #include <ctype.h>
@@ -16,6 +16,7 @@
 #include "format/image.h"
 #include "source/impl.h"
 #include "source/layers.h"
+#include "source/s3.h"
 #include "util/error.h"
 #include "util/zero.h"
 
@@ -46,12 +47,14 @@ int source_check_spec(const char *spec)
 		return fl_err(-EINVAL, "source: empty path");
 	if (is_url(spec))
 		return 0;
+	if (s3_is_spec(spec))
+		return s3_check_spec(spec);
 	if (!strncmp(spec, "tcp://", 6))
 		return source_peer_check(spec);
 	n = scheme_len(spec);
 	if (n && access(spec, F_OK) < 0)	/* not a file named so */
 		return fl_err(-EINVAL, "%s: unsupported scheme %.*s:// "
-			      "(http://, https://, tcp://, or a file's path)",
+			      "(http://, https://, s3://, tcp://, or a file's path)",
 			      spec, (int)n, spec);
 	return 0;
 }
@@ -64,6 +67,8 @@ static int open_one(const char *spec, const struct fl_source_opts *opts,
 
 	if (is_url(spec))
 		return source_http_open(spec, opts ? opts : &none, out);
+	if (s3_is_spec(spec))
+		return source_s3_open(spec, opts ? opts : &none, out);
 	if (!strncmp(spec, "tcp://", 6))
 		return source_peer_open(spec, opts, out);
 	if (image_has_magic(spec))
