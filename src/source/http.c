@@ -425,6 +425,17 @@ static int open_offline(struct source_http *h, const struct fl_source_opts *o,
 	return 0;
 }
 
+/* The open's answer was not the object's first bytes: -EIO saying so. */
+static int status_error(const struct source_http *h, const struct xfer *x)
+{
+	char why[CURL_ERROR_SIZE];
+
+	if (http_status_text(x, why, sizeof(why)))	/* S3's own word */
+		return fl_err(-EIO, "%s: at open: %s", h->name, why);
+	return fl_err(-EIO, "%s: %s at open (expected 206, or 200 with a length)",
+		      h->name, why);
+}
+
 /*
  * url, or with s3 (taken over, also on failure) the s3:// source spec
  * whose URL it is.
@@ -433,7 +444,7 @@ static int http_open(const char *url, const char *spec, struct s3_target *s3,
 		     const struct fl_source_opts *o, struct fl_source **out)
 {
 	struct source_http *h;
-	char first[HTTP_PROBE], why[CURL_ERROR_SIZE];
+	char first[HTTP_PROBE];
 	struct xfer x;
 	uint64_t size;
 	int ret;
@@ -464,11 +475,8 @@ static int http_open(const char *url, const char *spec, struct s3_target *s3,
 	    open_offline(h, o, first, &x, ret) == 0)
 		goto opened;
 	if (ret < 0) {
-		if (x.status >= 400) {
-			http_status_text(&x, why, sizeof(why));
-			fl_err(-EIO, "%s: %s at open (expected 206, or 200 with a length)",
-			       h->name, why);
-		}
+		if (x.status >= 400)
+			status_error(h, &x);
 		goto fail;
 	}
 	if (x.status == 206 && x.total != UINT64_MAX) {
@@ -483,9 +491,7 @@ static int http_open(const char *url, const char *spec, struct s3_target *s3,
 	} else if (x.status == 416 && x.total != UINT64_MAX) {
 		size = x.total;	/* shorter than the probe */
 	} else {
-		http_status_text(&x, why, sizeof(why));
-		ret = fl_err(-EIO, "%s: %s at open (expected 206, or 200 with a length)",
-			     h->name, why);
+		ret = status_error(h, &x);
 		goto fail;
 	}
 	h->base.size = size;

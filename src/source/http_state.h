@@ -100,8 +100,9 @@ int http_fetch(struct source_http *h, struct xfer *xs, int n,
 
 /*
  * "HTTP status 403" for x's response, and with an S3 error body its code
- * and what it likely means: "HTTP status 403, SignatureDoesNotMatch (...)".
+ * and what it likely means: "HTTP status 403, SignatureDoesNotMatch (...)";
+ * true if it had such a body.
  */
-void http_status_text(const struct xfer *x, char *buf, size_t n);
+bool http_status_text(const struct xfer *x, char *buf, size_t n);
 
 #endif

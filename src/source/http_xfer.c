@@ -411,18 +411,19 @@ static void xfer_done(struct xfer *x, CURLcode cc)
 	}
 }
 
-void http_status_text(const struct xfer *x, char *buf, size_t n)
+bool http_status_text(const struct xfer *x, char *buf, size_t n)
 {
 	char code[64];
 	const char *hint;
 
 	if (!s3_error_code(x->ebody, x->elen, code, sizeof(code))) {
 		snprintf(buf, n, "HTTP status %ld", x->status);
-		return;
+		return false;
 	}
 	hint = s3_error_hint(code);
 	snprintf(buf, n, "HTTP status %ld, %s%s%s%s", x->status, code,
 		 hint ? " (" : "", hint ? hint : "", hint ? ")" : "");
+	return true;
 }
 
 static void xfer_stop(struct conn *c, struct xfer *x)

@@ -251,9 +251,9 @@ bool s3_error_code(const char *body, size_t len, char *code, size_t n)
 const char *s3_error_hint(const char *code)
 {
 	static const char *const hints[][2] = {
-		{ "SignatureDoesNotMatch", "AWS_SECRET_ACCESS_KEY is not "
-		  "the secret of AWS_ACCESS_KEY_ID, or the request was "
-		  "changed on its way" },
+		{ "SignatureDoesNotMatch", "the secret key is not the key "
+		  "id's: for s3://, AWS_SECRET_ACCESS_KEY and "
+		  "AWS_ACCESS_KEY_ID" },
 		{ "InvalidAccessKeyId", "the store knows no AWS_ACCESS_KEY_ID "
 		  "of that name" },
 		{ "AccessDenied", "the credentials may not read this object, "
