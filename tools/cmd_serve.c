@@ -20,7 +20,7 @@
 #include "util/sock.h"
 
 static const char usage[] =
-	"usage: faultline serve --socket PATH --mem-file FILE|URL\n"
+	"usage: faultline serve --socket PATH --mem-file FILE|URL|s3://BUCKET/KEY\n"
 	"       [--layer DIFF ...] [--chunk SIZE]\n"
 	"       [--threads N] [--stats-json FILE] [--once] [--allow-uid UID,...]\n"
 	"       [--socket-owner UID[:GID]]\n"
