@@ -69,7 +69,16 @@ CMD_DEPS := pkg-config:pkg-config protoc-c:protobuf-c-compiler perl:perl
 BUILD_PKGS := gcc make $(foreach d,$(PC_DEPS) $(CMD_DEPS),$(lastword $(subst :, ,$(d))))
 # What the tests need beside the build (HTTP tests, netns, bench plot,
 # killing a server inside a read).
-TEST_PKGS := nginx-light iproute2 gnuplot-nox strace
+TEST_PKGS := nginx-light iproute2 gnuplot-nox strace curl
+# The s3:// tests' S3-compatible server (tests/s3/server.js): the npm
+# package @20minutes/s3rver, its exact version and every dependency's
+# pinned by tests/s3/package.json and package-lock.json, installed by
+# deps with `npm ci` into S3RVER_DIR (never globally), from npm's cache
+# when it has been fetched once (--prefer-offline); Node.js and npm from
+# Debian where the machine has none.  Not for BUILD=build-san: the
+# sanitized tests use this one.  Why this server: docs/object-storage.md.
+S3RVER_DIR := build/s3rver
+S3_PKGS   := nodejs npm
 DEB_PKGS  := $(BUILD_PKGS) $(TEST_PKGS)
 # A real KVM where /dev/kvm is missing: QEMU's TCG, Debian's 6.1 kernel
 # (extracted from its package, not installed) and a busybox initramfs
@@ -180,6 +189,28 @@ deps:
 			--no-install-recommends $$missing >/dev/null; \
 	elif [ -n "$$missing" ]; then \
 		echo "KVM (without /dev/kvm), CRIU and metrics tests need: sudo apt-get install -y --no-install-recommends $$missing"; \
+	fi
+	@if ! command -v node >/dev/null 2>&1 || \
+	    ! command -v npm >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			echo "installing: $(S3_PKGS)"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+				apt-get install -y -qq $(S3_PKGS) >/dev/null; \
+		else \
+			echo "the s3:// tests need: sudo apt-get install -y $(S3_PKGS)"; \
+		fi; \
+	fi
+	@if command -v npm >/dev/null 2>&1 && \
+	    ! cmp -s tests/s3/package-lock.json $(S3RVER_DIR)/installed.json; then \
+		echo "installing the S3 test server into $(S3RVER_DIR)"; \
+		rm -rf $(S3RVER_DIR) && mkdir -p $(S3RVER_DIR) && \
+		cp tests/s3/package.json tests/s3/package-lock.json \
+			$(S3RVER_DIR)/ && \
+		(cd $(S3RVER_DIR) && npm ci --prefer-offline --no-audit \
+			--no-fund --loglevel=error >/dev/null) && \
+		cp tests/s3/package-lock.json $(S3RVER_DIR)/installed.json || \
+		{ rm -rf $(S3RVER_DIR); \
+		  echo "no S3 test server: the s3:// tests will be skipped"; }; \
 	fi
 
 # The kernel and kvm modules for the TCG VM, from Debian's package, and

@@ -60,8 +60,13 @@ int fl_source_open(const char *spec, struct fl_source **out);
 /*
  * spec may also be an http:// or https:// URL of either kind of file (read
  * with HTTP range requests in 512 KiB blocks; presigned URLs are passed
- * through untouched).  Remote blocks can be kept in a local cache directory,
- * so a second restore on the same host reads nothing remote.
+ * through untouched), or s3://BUCKET/KEY, read the same way with requests
+ * signed (AWS Signature V4) by the credentials of the environment
+ * (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
+ * AWS_REGION, AWS_ENDPOINT_URL for an S3-compatible store: a missing one
+ * fails with -EINVAL naming it).  Remote blocks can be kept in a local
+ * cache directory, so a second restore on the same host reads nothing
+ * remote.
  *
  * Layers: with nlayers > 0, spec is a base and layers[0..nlayers) diffs
  * over it, layers[0] just above the base and the last on top, each of any

@@ -135,10 +135,14 @@ static const struct cli_case {
 	/* A scheme faultline does not read is not a missing file. */
 	{ "serve --socket @D/s --mem-file ftp://x/y", 2, "err",
 	  "faultline serve: --mem-file ftp://x/y: unsupported scheme ftp:// "
-	  "(http://, https://, tcp://, or a file's path)" },
-	{ "lazy-pages -D @D --pages s3://bucket/pages", 2, "err",
-	  "faultline lazy-pages: --pages s3://bucket/pages: unsupported "
-	  "scheme s3://" },
+	  "(http://, https://, s3://, tcp://, or a file's path)" },
+	{ "lazy-pages -D @D --pages gs://bucket/pages", 2, "err",
+	  "faultline lazy-pages: --pages gs://bucket/pages: unsupported "
+	  "scheme gs://" },
+	{ "lazy-pages -D @D --pages s3://bucket", 2, "err",
+	  "faultline lazy-pages: --pages s3://bucket: not s3://BUCKET/KEY" },
+	{ "serve --socket @D/s --mem-file s3://bucket/", 2, "err",
+	  "faultline serve: --mem-file s3://bucket/: not s3://BUCKET/KEY" },
 	{ "serve --socket @D/s --mem-file @D/mem --layer ftp://x/y", 2, "err",
 	  "faultline serve: --layer ftp://x/y: unsupported scheme ftp:// " },
 	/* A file an option names that cannot be used is a failed run: 1. */

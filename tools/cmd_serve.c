@@ -20,7 +20,7 @@
 #include "util/sock.h"
 
 static const char usage[] =
-	"usage: faultline serve --socket PATH --mem-file FILE|URL\n"
+	"usage: faultline serve --socket PATH --mem-file FILE|URL|s3://BUCKET/KEY\n"
 	"       [--layer DIFF ...] [--chunk SIZE]\n"
 	"       [--threads N] [--stats-json FILE] [--once] [--allow-uid UID,...]\n"
 	"       [--socket-owner UID[:GID]]\n"
@@ -101,7 +101,8 @@ static int parse_owner(const char *arg, struct serve_config *c)
 static bool is_url(const char *spec)
 {
 	return !strncasecmp(spec, "http://", 7) ||
-	       !strncasecmp(spec, "https://", 8);	/* as the library does */
+	       !strncasecmp(spec, "https://", 8) ||
+	       !strncasecmp(spec, "s3://", 5);	/* as the library does */
 }
 
 /* Is the memory file or a layer a URL (what --cache is for)? */
@@ -117,8 +118,8 @@ static bool any_url(const struct serve_config *c)
 static int check_combinations(const struct serve_config *c, bool cache_max)
 {
 	if (c->cache_dir && !any_url(c)) {
-		fprintf(stderr, "faultline serve: --cache %s: only for http:// "
-			"and https:// memory files or layers (%s is read "
+		fprintf(stderr, "faultline serve: --cache %s: only for http://, "
+			"https:// and s3:// memory files or layers (%s is read "
 			"directly)\n", c->cache_dir, c->mem_file);
 		return CLI_USAGE;
 	}

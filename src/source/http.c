@@ -210,6 +210,10 @@ static void http_destroy(struct fl_source *s)
 	http_cache_close(h->cache);
 	curl_slist_free_all(h->cond);
 	pthread_mutex_destroy(&h->mu);
+	if (h->s3) {
+		s3_target_free(h->s3);
+		free(h->s3);
+	}
 	free(h->url);
 	free(h);
 }
@@ -421,8 +425,23 @@ static int open_offline(struct source_http *h, const struct fl_source_opts *o,
 	return 0;
 }
 
-int source_http_open(const char *url, const struct fl_source_opts *o,
-		     struct fl_source **out)
+/* The open's answer was not the object's first bytes: -EIO saying so. */
+static int status_error(const struct source_http *h, const struct xfer *x)
+{
+	char why[CURL_ERROR_SIZE];
+
+	if (http_status_text(x, why, sizeof(why)))	/* S3's own word */
+		return fl_err(-EIO, "%s: at open: %s", h->name, why);
+	return fl_err(-EIO, "%s: %s at open (expected 206, or 200 with a length)",
+		      h->name, why);
+}
+
+/*
+ * url, or with s3 (taken over, also on failure) the s3:// source spec
+ * whose URL it is.
+ */
+static int http_open(const char *url, const char *spec, struct s3_target *s3,
+		     const struct fl_source_opts *o, struct fl_source **out)
 {
 	struct source_http *h;
 	char first[HTTP_PROBE];
@@ -430,15 +449,20 @@ int source_http_open(const char *url, const struct fl_source_opts *o,
 	uint64_t size;
 	int ret;
 
-	ret = http_init();
-	if (ret < 0)
-		return fl_err(ret, "%s: cannot initialise libcurl", url);
 	h = calloc(1, sizeof(*h));
 	if (!h || !(h->url = strdup(url))) {
 		free(h);
+		if (s3) {
+			s3_target_free(s3);
+			free(s3);
+		}
 		return -ENOMEM;
 	}
-	url_name(url, h->name, sizeof(h->name));
+	h->s3 = s3;
+	if (s3)
+		snprintf(h->name, sizeof(h->name), "%s", spec);
+	else
+		url_name(url, h->name, sizeof(h->name));
 	pthread_mutex_init(&h->mu, NULL);
 	source_init(&h->base, &http_ops, 0, h->name);
 	h->base.remote = true;
@@ -452,8 +476,7 @@ int source_http_open(const char *url, const struct fl_source_opts *o,
 		goto opened;
 	if (ret < 0) {
 		if (x.status >= 400)
-			fl_err(-EIO, "%s: HTTP status %ld at open (expected 206, or 200 with a length)",
-			       h->name, x.status);
+			status_error(h, &x);
 		goto fail;
 	}
 	if (x.status == 206 && x.total != UINT64_MAX) {
@@ -468,8 +491,7 @@ int source_http_open(const char *url, const struct fl_source_opts *o,
 	} else if (x.status == 416 && x.total != UINT64_MAX) {
 		size = x.total;	/* shorter than the probe */
 	} else {
-		ret = fl_err(-EIO, "%s: HTTP status %ld at open (expected 206, or 200 with a length)",
-			     h->name, x.status);
+		ret = status_error(h, &x);
 		goto fail;
 	}
 	h->base.size = size;
@@ -500,4 +522,33 @@ opened:
 fail:
 	http_destroy(&h->base);
 	return ret;
+}
+
+int source_http_open(const char *url, const struct fl_source_opts *o,
+		     struct fl_source **out)
+{
+	int ret = http_init();
+
+	if (ret < 0)
+		return fl_err(ret, "%s: cannot initialise libcurl", url);
+	return http_open(url, NULL, NULL, o, out);
+}
+
+int source_s3_open(const char *spec, const struct fl_source_opts *o,
+		   struct fl_source **out)
+{
+	struct s3_target *t;
+	int ret = http_init();
+
+	if (ret < 0)
+		return fl_err(ret, "%s: cannot initialise libcurl", spec);
+	t = malloc(sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	ret = s3_target_get(spec, t);
+	if (ret < 0) {
+		free(t);
+		return ret;
+	}
+	return http_open(t->url, spec, t, o, out);
 }

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "source/http_cache.h"
+#include "source/s3.h"
 #include "source/source.h"
 
 #define HTTP_BLOCK	(512u << 10)
@@ -38,7 +39,9 @@ struct xfer_slot {
 struct source_http {
 	struct fl_source base;
 	char *url;		/* as given: passed to libcurl untouched */
-	char name[192];		/* for messages: no query string, no user */
+	char name[192];		/* for messages: no query string, no user;
+				 * an s3:// source's spec */
+	struct s3_target *s3;	/* s3://: how requests are signed; else NULL */
 	uint64_t key;		/* the object's name in the local cache */
 	char etag[128];		/* the object's ETag at open, "" none */
 	char lm[64];		/* its Last-Modified at open, "" none */
@@ -77,6 +80,9 @@ struct xfer {
 	curl_off_t clen;	/* Content-Length, -1 unknown */
 	char etag[128];		/* "" none */
 	char lm[64];		/* "" none */
+	struct curl_slist *hdrs; /* s3://: this request's headers, Range too */
+	char ebody[512];	/* the start of an error response's body */
+	size_t elen;
 };
 
 /* X_GONE: cancelled because another transfer of the read failed */
@@ -91,5 +97,12 @@ int http_init(void);
  */
 int http_fetch(struct source_http *h, struct xfer *xs, int n,
 		 uint64_t deadline);
+
+/*
+ * "HTTP status 403" for x's response, and with an S3 error body its code
+ * and what it likely means: "HTTP status 403, SignatureDoesNotMatch (...)";
+ * true if it had such a body.
+ */
+bool http_status_text(const struct xfer *x, char *buf, size_t n);
 
 #endif

@@ -142,9 +142,17 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
 	struct xfer *x = arg;
 	size_t bytes = size * n, room = x->len - x->got;
 
+	if (x->hstatus >= 300 ||
+	    (!x->probe && x->hstatus != 200 && x->hstatus != 206)) {
+		/* an error page: not our bytes; its start for the message */
+		size_t keep = sizeof(x->ebody) - 1 - x->elen;
+
+		keep = bytes < keep ? bytes : keep;
+		memcpy(x->ebody + x->elen, p, keep);
+		x->elen += keep;
+		return bytes;
+	}
 	if (!x->probe) {
-		if (x->hstatus != 200 && x->hstatus != 206)
-			return bytes;	/* an error page: not our bytes */
 		if (!x->checked && !response_ok(x))
 			return 0;	/* stop before a byte is kept */
 	}
@@ -231,6 +239,41 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 	return len;
 }
 
+/*
+ * An s3:// source's request: signed by libcurl (AWS Signature V4) over
+ * its headers, Range among them (set as a header, not CURLOPT_RANGE,
+ * so that it is signed), and the precondition.  0 or -ENOMEM.
+ */
+static int sign_s3(CURL *e, struct xfer *x)
+{
+	const struct s3_target *t = x->h->s3;
+	struct curl_slist *l;
+	char line[64];
+
+	for (l = t->headers; l; l = l->next)
+		if (!(x->hdrs = curl_slist_append(x->hdrs, l->data)))
+			return -ENOMEM;
+	if (!x->probe && x->h->cond &&
+	    !(x->hdrs = curl_slist_append(x->hdrs, x->h->cond->data)))
+		return -ENOMEM;
+	snprintf(line, sizeof(line), "Range: bytes=%s", x->range);
+	if (!(x->hdrs = curl_slist_append(x->hdrs, line)))
+		return -ENOMEM;
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->hdrs);
+	curl_easy_setopt(e, CURLOPT_AWS_SIGV4, t->sigv4);
+	curl_easy_setopt(e, CURLOPT_USERNAME, t->key_id);
+	curl_easy_setopt(e, CURLOPT_PASSWORD, t->secret);
+	/* a redirect (another region) is an error to show, not to follow */
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+	return 0;
+}
+
+static void free_hdrs(struct xfer *x)
+{
+	curl_slist_free_all(x->hdrs);	/* a session token's copy too */
+	x->hdrs = NULL;
+}
+
 static int xfer_start(struct conn *c, struct xfer *x)
 {
 	CURL *e = c->free_easy[--c->nfree];
@@ -246,12 +289,14 @@ static int xfer_start(struct conn *c, struct xfer *x)
 	x->start = x->end = x->total = UINT64_MAX;
 	x->etag[0] = 0;
 	x->lm[0] = 0;
+	x->elen = 0;
 	snprintf(x->range, sizeof(x->range), "%" PRIu64 "-%" PRIu64, x->off,
 		 x->off + x->len - 1);
 	curl_easy_reset(e);
 	curl_easy_setopt(e, CURLOPT_URL, x->h->url);
 	curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
-	curl_easy_setopt(e, CURLOPT_RANGE, x->range);
+	if (!x->h->s3)
+		curl_easy_setopt(e, CURLOPT_RANGE, x->range);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
@@ -270,7 +315,9 @@ static int xfer_start(struct conn *c, struct xfer *x)
 	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L << 10);
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(e, CURLOPT_USERAGENT, "faultline/" "0.1");
-	if (curl_multi_add_handle(c->multi, e) != CURLM_OK) {
+	if ((x->h->s3 && sign_s3(e, x) < 0) ||
+	    curl_multi_add_handle(c->multi, e) != CURLM_OK) {
+		free_hdrs(x);
 		c->free_easy[c->nfree++] = e;
 		x->easy = NULL;
 		return -ENOMEM;
@@ -343,7 +390,7 @@ static void xfer_done(struct xfer *x, CURLcode cc)
 			 x->got, x->len);
 		retry = x->status == 206;
 	} else {
-		snprintf(x->err, sizeof(x->err), "HTTP status %ld", x->status);
+		http_status_text(x, x->err, sizeof(x->err));
 		retry = x->status >= 500 || x->status == 429;
 	}
 	if (retry && ++x->tries < HTTP_TRIES) {
@@ -364,9 +411,25 @@ static void xfer_done(struct xfer *x, CURLcode cc)
 	}
 }
 
+bool http_status_text(const struct xfer *x, char *buf, size_t n)
+{
+	char code[64];
+	const char *hint;
+
+	if (!s3_error_code(x->ebody, x->elen, code, sizeof(code))) {
+		snprintf(buf, n, "HTTP status %ld", x->status);
+		return false;
+	}
+	hint = s3_error_hint(code);
+	snprintf(buf, n, "HTTP status %ld, %s%s%s%s", x->status, code,
+		 hint ? " (" : "", hint ? hint : "", hint ? ")" : "");
+	return true;
+}
+
 static void xfer_stop(struct conn *c, struct xfer *x)
 {
 	curl_multi_remove_handle(c->multi, x->easy);
+	free_hdrs(x);
 	c->free_easy[c->nfree++] = x->easy;
 	x->easy = NULL;
 }

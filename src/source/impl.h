@@ -25,5 +25,11 @@ int source_image_over(struct fl_source *lower, const char *name,
 /* An http:// or https:// URL of a raw memory file or an image. */
 int source_http_open(const char *url, const struct fl_source_opts *o,
 		     struct fl_source **out);
+/*
+ * s3://BUCKET/KEY: an http source at the object's URL, its requests
+ * signed with the credentials of the environment (s3.c).
+ */
+int source_s3_open(const char *spec, const struct fl_source_opts *o,
+		   struct fl_source **out);
 
 #endif

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * open.c - the one place that knows every kind of source: a spec string
- * (an http(s) URL, tcp:// for a post-copy peer, an image by its magic, or
- * a raw memory file) picks the implementation; with layers (fl_source_opts)
- * each is opened so and stacked over the base by layers.c.  A diff image
- * opened as the base brings its chain: its parents, found by the names
- * they are recorded under beside it (the same directory or URL prefix),
- * stacked under it; layers.c checks each against the content id its
- * child names.
+ * (an http(s) URL, s3://BUCKET/KEY, tcp:// for a post-copy peer, an image
+ * by its magic, or a raw memory file) picks the implementation; with
+ * layers (fl_source_opts) each is opened so and stacked over the base by
+ * layers.c.  A diff image opened as the base brings its chain: its
+ * parents, found by the names they are recorded under beside it (the
+ * same directory or URL prefix), stacked under it; layers.c checks each
+ * against the content id its child names.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -23,6 +23,7 @@
 #include "format/image.h"
 #include "source/impl.h"
 #include "source/layers.h"
+#include "source/s3.h"
 #include "util/error.h"
 #include "util/zero.h"
 
@@ -53,12 +54,14 @@ int source_check_spec(const char *spec)
 		return fl_err(-EINVAL, "source: empty path");
 	if (is_url(spec))
 		return 0;
+	if (s3_is_spec(spec))
+		return s3_check_spec(spec);
 	if (!strncmp(spec, "tcp://", 6))
 		return source_peer_check(spec);
 	n = scheme_len(spec);
 	if (n && access(spec, F_OK) < 0)	/* not a file named so */
 		return fl_err(-EINVAL, "%s: unsupported scheme %.*s:// "
-			      "(http://, https://, tcp://, or a file's path)",
+			      "(http://, https://, s3://, tcp://, or a file's path)",
 			      spec, (int)n, spec);
 	return 0;
 }
@@ -71,6 +74,8 @@ static int open_one(const char *spec, const struct fl_source_opts *opts,
 
 	if (is_url(spec))
 		return source_http_open(spec, opts ? opts : &none, out);
+	if (s3_is_spec(spec))
+		return source_s3_open(spec, opts ? opts : &none, out);
 	if (!strncmp(spec, "tcp://", 6))
 		return source_peer_open(spec, opts, out);
 	if (image_has_magic(spec))

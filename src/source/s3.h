@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * s3.h - s3://BUCKET/KEY sources: the URL an http source reads and how it
+ * signs its requests (s3.c), and the <Code> of an S3 error body.
+ */
+#ifndef FAULTLINE_SOURCE_S3_H
+#define FAULTLINE_SOURCE_S3_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <curl/curl.h>
+
+/* The empty payload's SHA-256: the x-amz-content-sha256 of every GET. */
+#define S3_EMPTY_SHA256 \
+	"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+/* How an s3:// source's requests are made and signed. */
+struct s3_target {
+	char *url;		/* path-style at AWS_ENDPOINT_URL, or AWS's */
+	char *key_id;		/* AWS_ACCESS_KEY_ID */
+	char *secret;		/* AWS_SECRET_ACCESS_KEY: never printed */
+	char sigv4[80];		/* CURLOPT_AWS_SIGV4: "aws:amz:REGION:s3" */
+	struct curl_slist *headers; /* x-amz-content-sha256, -security-token */
+};
+
+/* Is spec an s3:// spec (by its scheme alone)? */
+bool s3_is_spec(const char *spec);
+
+/* Is spec a well-formed s3://BUCKET/KEY?  0, or -EINVAL saying why. */
+int s3_check_spec(const char *spec);
+
+/*
+ * The URL and signing of spec, from the environment (AWS_ACCESS_KEY_ID,
+ * AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION or
+ * AWS_DEFAULT_REGION, AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL): 0, or
+ * -EINVAL naming the variable that is missing or wrong, -ENOMEM.
+ */
+int s3_target_get(const char *spec, struct s3_target *t);
+
+/* Free t's parts, the secret wiped first. */
+void s3_target_free(struct s3_target *t);
+
+/*
+ * The <Code> of an S3 error body (<Error>...<Code>C</Code>...), which
+ * need not be NUL-terminated: true with code holding C (letters, digits
+ * and '.' only, at most n - 1 of them), else false and code "".
+ */
+bool s3_error_code(const char *body, size_t len, char *code, size_t n);
+
+/* What an error code usually means here, or NULL. */
+const char *s3_error_hint(const char *code);
+
+#endif

@@ -1,0 +1,749 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * s3.c - s3://BUCKET/KEY sources against a real S3-compatible server on
+ * loopback that checks AWS Signature V4 (tests/s3/server.js, the npm
+ * package @20minutes/s3rver that `make deps` installs into build/s3rver):
+ * a raw memory file and its image (`faultline image create`), uploaded
+ * with a signed PUT (curl --aws-sigv4), read whole through the library
+ * and through `faultline serve` by Firecracker-style clients, with a
+ * session token and with --cache; a wrong secret fails at open with the
+ * server's 403, one line naming the object and SignatureDoesNotMatch,
+ * after one request, and the daemon exits 1; missing credentials or
+ * region name the variable; presigned URLs (made by tests/s3/presign.js)
+ * read right, an expired one fails with AccessDenied; the secret and
+ * the token are in no message, log line or `faultline status` output.
+ *
+ * What the server does not check is checked here instead: its access log
+ * shows every request of faultline signed (it would serve unsigned ones)
+ * with host;range;x-amz-content-sha256;x-amz-date among the signed
+ * headers, and every range "bytes=A-B" (it answers suffix ranges
+ * wrongly); a listener of our own takes one request as it comes off the
+ * wire and checks the Authorization header's credential scope and
+ * signed headers, the payload hash (the empty body's: the server never
+ * compares it) and the key's encoding, and answers 403 AccessDenied.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <regex.h>
+
+#include "faultline.h"
+#include "source/s3.h"
+#include "source/source.h"
+#include "tap.h"
+#include "serve_util.h"
+#include "http_util.h"
+
+#define SIZE	(16ull << 20)
+#define KEY_ID	"AKIAFLTEST0000000001"
+#define SECRET	"fl-test-secret-9f3b2c7d0e6a"
+#define TOKEN	"fl-test-session-token-51a8c0ffee"
+#define REGION	"eu-west-3"
+#define BUCKET	"snaps"
+
+static struct {
+	pid_t pid;
+	int port;
+	int stdin_w;
+	char dir[128];
+	char log[128];		/* its stdout and stderr */
+	char access[128];	/* a line per request (server.js) */
+	char endpoint[64];
+} srv = { .pid = -1, .stdin_w = -1 };
+
+static struct mem_file mem;
+static char tmp[64];
+
+/* ---- the server ------------------------------------------------------------ */
+
+static const char *s3rver_dir(void)
+{
+	const char *d = getenv("FL_S3RVER_DIR");
+
+	return d ? d : "build/s3rver";
+}
+
+static const char *why_not(void)
+{
+	static char why[PATH_MAX + 64];
+	char path[PATH_MAX];
+
+	if (system("command -v node >/dev/null 2>&1"))
+		return "node is not installed (make deps installs nodejs)";
+	if (system("command -v curl >/dev/null 2>&1"))
+		return "curl is not installed (make deps installs it)";
+	snprintf(path, sizeof(path),
+		 "%s/node_modules/@20minutes/s3rver/package.json", s3rver_dir());
+	if (access(path, R_OK)) {
+		snprintf(why, sizeof(why), "the S3 test server is not in %s "
+			 "(make deps installs it with npm)", s3rver_dir());
+		return why;
+	}
+	return NULL;
+}
+
+static int server_start(void)
+{
+	char modules[PATH_MAX], rel[PATH_MAX], port[16];
+	int p[2];
+
+	snprintf(rel, sizeof(rel), "%s/node_modules", s3rver_dir());
+	if (!realpath(rel, modules) || pipe2(p, O_CLOEXEC))
+		return -1;
+	snprintf(srv.dir, sizeof(srv.dir), "%s/s3", tmp);
+	snprintf(srv.log, sizeof(srv.log), "%s/s3.log", tmp);
+	snprintf(srv.access, sizeof(srv.access), "%s/access.log", tmp);
+	mkdir(srv.dir, 0700);
+	srv.port = free_port();
+	snprintf(port, sizeof(port), "%d", srv.port);
+	snprintf(srv.endpoint, sizeof(srv.endpoint), "http://127.0.0.1:%d",
+		 srv.port);
+	fflush(stdout);
+	srv.pid = fork();
+	if (srv.pid == 0) {
+		int fd = open(srv.log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(p[0], 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		setenv("FL_S3_SECRET", SECRET, 1);
+		setenv("NODE_PATH", modules, 1);
+		setenv("NODE_NO_WARNINGS", "1", 1);
+		execlp("node", "node", "tests/s3/server.js", port, srv.dir,
+		       KEY_ID, BUCKET, srv.access, (char *)NULL);
+		_exit(127);
+	}
+	close(p[0]);
+	srv.stdin_w = p[1];
+	for (int i = 0; i < 3000; i++) {
+		if (port_open(srv.port))
+			return 0;
+		if (waitpid(srv.pid, NULL, WNOHANG) == srv.pid) {
+			srv.pid = -1;
+			return -1;
+		}
+		usleep(5000);
+	}
+	return -1;
+}
+
+static void server_stop(void)
+{
+	if (srv.pid > 0) {
+		close(srv.stdin_w);
+		kill(srv.pid, SIGTERM);
+		if (su_reap(srv.pid, 5000) == SU_TIMEOUT)
+			diag("the S3 server did not stop in 5 s");
+		srv.pid = -1;
+	}
+}
+
+/* Upload file as BUCKET/key with a signed PUT (curl, not faultline). */
+static int upload(const char *file, const char *key)
+{
+	char cmd[1024];
+
+	snprintf(cmd, sizeof(cmd),
+		 "h=$(sha256sum '%s' | cut -d' ' -f1) && "
+		 "curl -sSf -o /dev/null --aws-sigv4 aws:amz:%s:s3 "
+		 "-u '%s:%s' -X PUT -H \"x-amz-content-sha256: $h\" "
+		 "--data-binary @'%s' '%s/%s/%s'", file, REGION, KEY_ID,
+		 SECRET, file, srv.endpoint, BUCKET, key);
+	return system(cmd);
+}
+
+/* Lines of the access log (requests served so far), as nginx's. */
+static long access_lines(void)
+{
+	struct nginx n = { .pid = -1 };
+
+	snprintf(n.log, sizeof(n.log), "%s", srv.access);
+	return nginx_requests(&n);
+}
+
+/* Does the SignedHeaders list sh name the headers faultline must sign? */
+static bool signed_all(const char *sh, bool token)
+{
+	static const char *const want[] = { "host", "range",
+		"x-amz-content-sha256", "x-amz-date", "x-amz-security-token" };
+	char list[300];
+
+	snprintf(list, sizeof(list), ";%s;", sh);
+	for (size_t i = 0; i < sizeof(want) / sizeof(*want) - !token; i++) {
+		char item[64];
+
+		snprintf(item, sizeof(item), ";%s;", want[i]);
+		if (!strstr(list, item))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Every request in the access log after line from: a GET of path, signed
+ * (sigv4) over at least host;range;x-amz-content-sha256;x-amz-date (and
+ * x-amz-security-token with the token), for "bytes=A-B".  The number of
+ * such requests, or -1 (with a diag) at the first that is not so.
+ */
+static long requests_as_signed(long from, const char *path, bool token)
+{
+	FILE *f = fopen(srv.access, "r");
+	char line[1024], m[16], p[512], st[8], range[64], auth[16], sh[256],
+	     tok[8];
+	long i = 0, n = 0;
+	regex_t re;
+
+	if (!f)
+		return -1;
+	regcomp(&re, "^bytes=[0-9]+-[0-9]+$", REG_EXTENDED | REG_NOSUB);
+	while (fgets(line, sizeof(line), f)) {
+		if (i++ < from)
+			continue;
+		if (sscanf(line, "%15s %511s %7s %63s %15s %255s %7s", m, p, st,
+			   range, auth, sh, tok) != 7 || strcmp(m, "GET") ||
+		    strcmp(p, path) || strcmp(auth, "sigv4") ||
+		    !signed_all(sh, token) ||
+		    regexec(&re, range, 0, NULL, 0) ||
+		    strcmp(tok, token ? "token" : "-")) {
+			diag("request not as faultline signs them: %s", line);
+			n = -1;
+			break;
+		}
+		n++;
+	}
+	regfree(&re);
+	fclose(f);
+	return n;
+}
+
+/* ---- the environment ------------------------------------------------------- */
+
+static void env_set(const char *secret, const char *token)
+{
+	setenv("AWS_ACCESS_KEY_ID", KEY_ID, 1);
+	setenv("AWS_SECRET_ACCESS_KEY", secret, 1);
+	setenv("AWS_REGION", REGION, 1);
+	setenv("AWS_ENDPOINT_URL", srv.endpoint, 1);
+	unsetenv("AWS_DEFAULT_REGION");
+	unsetenv("AWS_ENDPOINT_URL_S3");
+	if (token)
+		setenv("AWS_SESSION_TOKEN", token, 1);
+	else
+		unsetenv("AWS_SESSION_TOKEN");
+}
+
+/* Does s hold a secret of this test (the right one, a wrong one, a token)? */
+static bool leaks(const char *s)
+{
+	return strstr(s, SECRET) || strstr(s, "wrong-" SECRET) ||
+	       strstr(s, TOKEN);
+}
+
+static bool file_leaks(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[4096];
+	bool bad = false;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (leaks(line)) {
+			diag("%s: a secret in \"%.*s\"", path,
+			     (int)strcspn(line, "\n"), line);
+			bad = true;
+		}
+	if (f)
+		fclose(f);
+	return bad;
+}
+
+/* ---- the library ----------------------------------------------------------- */
+
+static void count_note(void *arg, const char *line)
+{
+	(void)line;
+	(*(int *)arg)++;
+}
+
+/*
+ * Open spec and read all of it: 0 if every byte is right and the source's
+ * name is spec's (without a query string) and holds no secret, or -errno.
+ */
+static int read_whole(const char *spec, int *notes)
+{
+	struct fl_source_opts o = { .note = count_note, .note_arg = notes };
+	struct fl_source *s = NULL;
+	uint8_t *buf;
+	int ret = fl_source_open_ex(spec, &o, &s);
+
+	if (ret < 0)
+		return ret;
+	buf = malloc(SIZE);
+	if (fl_source_size(s) != SIZE || !buf)
+		ret = -EINVAL;
+	else
+		ret = s->ops->read(s, buf, SIZE, 0);
+	if (!ret && memcmp(buf, mem.map, SIZE))
+		ret = -EBADMSG;
+	if (!ret && (strncmp(s->desc, spec, strcspn(spec, "?")) ||
+		     leaks(s->desc) || strstr(s->desc, "X-Amz-Signature")))
+		ret = -EPROTO;
+	free(buf);
+	fl_source_put(s);
+	return ret;
+}
+
+static void test_library(void)
+{
+	long from = access_lines();
+	int notes = 0, ret;
+
+	env_set(SECRET, NULL);
+	ret = read_whole("s3://" BUCKET "/raw.mem", &notes);
+	ok(ret == 0, "library: every byte of s3://%s/raw.mem (%d%s%s)", BUCKET,
+	   ret, ret ? ": " : "", ret ? fl_last_error() : "");
+	ok(requests_as_signed(from, "/" BUCKET "/raw.mem", false) > 1,
+	   "... every request signed over host;range;x-amz-content-sha256;"
+	   "x-amz-date, for bytes=A-B (no suffix range)");
+	from = access_lines();
+	ret = read_whole("s3://" BUCKET "/img/snap.img", &notes);
+	ok(ret == 0, "library: every byte of the image at s3://%s/img/snap.img "
+	   "(%d%s%s)", BUCKET, ret, ret ? ": " : "",
+	   ret ? fl_last_error() : "");
+	ok(requests_as_signed(from, "/" BUCKET "/img/snap.img", false) > 1,
+	   "... every request signed so");
+
+	from = access_lines();
+	env_set(SECRET, TOKEN);
+	ret = read_whole("s3://" BUCKET "/raw.mem", &notes);
+	ok(ret == 0, "library: with AWS_SESSION_TOKEN (%d%s%s)", ret,
+	   ret ? ": " : "", ret ? fl_last_error() : "");
+	ok(requests_as_signed(from, "/" BUCKET "/raw.mem", true) > 1,
+	   "... every request carried x-amz-security-token, signed");
+	is_int(notes, 0, "no request was retried");
+
+	/* a wrong secret: the server's 403, once, and one line */
+	from = access_lines();
+	env_set("wrong-" SECRET, NULL);
+	ret = read_whole("s3://" BUCKET "/raw.mem", &notes);
+	const char *e = fl_last_error();
+
+	ok(ret == -EIO && strstr(e, "s3://" BUCKET "/raw.mem") &&
+	   strstr(e, "403") && strstr(e, "SignatureDoesNotMatch") &&
+	   !strchr(e, '\n'), "wrong secret: -EIO, \"%s\"", e);
+	ok(!leaks(e), "... the message holds no secret");
+	is_int(access_lines() - from, 1, "... after one request (a 403 is "
+	       "not retried)");
+	is_int(notes, 0, "... and no retry was announced");
+
+	/* the missing variables, each named */
+	static const char *const vars[] = { "AWS_ACCESS_KEY_ID",
+					    "AWS_SECRET_ACCESS_KEY",
+					    "AWS_REGION" };
+	for (size_t i = 0; i < sizeof(vars) / sizeof(*vars); i++) {
+		env_set(SECRET, NULL);
+		unsetenv(vars[i]);
+		from = access_lines();
+		ret = read_whole("s3://" BUCKET "/raw.mem", &notes);
+		e = fl_last_error();
+		ok(ret == -EINVAL && strstr(e, vars[i]) &&
+		   strstr(e, "s3://" BUCKET "/raw.mem"),
+		   "%s unset: -EINVAL, \"%s\"", vars[i], e);
+		is_int(access_lines() - from, 0, "... and no request made");
+	}
+	env_set(SECRET, NULL);
+	unsetenv("AWS_REGION");
+	setenv("AWS_DEFAULT_REGION", REGION, 1);
+	ret = read_whole("s3://" BUCKET "/raw.mem", &notes);
+	ok(ret == 0, "AWS_DEFAULT_REGION stands in for AWS_REGION (%d)", ret);
+
+	env_set(SECRET, NULL);
+	ret = read_whole("s3://" BUCKET "/absent.mem", &notes);
+	e = fl_last_error();
+	ok(ret == -EIO && strstr(e, "404") && strstr(e, "NoSuchKey"),
+	   "a missing key: \"%s\"", e);
+}
+
+/* Presigned URLs (no credentials in the environment) read as before. */
+static void test_presigned(void)
+{
+	char cmd[512], url[1024] = "";
+	int notes = 0, ret;
+	FILE *p;
+
+	for (int expired = 0; expired < 2; expired++) {
+		snprintf(cmd, sizeof(cmd), "FL_S3_SECRET='%s' node "
+			 "tests/s3/presign.js '%s/%s/raw.mem' %s %s 60 %s",
+			 SECRET, srv.endpoint, BUCKET, KEY_ID, REGION,
+			 expired ? "120" : "0");
+		p = popen(cmd, "r");
+		url[0] = 0;
+		if (!p || !fgets(url, sizeof(url), p)) {
+			ok(0, "presign.js made a URL");
+			if (p)
+				pclose(p);
+			return;
+		}
+		pclose(p);
+		url[strcspn(url, "\n")] = 0;
+		unsetenv("AWS_ACCESS_KEY_ID");
+		unsetenv("AWS_SECRET_ACCESS_KEY");
+		ret = read_whole(url, &notes);
+		if (!expired) {
+			ok(ret == 0, "a presigned URL: every byte (%d%s%s)",
+			   ret, ret ? ": " : "", ret ? fl_last_error() : "");
+			continue;
+		}
+		const char *e = fl_last_error();
+
+		ok(ret == -EIO && strstr(e, "403") &&
+		   strstr(e, "AccessDenied") && strstr(e, "raw.mem?...") &&
+		   !strstr(e, "X-Amz-Signature"),
+		   "an expired presigned URL: \"%s\"", e);
+	}
+}
+
+/* ok() that got equals want, showing both otherwise. */
+static void is_text(const char *got, const char *want, const char *name)
+{
+	if (!ok(!strcmp(got, want), "%s", name))
+		diag("got \"%s\", want \"%s\"", got, want);
+}
+
+/* ---- one request off the wire ---------------------------------------------- */
+
+struct capture {
+	int fd;
+	char req[8192];
+};
+
+static void *capture_one(void *arg)
+{
+	static const char body[] =
+		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>"
+		"AccessDenied</Code><Message>Access Denied</Message></Error>";
+	struct capture *c = arg;
+	char resp[512];
+	size_t n = 0;
+	ssize_t r;
+	int fd = accept(c->fd, NULL, NULL);
+
+	if (fd < 0)
+		return NULL;
+	while (n + 1 < sizeof(c->req) &&
+	       (r = read(fd, c->req + n, sizeof(c->req) - 1 - n)) > 0) {
+		n += (size_t)r;
+		c->req[n] = 0;
+		if (strstr(c->req, "\r\n\r\n"))
+			break;
+	}
+	snprintf(resp, sizeof(resp), "HTTP/1.1 403 Forbidden\r\n"
+		 "Content-Type: application/xml\r\nContent-Length: %zu\r\n"
+		 "Connection: close\r\n\r\n%s", sizeof(body) - 1, body);
+	if (write(fd, resp, strlen(resp)) < 0)
+		diag("capture: write: %s", strerror(errno));
+	close(fd);
+	return NULL;
+}
+
+/* The value of header name in the captured request, or "". */
+static const char *header(const char *req, const char *name, char *out,
+			  size_t n)
+{
+	const char *p = req;
+
+	out[0] = 0;
+	while ((p = strstr(p, "\r\n"))) {
+		p += 2;
+		if (!strncasecmp(p, name, strlen(name)) &&
+		    p[strlen(name)] == ':') {
+			const char *v = p + strlen(name) + 1;
+
+			v += strspn(v, " ");
+			snprintf(out, n, "%.*s", (int)strcspn(v, "\r\n"), v);
+			break;
+		}
+	}
+	return out;
+}
+
+static void test_wire(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+	struct capture c = { .fd = socket(AF_INET, SOCK_STREAM, 0) };
+	char ep[64], v[1024], want[512], day[16];
+	struct fl_source *s = NULL;
+	regex_t re;
+	pthread_t t;
+	int ret;
+
+	if (bind(c.fd, (struct sockaddr *)&a, sizeof(a)) ||
+	    listen(c.fd, 4) ||
+	    getsockname(c.fd, (struct sockaddr *)&a, &alen))
+		BAIL("listener: %s", strerror(errno));
+	snprintf(ep, sizeof(ep), "http://127.0.0.1:%d/", ntohs(a.sin_port));
+	env_set(SECRET, TOKEN);
+	setenv("AWS_ENDPOINT_URL", ep, 1);
+	pthread_create(&t, NULL, capture_one, &c);
+	ret = fl_source_open("s3://wire-bucket/dir/a b+c%.mem", &s);
+	pthread_join(t, NULL);
+	close(c.fd);
+	const char *e = fl_last_error();
+
+	ok(ret == -EIO && strstr(e, "s3://wire-bucket/dir/a b+c%.mem") &&
+	   strstr(e, "403") && strstr(e, "AccessDenied") && !leaks(e),
+	   "wire: 403 AccessDenied from a listener: \"%s\"", e);
+	ok(!strncmp(c.req, "GET /wire-bucket/dir/a%20b%2Bc%25.mem HTTP/1.1\r\n",
+		    48), "wire: path-style at AWS_ENDPOINT_URL, the key "
+	   "percent-encoded once: \"%.*s\"", (int)strcspn(c.req, "\r"), c.req);
+	header(c.req, "X-Amz-Date", v, sizeof(v));
+	snprintf(day, sizeof(day), "%.8s", v);
+	ok(strlen(v) == 16 && v[8] == 'T' && v[15] == 'Z',
+	   "wire: X-Amz-Date %s", v);
+	header(c.req, "Authorization", v, sizeof(v));
+	snprintf(want, sizeof(want), "AWS4-HMAC-SHA256 Credential=%s/%s/%s/"
+		 "s3/aws4_request, SignedHeaders=host;range;"
+		 "x-amz-content-sha256;x-amz-date;x-amz-security-token, "
+		 "Signature=", KEY_ID, day, REGION);
+	regcomp(&re, "^[0-9a-f]{64}$", REG_EXTENDED | REG_NOSUB);
+	ok(!strncmp(v, want, strlen(want)) &&
+	   !regexec(&re, v + strlen(want), 0, NULL, 0),
+	   "wire: Authorization: AWS4-HMAC-SHA256, the credential scope "
+	   "(key id, day, region, s3), host;range;x-amz-content-sha256;"
+	   "x-amz-date;x-amz-security-token signed: \"%s\"", v);
+	regfree(&re);
+	ok(!strstr(c.req, SECRET), "wire: the secret itself is not sent");
+	is_text(header(c.req, "x-amz-content-sha256", v, sizeof(v)),
+	       S3_EMPTY_SHA256, "wire: x-amz-content-sha256 is the empty "
+	       "body's hash (a GET has none; the server never compares)");
+	is_text(header(c.req, "x-amz-security-token", v, sizeof(v)), TOKEN,
+	       "wire: x-amz-security-token is AWS_SESSION_TOKEN");
+	is_text(header(c.req, "Range", v, sizeof(v)), "bytes=0-4095",
+	       "wire: Range bytes=0-4095 (the open's probe; never a suffix)");
+	env_set(SECRET, NULL);
+}
+
+/* ---- specs and URLs ---------------------------------------------------------- */
+
+static void test_urls(void)
+{
+	static const struct {
+		const char *spec, *endpoint, *url;
+	} cases[] = {
+		{ "s3://my-bucket/k/x.img", NULL,
+		  "https://my-bucket.s3." REGION ".amazonaws.com/k/x.img" },
+		{ "s3://my.bucket/k", NULL,
+		  "https://s3." REGION ".amazonaws.com/my.bucket/k" },
+		{ "s3://b/k~_-.x", "https://store.example:9000//",
+		  "https://store.example:9000/b/k~_-.x" },
+	};
+	struct s3_target t;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		env_set(SECRET, NULL);
+		unsetenv("AWS_ENDPOINT_URL");
+		if (cases[i].endpoint)
+			setenv("AWS_ENDPOINT_URL_S3", cases[i].endpoint, 1);
+		setenv("AWS_ENDPOINT_URL", "http://not-this.invalid", 1);
+		if (!cases[i].endpoint)
+			unsetenv("AWS_ENDPOINT_URL");
+		int ret = s3_target_get(cases[i].spec, &t);
+
+		ok(ret == 0 && !strcmp(t.url, cases[i].url) &&
+		   !strcmp(t.sigv4, "aws:amz:" REGION ":s3"),
+		   "%s -> %s", cases[i].spec, ret ? fl_last_error() : t.url);
+		if (!ret)
+			s3_target_free(&t);
+	}
+	static const char *const bad[] = { "s3://bucket", "s3://bucket/",
+					   "s3:///key", "s3://bu cket/k",
+					   "s3://b/k\n" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+		ok(source_check_spec(bad[i]) == -EINVAL,
+		   "refused: \"%.*s\"%s", (int)strcspn(bad[i], "\n"), bad[i],
+		   strchr(bad[i], '\n') ? " with a newline" : "");
+	env_set(SECRET, NULL);
+	setenv("AWS_SESSION_TOKEN", "a\r\nX-Injected: 1", 1);
+	ok(s3_target_get("s3://b/k", &t) == -EINVAL &&
+	   strstr(fl_last_error(), "AWS_SESSION_TOKEN"),
+	   "a token with CR LF is refused: %s", fl_last_error());
+	env_set(SECRET, NULL);
+	setenv("AWS_REGION", "eu-west-3:x", 1);
+	ok(s3_target_get("s3://b/k", &t) == -EINVAL &&
+	   strstr(fl_last_error(), "AWS_REGION"),
+	   "a region with ':' is refused: %s", fl_last_error());
+
+	char code[32];
+
+	ok(s3_error_code("<Error><Code>NoSuchKey</Code>", 29, code,
+			 sizeof(code)) && !strcmp(code, "NoSuchKey"),
+	   "error code parsed: %s", code);
+	ok(!s3_error_code("<Error><Code>No Such</Code>", 27, code,
+			  sizeof(code)) && !code[0],
+	   "a code with a space is not taken");
+	ok(!s3_error_code("<Error><Code>NoSuchKey</Cod", 27, code,
+			  sizeof(code)), "nor one cut short");
+	ok(!s3_error_code("<Code>X</Code>", 14, code, sizeof(code)),
+	   "nor one outside <Error>");
+}
+
+/* ---- the daemon ------------------------------------------------------------ */
+
+/* `faultline status [--json]` for s: its output (stdout and stderr). */
+static void run_status(const struct serve *s, bool json, char *out,
+		       size_t len)
+{
+	char cmd[512];
+	FILE *p;
+	size_t n;
+
+	snprintf(cmd, sizeof(cmd), "'%s' status --socket '%s' %s 2>&1",
+		 serve_bin(), s->sock, json ? "--json" : "");
+	p = popen(cmd, "r");
+	n = p ? fread(out, 1, len - 1, p) : 0;
+	out[n] = 0;
+	if (p)
+		pclose(p);
+}
+
+static void restore(const char *what, const char *spec,
+		    const char *const *extra)
+{
+	struct su_client_args a = {
+		.mem = &mem, .nregions = 2, .sizes = { SIZE / 2, SIZE / 2 },
+		.page_size = 4096, .order = SU_FORWARD, .stop_fd = -1,
+		.result_fd = -1,
+	};
+	static char out[1 << 16];
+	struct serve s;
+
+	serve_init(&s);
+	if (serve_start(&s, spec, extra)) {
+		ok(0, "%s: daemon started", what);
+		serve_cleanup(&s);
+		return;
+	}
+	a.sock = s.sock;
+	int r = su_reap(su_spawn(su_client_main, &a), 30000);
+
+	ok(r == 0, "%s: every byte right (client result %d)", what, r);
+	run_status(&s, false, out, sizeof(out));
+	ok(strstr(out, spec) && !leaks(out),
+	   "%s: faultline status names %s, and no secret", what, spec);
+	if (!strstr(out, spec))
+		diag("%s", out);
+	run_status(&s, true, out, sizeof(out));
+	ok(strstr(out, spec) && !leaks(out),
+	   "%s: faultline status --json names it, and no secret", what);
+	serve_stop(&s);
+	ok(!file_leaks(s.log), "%s: no secret in the daemon's log", what);
+	if (r)
+		serve_log_dump(&s, 0);
+	serve_cleanup(&s);
+}
+
+/* The daemon refuses spec at start: exit 1, a line holding every kw. */
+static void refused(const char *what, const char *spec,
+		    const char *const *kw)
+{
+	char line[1024] = "";
+	struct serve s;
+	bool all = false;
+
+	serve_init(&s);
+	if (!serve_start(&s, spec, NULL)) {
+		ok(0, "%s: the daemon refuses to start", what);
+		serve_stop(&s);
+		serve_cleanup(&s);
+		return;
+	}
+	serve_wait(&s, 5000);
+	ok(s.reaped && WIFEXITED(s.status) && WEXITSTATUS(s.status) == 1,
+	   "%s: the daemon exits 1 at start (status 0x%x)", what, s.status);
+	FILE *f = fopen(s.log, "r");
+
+	while (f && fgets(line, sizeof(line), f)) {
+		all = true;
+		for (int i = 0; kw[i]; i++)
+			all &= strstr(line, kw[i]) != NULL;
+		if (all)
+			break;
+	}
+	if (f)
+		fclose(f);
+	line[strcspn(line, "\n")] = 0;
+	ok(all, "%s: one line says so: \"%s\"", what, line);
+	ok(!file_leaks(s.log), "%s: no secret in the daemon's log", what);
+	serve_cleanup(&s);
+}
+
+static void test_daemon(void)
+{
+	char cache[128];
+	const char *const cached[] = { "--cache", cache, NULL };
+
+	snprintf(cache, sizeof(cache), "%s/cache", tmp);
+	env_set(SECRET, TOKEN);
+	restore("serve s3:// raw", "s3://" BUCKET "/raw.mem", NULL);
+	restore("serve s3:// image", "s3://" BUCKET "/img/snap.img", NULL);
+	restore("serve s3:// raw, cold cache", "s3://" BUCKET "/raw.mem",
+		cached);
+	long from = access_lines();
+
+	restore("serve s3:// raw, warm cache", "s3://" BUCKET "/raw.mem",
+		cached);
+	ok(access_lines() - from <= 1, "warm cache: at most the open's "
+	   "probe reached the server (%ld requests)", access_lines() - from);
+
+	env_set("wrong-" SECRET, NULL);
+	refused("wrong secret", "s3://" BUCKET "/raw.mem",
+		(const char *[]){ "SignatureDoesNotMatch",
+				  "s3://" BUCKET "/raw.mem", "403", NULL });
+	env_set(SECRET, NULL);
+	unsetenv("AWS_REGION");
+	refused("no AWS_REGION", "s3://" BUCKET "/raw.mem",
+		(const char *[]){ "AWS_REGION", "s3://" BUCKET "/raw.mem",
+				  NULL });
+	env_set(SECRET, NULL);
+}
+
+int main(void)
+{
+	char img[128], cmd[512];
+	const char *why = why_not();
+	int ret;
+
+	if (why)
+		skip_all(why);
+	snprintf(tmp, sizeof(tmp), "/tmp/fl-s3-%d", (int)getpid());
+	if (mkdir(tmp, 0700) || mem_file_create(&mem, SIZE, 0x53))
+		BAIL("setup: %s", strerror(errno));
+	if (server_start()) {
+		serve_log_dump_file(srv.log);
+		BAIL("the S3 test server did not start");
+	}
+	ok(1, "S3 test server on 127.0.0.1:%d", srv.port);
+	snprintf(img, sizeof(img), "%s/snap.img", tmp);
+	snprintf(cmd, sizeof(cmd), "'%s' image create '%s' '%s' >/dev/null",
+		 serve_bin(), mem.path, img);
+	ok(system(cmd) == 0, "faultline image create");
+	ok(upload(mem.path, "raw.mem") == 0 &&
+	   upload(img, "img/snap.img") == 0,
+	   "both uploaded with a signed PUT");
+
+	test_urls();
+	test_wire();
+	test_library();
+	test_presigned();
+	test_daemon();
+
+	server_stop();
+	mem_file_destroy(&mem);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+	ret = system(cmd);
+	(void)ret;
+	return done_testing();
+}
