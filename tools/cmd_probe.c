@@ -76,6 +76,32 @@ static json_object *bit_names(uint64_t mask, const char *(*name)(int))
 	return a;
 }
 
+/* Does this kernel have PAGEMAP_SCAN (Linux 6.7)?  One scan of a page. */
+static bool pagemap_scan_works(void)
+{
+	static char page[4096] __attribute__((aligned(4096)));
+	struct pm_scan_arg a = {
+		.size = sizeof(a),
+		.start = (uintptr_t)page,
+		.end = (uintptr_t)page + sizeof(page),
+		.return_mask = PAGE_IS_WRITTEN,
+	};
+	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	bool ok = fd >= 0 && ioctl(fd, PAGEMAP_SCAN, &a) >= 0;
+
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/* What fl_engine_track_writes() would use, in-process. */
+static const char *tracking(const struct uffd_caps *c)
+{
+	if ((c->features & UFFD_FEATURE_WP_ASYNC) && pagemap_scan_works())
+		return "WP_ASYNC + PAGEMAP_SCAN";
+	return "synchronous write-protect faults";
+}
+
 static json_object *uses(const struct uffd_caps *c, const struct kvm_info *k)
 {
 	json_object *u = json_object_new_object();
@@ -84,13 +110,15 @@ static json_object *uses(const struct uffd_caps *c, const struct kvm_info *k)
 
 	json_object_object_add(u, "resolve", json_object_new_string("COPY"));
 	json_object_object_add(u, "zero_pages",
-			       json_object_new_string("ZEROPAGE (anon), zeroed COPY (hugetlb)"));
+			       json_object_new_string("ZEROPAGE (anon), zeroed COPY (hugetlb; tracked writes)"));
 	json_object_object_add(u, "in_process_zero_copy",
 			       json_object_new_string(move ? "MOVE" : "COPY"));
 	json_object_object_add(u, "source_error",
 			       json_object_new_string(poison ? "POISON" : "kill client"));
 	json_object_object_add(u, "events",
 			       json_object_new_string("REMOVE UNMAP REMAP"));
+	json_object_object_add(u, "write_tracking",
+			       json_object_new_string(tracking(c)));
 	json_object_object_add(u, "kvm_pre_fault_memory",
 			       json_object_new_boolean(k->pre_fault_cap));
 	return u;

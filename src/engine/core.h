@@ -19,6 +19,7 @@
 #include "util/clock.h"
 
 #define MSG_BATCH	64	/* uffd messages read at once */
+#define RESET_SCRATCH	(8ull << 20)	/* reset.c's MOVE target, bytes */
 #define HUGE_2M		(2ull << 20)
 
 struct engine_stats {
@@ -117,6 +118,13 @@ struct fl_engine {
 	void *fork_arg;
 	int restored_fd;		/* an eventfd told once restored, or -1
 					 * (engine_notify_restored()) */
+
+	/* Write tracking and reset to the snapshot (track.c, reset.c). */
+	atomic_int track;		/* FL_TRACK_*, 0: off */
+	int scan_fd;			/* /proc/self/pagemap (WP_ASYNC), or -1 */
+	pthread_mutex_t reset_lock;	/* one fl_engine_reset() at a time */
+	struct worker *reset_worker;	/* its eager refill's (engine_worker) */
+	void *scratch;			/* reset.c: MOVE target, or NULL */
 
 	struct engine_stats st;
 };

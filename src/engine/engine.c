@@ -128,6 +128,8 @@ static struct fl_engine *engine_alloc(const struct fl_engine_opts *opts,
 	pthread_mutex_init(&e->why_lock, NULL);
 	pthread_mutex_init(&e->woken_lock, NULL);
 	pthread_mutex_init(&e->process_lock, NULL);
+	pthread_mutex_init(&e->reset_lock, NULL);
+	e->scan_fd = -1;
 	/* Fault readers (writers here) are never starved by fills. */
 	pthread_rwlockattr_init(&attr);
 	pthread_rwlockattr_setkind_np(&attr,
@@ -217,14 +219,24 @@ static int adopt_uffd(struct fl_engine *e, const struct fl_engine_opts *opts)
 	return 0;
 }
 
-/* A uffd of this process, with every feature the kernel has. */
+/*
+ * A uffd of this process, with every feature the kernel has: write
+ * tracking's too (they change nothing until a range is registered for
+ * write-protection, fl_engine_track_writes), WP_ASYNC unless the caller
+ * wants the synchronous fallback (a uffd has one or the other for good).
+ */
 static int open_uffd(struct fl_engine *e, const struct fl_engine_opts *opts)
 {
-	int fd = uffd_create(UFFD_WANT_FEATURES, &e->features);
+	uint64_t want = UFFD_WANT_FEATURES | UFFD_FEATURE_WP_HUGETLBFS_SHMEM;
+
+	if (!(opts->flags & FL_ENGINE_TRACK_SYNC))
+		want |= UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED;
+	int fd = uffd_create(want, &e->features);
 
 	if (fd < 0)
 		return fl_err(fd, "cannot open a userfaultfd: %s",
 			      uffd_strerror(fd));
+	e->features &= want;	/* the kernel answers with all it has */
 	e->uffd = fd;
 	e->own_uffd = true;
 	atomic_store(&e->use_move, (e->features & UFFD_FEATURE_MOVE) &&
@@ -396,11 +408,19 @@ int fl_engine_add_region(struct fl_engine *e, const struct fl_region_desc *rd,
 		desc.page_size = 4096;
 	pthread_rwlock_wrlock(&e->lock);
 	ret = check_region(e, d, src);
+	if (ret == 0 && atomic_load(&e->track) && (d->flags & FL_REGION_MINOR))
+		ret = fl_err(-EOPNOTSUPP, "region 0x%llx+%llu: shared memory "
+			     "(FL_REGION_MINOR) while writes are tracked: a "
+			     "reset would keep what its page cache holds",
+			     (unsigned long long)d->addr,
+			     (unsigned long long)d->len);
 	if (ret == 0 && (d->flags & FL_REGION_REGISTER)) {
 		ret = uffd_register(e->uffd, d->addr, d->len,
 				    UFFDIO_REGISTER_MODE_MISSING |
 				    (d->flags & FL_REGION_MINOR ?
-				     UFFDIO_REGISTER_MODE_MINOR : 0), NULL);
+				     UFFDIO_REGISTER_MODE_MINOR : 0) |
+				    (atomic_load(&e->track) ?
+				     UFFDIO_REGISTER_MODE_WP : 0), NULL);
 		if (ret < 0)
 			fl_err(ret, "region 0x%llx+%llu: cannot register: %s",
 			       (unsigned long long)d->addr,
@@ -420,7 +440,9 @@ int fl_engine_add_region(struct fl_engine *e, const struct fl_region_desc *rd,
 			     (unsigned long long)d->len);
 	if (ret == 0)
 		ret = region_new(d, src, &r);
-	if (ret == 0 && (ret = share_state(e, r)) < 0)
+	if (ret == 0 && ((ret = share_state(e, r)) < 0 ||
+			 (atomic_load(&e->track) &&
+			  (ret = region_track(r)) < 0)))
 		region_free(r);
 	if (ret == 0) {
 		ret = region_insert(&e->regions, r);
@@ -635,6 +657,11 @@ void fl_engine_destroy(struct fl_engine *e)
 	worker_free(e->process_worker);
 	pthread_rwlock_destroy(&e->lock);
 	pthread_mutex_destroy(&e->process_lock);
+	pthread_mutex_destroy(&e->reset_lock);
+	if (e->scratch)	/* the uffd is closed: no UNMAP event to wait for */
+		munmap(e->scratch, RESET_SCRATCH);
+	if (e->scan_fd >= 0)
+		close(e->scan_fd);
 	pthread_mutex_destroy(&e->why_lock);
 	pthread_mutex_destroy(&e->woken_lock);
 	prefetch_free(e);

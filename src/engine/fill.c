@@ -541,7 +541,12 @@ static int resolve(struct fill_ctx *c, int *src_err)
 			return *src_err = ret;
 		zero = is_zero(c->w->buf, len);
 	}
-	if (zero && r->page_size >= HUGE_2M)	/* no ZEROPAGE on hugetlbfs */
+	/*
+	 * No ZEROPAGE on hugetlbfs; nor while writes are tracked: it has no
+	 * write-protect mode, and a write between it and a protection
+	 * would go unseen.
+	 */
+	if (zero && (r->page_size >= HUGE_2M || atomic_load(&c->e->track)))
 		return fill_with(c, UFFD_OP_COPY, (uintptr_t)zero_buf);
 	if (zero)
 		return fill_with(c, UFFD_OP_ZEROPAGE, 0);
@@ -679,7 +684,7 @@ int engine_fill_range(const struct fill_ctx *job, uint64_t first,
 int fill_zeros(struct fl_engine *e, uint64_t page, uint64_t ps)
 {
 	uint64_t done;
-	int ret = ps >= HUGE_2M ?
+	int ret = ps >= HUGE_2M || atomic_load(&e->track) ?
 		  engine_fill(e, UFFD_OP_COPY, page, (uintptr_t)zero_buf, ps,
 			      &done) :
 		  engine_fill(e, UFFD_OP_ZEROPAGE, page, 0, ps, &done);

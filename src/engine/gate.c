@@ -30,15 +30,20 @@ static bool gate_enter(struct fl_engine *e)
 /*
  * Every fill, poison and wake of the engine passes here: once the engine
  * is detached it answers -ESRCH (the client is gone) without an ioctl.
- * Mode 0 always: every fill wakes the threads waiting in its range.
+ * Every fill wakes the threads waiting in its range; while writes are
+ * tracked a COPY maps its pages write-protected, so that their first
+ * write is seen (fill.c copies zeros rather than map the zero page then).
  */
 int engine_fill(struct fl_engine *e, enum uffd_fill_op op, uint64_t dst,
 		uint64_t src, uint64_t len, uint64_t *done)
 {
+	uint64_t mode = op == UFFD_OP_COPY && atomic_load(&e->track) ?
+			UFFDIO_COPY_MODE_WP : 0;
+
 	*done = 0;
 	if (!gate_enter(e))
 		return -ESRCH;
-	int ret = uffd_fill(e->uffd, op, dst, src, len, 0, done);
+	int ret = uffd_fill(e->uffd, op, dst, src, len, mode, done);
 
 	atomic_fetch_sub(&e->in_ioctl, 1);
 	return ret;
@@ -49,6 +54,16 @@ int engine_wake(struct fl_engine *e, uint64_t start, uint64_t len)
 	if (!gate_enter(e))
 		return -ESRCH;
 	int ret = uffd_wake(e->uffd, start, len);
+
+	atomic_fetch_sub(&e->in_ioctl, 1);
+	return ret;
+}
+
+int engine_unprotect(struct fl_engine *e, uint64_t start, uint64_t len)
+{
+	if (!gate_enter(e))
+		return -ESRCH;
+	int ret = uffd_writeprotect(e->uffd, start, len, false, false);
 
 	atomic_fetch_sub(&e->in_ioctl, 1);
 	return ret;

@@ -22,6 +22,7 @@
 #include "engine/prefetch.h"
 #include "engine/readahead.h"
 #include "engine/stats.h"
+#include "engine/track.h"
 #include "kernel/proc.h"
 #include "util/error.h"
 
@@ -124,6 +125,10 @@ static int read_msgs(struct fl_engine *e, struct worker *w)
 		if (m->event != UFFD_EVENT_PAGEFAULT) {
 			apply_event(e, m);
 			continue;
+		}
+		if (m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) {
+			track_wp_fault(e, m->arg.pagefault.address);
+			continue;	/* a first write, not a page to fill */
 		}
 		stat_add(&e->st.faults, 1);
 		prefetch_fault_read(e, t);

@@ -49,6 +49,7 @@ void region_free(struct region *r)
 	fl_source_put(r->src);
 	if (!r->shared_state)
 		free((void *)r->state);
+	free((void *)r->dirty);
 	free(r);
 }
 
@@ -111,7 +112,12 @@ uint64_t region_mark_removed(struct region *r, uint64_t start, uint64_t end)
 	if (!clip_pages(r, start, end, &first, &last))
 		return 0;
 	/* A reset's own drop is not the client's: those stay RESET. */
-	return move_pages(r, first, last, ~(1u << PG_RESET), PG_REMOVED);
+	uint64_t n = move_pages(r, first, last, ~(1u << PG_RESET), PG_REMOVED);
+
+	for (uint64_t i = first; r->dirty && i < last; i++)
+		if (region_get(r, i) == PG_REMOVED)
+			region_set_dirty(r, i);
+	return n;
 }
 
 uint64_t region_reset_begin(struct region *r, uint64_t start, uint64_t end)
@@ -131,6 +137,13 @@ uint64_t region_reset_end(struct region *r, uint64_t start, uint64_t end)
 	if (!clip_pages(r, start, end, &first, &last))
 		return 0;
 	return move_pages(r, first, last, 1u << PG_RESET, PG_MISSING);
+}
+
+/* r's dirty map, all clear: 0 or -ENOMEM. */
+static int dirty_alloc(struct region *r)
+{
+	r->dirty = calloc(r->npages ? r->npages : 1, 1);
+	return r->dirty ? 0 : -ENOMEM;
 }
 
 /* A new region for pages [first, last) of r, at addr, states copied. */
@@ -153,6 +166,30 @@ static int region_slice(const struct region *r, uint64_t first,
 			      (unsigned long long)r->addr);
 	for (uint64_t i = first; i < last; i++)
 		atomic_store(&(*out)->state[i - first], region_get(r, i));
+	if (r->dirty && dirty_alloc(*out) < 0) {
+		region_free(*out);
+		*out = NULL;
+		return fl_err(-ENOMEM, "region 0x%llx: out of memory splitting "
+			      "it", (unsigned long long)r->addr);
+	}
+	for (uint64_t i = first; r->dirty && i < last; i++)
+		if (atomic_load(&r->dirty[i]))
+			region_set_dirty(*out, i - first);
+	return 0;
+}
+
+int region_track(struct region *r)
+{
+	if (r->dirty)
+		return 0;
+	if (dirty_alloc(r) < 0)
+		return -ENOMEM;
+	for (uint64_t i = 0; i < r->npages; i++) {
+		enum page_state s = region_get(r, i);
+
+		if (s != PG_MISSING && s != PG_GONE)
+			region_set_dirty(r, i);
+	}
 	return 0;
 }
 

@@ -73,6 +73,14 @@ struct region {
 	struct fl_source *src;
 	_Atomic uint8_t *state;	/* npages bytes, enum page_state */
 	bool shared_state;	/* state lives in the engine's state map */
+	/*
+	 * While writes are tracked (region_track): a byte per page, 1 for a
+	 * page that must be dropped at the next reset whatever the kernel
+	 * says of its writes (filled before tracking began, discarded by
+	 * the client, or written: the synchronous mechanism's record).
+	 */
+	_Atomic uint8_t *dirty;
+	_Atomic uint64_t ndirty;	/* pages marked in it: 0, not walked */
 
 	struct ra_state ra;	/* prefetch.c's: the readahead stream */
 };
@@ -166,6 +174,19 @@ int region_cut(struct region *r, uint64_t start, uint64_t end,
  */
 uint64_t region_reset_begin(struct region *r, uint64_t start, uint64_t end);
 uint64_t region_reset_end(struct region *r, uint64_t start, uint64_t end);
+
+/*
+ * Start tracking r: its dirty map, with every page filled or discarded
+ * so far marked (they may have been written untracked).  Engine lock
+ * held exclusively.  0 or -ENOMEM.
+ */
+int region_track(struct region *r);
+
+static inline void region_set_dirty(struct region *r, uint64_t pg)
+{
+	if (r->dirty && !atomic_exchange(&r->dirty[pg], 1))
+		atomic_fetch_add(&r->ndirty, 1);
+}
 
 /* Number of pages in each state (for stats and tests). */
 void region_count(const struct region *r, uint64_t counts[PG_NSTATES]);

@@ -9,11 +9,13 @@
 #include <stdio.h>
 #include <string.h>
 #include <errno.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "kernel/proc.h"
+#include "kernel/uapi/uffd_compat.h"
 
 /*
  * The page size of the mapping at addr in process pid (0: this one), from
@@ -130,4 +132,26 @@ int proc_pidfd_signal(int pidfd, int sig)
 {
 	return syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) < 0 ?
 	       -errno : 0;
+}
+
+int proc_scan_written(int fd, uint64_t start, uint64_t end,
+		      struct page_region *vec, size_t n, bool rearm,
+		      uint64_t *next)
+{
+	struct pm_scan_arg a = {
+		.size = sizeof(a),
+		.flags = PM_SCAN_CHECK_WPASYNC | (rearm ? PM_SCAN_WP_MATCHING : 0),
+		.start = start,
+		.end = end,
+		.vec = (uintptr_t)vec,
+		.vec_len = n,
+		.category_mask = PAGE_IS_WRITTEN,
+		.return_mask = PAGE_IS_WRITTEN,
+	};
+	int ret = ioctl(fd, PAGEMAP_SCAN, &a);
+
+	if (ret < 0)
+		return -errno;
+	*next = a.walk_end;
+	return ret;
 }

@@ -6,6 +6,8 @@
 #ifndef FAULTLINE_KERNEL_PROC_H
 #define FAULTLINE_KERNEL_PROC_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -47,5 +49,19 @@ int proc_pidfd_open(pid_t pid);
 
 /* Send sig through pidfd: 0, or -errno (-ESRCH: that process is gone). */
 int proc_pidfd_signal(int pidfd, int sig);
+
+/*
+ * PAGEMAP_SCAN (Linux 6.7) through fd, /proc/self/pagemap: the pages of
+ * [start, end) written since they were last write-protected (uffd
+ * WP_ASYNC), as up to n ranges in vec, write-protected again in the same
+ * walk when rearm.  Returns the ranges found; *next is where the walk
+ * stopped (end, or the start of what did not fit in vec).  -errno:
+ * -ENOTTY or -EINVAL when the kernel has no such scan, -EPERM... as the
+ * ioctl says.
+ */
+struct page_region;
+int proc_scan_written(int fd, uint64_t start, uint64_t end,
+		      struct page_region *vec, size_t n, bool rearm,
+		      uint64_t *next);
 
 #endif

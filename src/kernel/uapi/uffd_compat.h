@@ -4,8 +4,9 @@
  * headers this project builds against.
  *
  * Values are from the Linux 6.18 UAPI (include/uapi/linux/userfaultfd.h,
- * include/uapi/linux/kvm.h).  Nothing here is used unless the running kernel
- * reports the matching feature bit or ioctl bit at UFFDIO_API time.
+ * include/uapi/linux/kvm.h, include/uapi/linux/fs.h).  Nothing here is
+ * used unless the running kernel reports the matching feature bit or
+ * ioctl bit at UFFDIO_API time (PAGEMAP_SCAN: unless a first call works).
  */
 #ifndef FAULTLINE_UAPI_UFFD_COMPAT_H
 #define FAULTLINE_UAPI_UFFD_COMPAT_H
@@ -50,6 +51,35 @@ struct uffdio_poison {
 	__s64 updated;
 };
 #define UFFDIO_POISON	_IOWR(UFFDIO, _UFFDIO_POISON, struct uffdio_poison)
+#endif
+
+/* PAGEMAP_SCAN on /proc/PID/pagemap (Linux 6.7, include/uapi/linux/fs.h). */
+#ifndef PAGEMAP_SCAN
+struct page_region {
+	__u64 start;
+	__u64 end;
+	__u64 categories;
+};
+
+struct pm_scan_arg {
+	__u64 size;
+	__u64 flags;
+	__u64 start;
+	__u64 end;
+	__u64 walk_end;
+	__u64 vec;
+	__u64 vec_len;
+	__u64 max_pages;
+	__u64 category_inverted;
+	__u64 category_mask;
+	__u64 category_anyof_mask;
+	__u64 return_mask;
+};
+#define PM_SCAN_WP_MATCHING	(1 << 0)
+#define PM_SCAN_CHECK_WPASYNC	(1 << 1)
+#define PAGE_IS_WPALLOWED	(1 << 0)
+#define PAGE_IS_WRITTEN		(1 << 1)
+#define PAGEMAP_SCAN		_IOWR('f', 16, struct pm_scan_arg)
 #endif
 
 #ifndef USERFAULTFD_IOC_NEW
