@@ -129,9 +129,12 @@ void bench_print_table(const struct bench_table *t, FILE *f)
 {
 	double sc = bench_unit_scale(t->unit);
 	bool thp = false, cited = false, faults = false;
+	int lw = 40;	/* the label column: 40, or the longest label */
 	char sz[32];
 
 	for (int i = 0; i < t->nrows; i++) {
+		if ((int)strlen(t->rows[i].label) > lw)
+			lw = (int)strlen(t->rows[i].label);
 		thp |= t->rows[i].thp_frac >= 0;
 		cited |= t->rows[i].cited >= 0;
 		faults |= t->rows[i].faults >= 0;
@@ -143,7 +146,7 @@ void bench_print_table(const struct bench_table *t, FILE *f)
 	if (t->cited)
 		fprintf(f, "cited: %s\n", t->cited);
 	fprintf(f, "\n");
-	fprintf(f, "%-40s %10s", "case", t->unit);
+	fprintf(f, "%-*s %10s", lw, "case", t->unit);
 	if (t->per_gib)
 		fprintf(f, " %10s", strcmp(t->unit, "s") ? "ms/GiB" : "s/GiB");
 	fprintf(f, " %7s", "vs ref");
@@ -161,7 +164,7 @@ void bench_print_table(const struct bench_table *t, FILE *f)
 		const struct bench_row *r = &t->rows[i];
 		double gsc = strcmp(t->unit, "s") ? 1e3 : 1;
 
-		fprintf(f, "%-40s %10.4f", r->label, r->sec * sc);
+		fprintf(f, "%-*s %10.4f", lw, r->label, r->sec * sc);
 		if (t->per_gib)
 			fprintf(f, " %10.4f",
 				r->sec * gsc * (double)GIB / (double)t->bytes);
