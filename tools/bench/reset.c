@@ -827,7 +827,8 @@ static void fill_row(struct ctx *c, struct bench_table *t, int ci, bool two)
 	double sec = br->sec;
 
 	br->col[C_PAGES] = MED(c, ci, pages);
-	br->col[C_RUNS] = MED(c, ci, runs);
+	if (k->m != M_FULL)
+		br->col[C_RUNS] = MED(c, ci, runs);
 	if (s)
 		br->col[C_USMIB] = sec * 1e6 / ((double)s->bytes / MIB);
 	if (s && !two && k->m != M_PLAIN)
@@ -1034,9 +1035,9 @@ static void add_targets(struct ctx *c, struct bench_table *t)
 	     "memory, its REMOVE event read by the engine's thread, with the "
 	     "reset bookkeeping that makes a dropped page read the snapshot; "
 	     "no uffd: the same calls on plain memory (drop only).\n"
-	     "DONTNEED whole: one madvise over the region (drop), and then "
-	     "the dirty pages touched and every page read back in "
-	     "(whole+refill).\n"
+	     "DONTNEED all: one madvise over the whole region (drop); "
+	     "all+refill: that, the dirty pages touched and every page read "
+	     "back in.\n"
 	     "touch us: the first read of each dirty page after it, per page. "
 	     "busy: a second thread of this process writing its own 4 MiB on "
 	     "the other CPU.\n"
