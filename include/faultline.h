@@ -312,8 +312,8 @@ const char *fl_engine_error(struct fl_engine *e);
  * FL_RESET_EAGER they are filled again before it returns.  Pages never
  * written stay mapped.  Other threads may run meanwhile: a thread that
  * touches a page being reset waits until it holds the snapshot's bytes.
- * The engine's threads (fl_engine_start) must be running: each drop waits
- * until its REMOVE event has been read.  Without tracking, every page
+ * The engine's threads (fl_engine_start) must be running, else -EINVAL:
+ * each drop waits until one of them has read its REMOVE event.  Without tracking, every page
  * filled so far is dropped.  Returns the pages reset, or -errno; the
  * stats count resets, pages and runs dropped and the time taken to find
  * them, drop them and fill them again.
@@ -347,7 +347,9 @@ int fl_engine_reset(struct fl_engine *e, unsigned int flags);
  * pages_reset, reset_runs: pages dropped and the contiguous runs they
  * made; reset_scan_ns, reset_drop_ns, reset_refill_ns: time spent
  * finding written pages, dropping them, and (FL_RESET_EAGER) filling
- * them again, summed over every reset.
+ * them again, summed over every reset; wp_faults: write-protect faults
+ * resolved (FL_TRACK_WP_SYNC: a page's first write since its fill or the
+ * last reset; not counted in faults).
  */
 #define FL_STATS_COUNTERS(X)						\
 	X(faults) X(events) X(pages_copied) X(pages_zeroed)		\
@@ -355,7 +357,8 @@ int fl_engine_reset(struct fl_engine *e, unsigned int flags);
 	X(pages_replayed) X(pages_moved) X(bytes_copied) X(eexist)	\
 	X(eagain) X(source_errors) X(pages_gone)			\
 	X(write_tracking) X(resets) X(pages_reset) X(reset_runs)	\
-	X(reset_scan_ns) X(reset_drop_ns) X(reset_refill_ns)
+	X(reset_scan_ns) X(reset_drop_ns) X(reset_refill_ns)		\
+	X(wp_faults)
 
 /* The fixed fields first, the growing list of counters last. */
 struct fl_stats {

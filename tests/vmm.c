@@ -5,7 +5,9 @@
  * right (the guest's checksums against the memory file); 4 vCPUs fault at
  * once through `faultline serve`; hugetlb; a balloon's discard mid-run
  * reads zeros; a VMM killed mid-restore leaves the daemon serving the
- * others; and a wrong byte makes `faultline vmm` fail.
+ * others; a wrong byte makes `faultline vmm` fail; and `faultline vmm
+ * --reset` runs the guest again and again from one snapshot, each run
+ * reading the snapshot (a run after a reset skipped does not).
  *
  * Decision: one table of runs, as the kernel's uffd-unit-tests has, each
  * in a forked child (a fresh address space, as a restored VMM has, and an
@@ -15,6 +17,8 @@
  * `make check` runs it there on every machine too (FL_FORCE_TCG=1), for
  * the 6.1 kernel's missing MOVE and POISON.
  */
+#include <json-c/json.h>
+
 #include "kernel/uffd.h"
 #include "load.h"
 #include "serve_util.h"
@@ -35,8 +39,12 @@ static struct serve srv;
  */
 #define TCG_RUN_S	90
 
-/* Run c in a child; 1: checksums right, 0: wrong, -errno: did not run. */
-static int run_child(const struct vmm_config *c, struct vmm_result *out)
+/*
+ * Run c in a child; 1: checksums right, 0: wrong, -errno: did not run.
+ * err: a file for its stderr (NULL: ours).  out gets no --reset runs.
+ */
+static int run_child(const struct vmm_config *c, struct vmm_result *out,
+		     const char *err)
 {
 	struct vmm_result r = { 0 };
 	int pfd[2], st, ret;
@@ -49,12 +57,19 @@ static int run_child(const struct vmm_config *c, struct vmm_result *out)
 	if (pid == 0) {
 		close(pfd[0]);
 		huge_forget();
+		if (err) {
+			int fd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+			if (fd >= 0)
+				dup2(fd, 2);
+		}
 		alarm(getenv("FL_IN_TCG") ? TCG_RUN_S : SU_CHILD_TIMEOUT * 4);
 		ret = vmm_run(c, &r);
 		if (ret < 0)
 			diag("vmm: %s", vmm_error());
 		else
 			ret = r.checksum_ok;
+		vmm_result_free(&r);	/* its pointers mean nothing there */
 		if (write(pfd[1], &r, sizeof(r)) != sizeof(r))
 			_exit(100);
 		_exit(ret < 0 ? 100 + (-ret & 63) : ret);
@@ -91,7 +106,7 @@ static void config(struct vmm_config *c, enum vmm_backend b, const char *wl,
 static void check(const struct vmm_config *c, const char *what)
 {
 	struct vmm_result r;
-	int ret = run_child(c, &r);
+	int ret = run_child(c, &r, NULL);
 
 	ok(ret == 1 && r.touches > 0, "%s: %s %s%s, %u vCPU: every word right "
 	   "(%llu touches, %llu faults)", vmm_backend_name(c->backend), what,
@@ -343,11 +358,11 @@ static void test_naive_daemon(void)
 	config(&c, VMM_UFFD, "linear", false, 1);
 	c.socket = naive.sock;
 	mark = serve_log_mark(&naive);
-	ret = run_child(&c, &r);
+	ret = run_child(&c, &r, NULL);
 	fn = daemon_faults(&naive, mark);
 	c.socket = srv.sock;
 	markd = serve_log_mark(&srv);
-	retd = run_child(&c, &rd);
+	retd = run_child(&c, &rd, NULL);
 	fd = daemon_faults(&srv, markd);
 	/* The daemon's count: the kernel's per-thread one misses KVM's
 	 * own faults on some kernels (6.1). */
@@ -363,29 +378,278 @@ static void test_naive_daemon(void)
 	serve_cleanup(&naive);
 }
 
+/* ---- --reset ------------------------------------------------------------ */
+
+/*
+ * The write tracking the engine must take on this kernel: WP_ASYNC where
+ * it has it (6.7 and later, with PAGEMAP_SCAN), else write-protect faults
+ * (6.1, the TCG VM's kernel; or asked for), else none.
+ */
+static const char *want_tracking(bool sync)
+{
+	struct uffd_caps caps = { 0 };
+
+	uffd_query(&caps);
+	if (!(caps.features & UFFD_FEATURE_PAGEFAULT_FLAG_WP))
+		return "none";
+	if (sync || !(caps.features & UFFD_FEATURE_WP_ASYNC))
+		return "wp_sync";
+	return "wp_async";
+}
+
+/* The JSON object in a `faultline vmm --json` output file, or NULL. */
+static json_object *read_json(const char *path)
+{
+	static char buf[1 << 16];
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	char *brace;
+
+	if (f)
+		fclose(f);
+	buf[n] = 0;
+	brace = strchr(buf, '{');	/* after any line on stderr */
+	return brace ? json_tokener_parse(brace) : NULL;
+}
+
+static json_object *get(json_object *o, const char *key)
+{
+	json_object *v = NULL;
+
+	if (o)
+		json_object_object_get_ex(o, key, &v);
+	return v;
+}
+
+struct reset_case {
+	const char *what;
+	const char *args[16];	/* besides --mem-file, --backend, --json */
+	unsigned int runs;	/* --reset */
+	bool sync;		/* --track-sync */
+	uint64_t pages, runs_dropped;	/* each reset's, tracking writes */
+};
+
+/*
+ * Every run of both loops read the snapshot; the tracking is this
+ * kernel's; each reset dropped the pages written (with tracking exactly
+ * those, in the runs they make; without, every page filled).
+ */
+static void check_reset_json(const struct reset_case *t)
+{
+	const char *argv[20] = { "--mem-file", mem.path, "--backend", "inproc",
+				 "--json" };
+	const char *want = want_tracking(t->sync);
+	json_object *o, *rs, *loop, *fresh;
+	const char *tracking = "?";
+	bool runs_ok, pages_ok = true;
+	char out[160];
+	int n = 5, st;
+
+	for (int i = 0; t->args[i]; i++)
+		argv[n++] = t->args[i];
+	snprintf(out, sizeof(out), "%s/reset.out", srv.dir);
+	st = wait_exit(spawn_vmm(argv, out));
+	o = read_json(out);
+	rs = get(o, "reset");
+	loop = get(rs, "reset_loop");
+	fresh = get(rs, "fresh_loop");
+	if (get(rs, "write_tracking"))
+		tracking = json_object_get_string(get(rs, "write_tracking"));
+	ok(st == 0 && json_object_get_boolean(get(o, "checksum_ok")) &&
+	   !strcmp(json_object_get_string(get(o, "guest")), "kvm"),
+	   "vmm --reset %u, %s: every run read the snapshot (exit %d)",
+	   t->runs, t->what, st);
+	runs_ok = loop && fresh &&
+		  json_object_array_length(loop) == t->runs &&
+		  json_object_array_length(fresh) == t->runs;
+	for (unsigned int i = 0; runs_ok && i < t->runs; i++)
+		runs_ok = json_object_get_boolean(get(json_object_array_get_idx(
+				loop, i), "checksum_ok")) &&
+			  json_object_get_boolean(get(json_object_array_get_idx(
+				fresh, i), "checksum_ok"));
+	ok(runs_ok, "%s: %u runs after resets, %u after fresh restores, "
+	   "each checked", t->what, t->runs, t->runs);
+	ok(!strcmp(tracking, want), "%s: write tracking %s (this kernel's: %s)",
+	   t->what, tracking, want);
+	for (unsigned int i = 1; loop && i < t->runs; i++) {
+		json_object *it = json_object_array_get_idx(loop, i);
+		uint64_t pages = json_object_get_int64(get(it, "pages_reset"));
+		uint64_t runs = json_object_get_int64(get(it, "reset_runs"));
+
+		if (strcmp(want, "none") ? pages == t->pages &&
+					   runs == t->runs_dropped :
+					   pages >= t->pages)
+			continue;
+		diag("the reset before run %u: %llu pages in %llu runs", i + 1,
+		     (unsigned long long)pages, (unsigned long long)runs);
+		pages_ok = false;
+	}
+	ok(loop && pages_ok, "%s: each reset dropped the %llu pages written "
+	   "(%s: in %llu runs)", t->what, (unsigned long long)t->pages,
+	   strcmp(want, "none") ? "tracked" : "at least, untracked",
+	   (unsigned long long)t->runs_dropped);
+	if (!runs_ok || st != 0)
+		serve_log_dump_file(out);
+	json_object_put(o);
+}
+
+/* Its "write tracking: " line, as a diag: which one this kernel took. */
+static void diag_tracking(const char *path)
+{
+	char line[256];
+	FILE *f = fopen(path, "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "write tracking: ", 16)) {
+			line[strcspn(line, "\n")] = 0;
+			diag("%s", line);
+			break;
+		}
+	if (f)
+		fclose(f);
+}
+
+/*
+ * A text run: exit 0, and each of the lines it must print (the guest, the
+ * write tracking this kernel has, every run's check).
+ */
+static void check_reset_text(const char *what, const char *const *args,
+			     const char *const *lines, const char *tracking)
+{
+	const char *argv[20] = { "--mem-file", mem.path, "--backend",
+				 "inproc" };
+	bool all = true;
+	char out[160];
+	int n = 4, st;
+
+	for (int i = 0; args[i]; i++)
+		argv[n++] = args[i];
+	snprintf(out, sizeof(out), "%s/reset.txt", srv.dir);
+	st = wait_exit(spawn_vmm(argv, out));
+	for (int i = 0; lines[i]; i++)
+		if (!su_file_has(out, lines[i])) {
+			diag("no \"%s\" in its output", lines[i]);
+			all = false;
+		}
+	ok(st == 0 && all, "vmm --reset, %s: exit 0, says which guest, its "
+	   "write tracking (%s) and that every run read the snapshot (%d)",
+	   what, tracking, st);
+	diag_tracking(out);
+	if (st != 0 || !all)
+		serve_log_dump_file(out);
+}
+
+static void test_reset(void)
+{
+	/* 8 MiB: 1M scattered is every 8th page, 256 runs of one. */
+	static const struct reset_case cases[] = {
+		{ "linear, 1M scattered", { "--guest", "kvm", "--workload",
+		  "linear", "--reset", "4", "--dirty", "1M" }, 4, false,
+		  256, 256 },
+		{ "random on 2 vCPUs, 3M contiguous", { "--guest", "kvm",
+		  "--workload", "random", "--vcpus", "2", "--reset", "3",
+		  "--dirty", "3M", "--dirty-pattern", "contiguous" }, 3, false,
+		  768, 1 },
+		{ "--track-sync, sparse, 64K scattered", { "--guest", "kvm",
+		  "--workload", "sparse", "--reset", "3", "--dirty", "64K",
+		  "--track-sync" }, 3, true, 16, 16 },
+	};
+	static const char *const kvm_args[] = { "--guest", "kvm", "--workload",
+		"linear", "--reset", "3", "--reset-eager", NULL };
+	static const char *const proc_args[] = { "--guest", "process",
+		"--workload", "random", "--vcpus", "2", "--reset", "3",
+		"--dirty-pattern", "contiguous", NULL };
+	const char *want = want_tracking(false);
+	const char *line = !strcmp(want, "wp_async") ?
+		"write tracking: WP_ASYNC" : !strcmp(want, "wp_sync") ?
+		"write tracking: WP_SYNC (a write-protect fault the engine "
+		"resolves at each page's first write; the fallback" :
+		"write tracking: none (";
+	const char *kvm_lines[] = { "KVM guest", line,
+		"checksum ok: every run read the snapshot", "median of runs 2-3",
+		NULL };
+	const char *proc_lines[] = { "process guest", line,
+		"checksum ok: every run read the snapshot", NULL };
+
+	for (unsigned int i = 0; i < sizeof(cases) / sizeof(*cases); i++)
+		check_reset_json(&cases[i]);
+	check_reset_text("KVM guest, eager resets", kvm_args, kvm_lines, want);
+	check_reset_text("process guest", proc_args, proc_lines, want);
+}
+
+/*
+ * The check can fail: runs with no reset between them find the dirty set
+ * written (its words one more than the snapshot's), so every run after
+ * the first of the reset loop fails its check, and no run else does.
+ */
+static void test_reset_skipped(void)
+{
+	static const enum vmm_guest guests[] = { VMM_GUEST_KVM,
+						 VMM_GUEST_PROCESS };
+	struct vmm_config c;
+	struct vmm_result r;
+	char err[160];
+
+	snprintf(err, sizeof(err), "%s/skipped.err", srv.dir);
+	for (int i = 0; i < 2; i++) {
+		const char *name = i ? "process guest" : "KVM guest";
+		int ret;
+
+		config(&c, VMM_INPROC, "linear", false, 1);
+		c.guest = guests[i];
+		c.resets = 3;
+		c.dirty = 1 << 20;
+		c.skip_reset = true;
+		ret = run_child(&c, &r, err);
+		ok(ret == 0, "%s, no reset between runs: the check fails (%d)",
+		   name, ret);
+		ok(su_file_has(err, "reset run 2: vCPU 0 pass 1 (the dirty set") &&
+		   su_file_has(err, "reset run 3: vCPU 0 pass 1 (the dirty set") &&
+		   !su_file_has(err, "reset run 1:") &&
+		   !su_file_has(err, "fresh run"),
+		   "%s: in runs 2 and 3 of the reset loop, the dirty set's words "
+		   "were written, and no run else failed", name);
+		if (ret != 0)
+			serve_log_dump_file(err);
+	}
+}
+
 static void test_bad_options(void)
 {
-	static const char *const bad[][6] = {
+	static const char *const bad[][8] = {
 		{ "--vcpus", "9", NULL },
 		{ "--workload", "zigzag", NULL },
 		{ "--backend", "floppy", NULL },
 		{ "--mem-size", "16M", NULL },
 		{ "--chunk", "4K", NULL },	/* the inproc engine's only */
 		{ "--no-prefetch", NULL },
+		{ "--reset", "3", NULL },	/* the inproc engine's only */
+		{ "--reset", "0", NULL },
+		{ "--dirty", "1M", NULL },	/* --reset's only */
+		{ "--dirty-pattern", "zigzag", NULL },
+		{ "--backend", "inproc", "--reset", "2", "--write", NULL },
+		{ "--backend", "inproc", "--reset", "2", "--dirty", "5000",
+		  NULL },
+		{ "--backend", "inproc", "--reset", "2", "--dirty", "16M",
+		  NULL },
 	};
 	char out[160];
 
 	snprintf(out, sizeof(out), "%s/bad.out", srv.dir);
 	for (unsigned int i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
-		const char *args[12] = { "--mem-file", mem.path, "--backend",
+		const char *args[16] = { "--mem-file", mem.path, "--backend",
 					 "prepopulated", "--workload", "linear" };
+		char what[128] = "";
 		int n = 6, st;
 
-		for (int j = 0; bad[i][j]; j++)
+		for (int j = 0; bad[i][j]; j++) {
 			args[n++] = bad[i][j];
+			snprintf(what + strlen(what), sizeof(what) - strlen(what),
+				 " %s", bad[i][j]);
+		}
 		st = wait_exit(spawn_vmm(args, out));
-		ok(st == 1 || st == 2, "faultline vmm %s %s: refused (%d)",
-		   bad[i][0], bad[i][1] ? bad[i][1] : "", st);
+		ok(st == 1 || st == 2, "faultline vmm%s: refused (%d)", what,
+		   st);
 		ok(su_file_has(out, "faultline vmm: "), "with one line saying why");
 	}
 }
@@ -412,6 +676,8 @@ int main(int argc, char **argv)
 	test_wrong();
 	test_corrupt_image();
 	test_naive_daemon();
+	test_reset();
+	test_reset_skipped();
 	test_bad_options();
 	serve_stop(&srv);
 	serve_cleanup(&srv);

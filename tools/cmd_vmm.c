@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * cmd_vmm.c - `faultline vmm`: option parsing and output for the test VMM
- * (vmm/vmm.c).  Exit status 0 only when the guest ran and every byte it
- * read was right.
+ * (vmm/vmm.c, vmm/reset.c).  Exit status 0 only when the guest ran and
+ * every byte it read was right (--reset: in every run).
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,12 +22,24 @@ static const char usage[] =
 	"       [--discard OFFSET:LENGTH] [--guest auto|kvm|process]\n"
 	"       [--chunk SIZE] [--no-prefetch] [--no-background] [--no-move]\n"
 	"       [--replay TRACE] [--copy-beside]\n"
+	"       [--reset N [--dirty SIZE] [--dirty-pattern scattered|contiguous]\n"
+	"        [--reset-eager] [--track-sync]]\n"
 	"  W: linear, random, stride:N (every Nth page), sparse (1 MiB every\n"
 	"  16 MiB), sparse-random (those runs in random order), compute:N\n"
 	"  (linear, N steps of work after each touch)\n"
 	"  --discard: a second pass after madvise(DONTNEED) of that range\n"
 	"  --chunk, --no-*, --replay: the inproc engine's options\n"
-	"  --copy-beside: another thread copies the file once meanwhile\n";
+	"  --copy-beside: another thread copies the file once meanwhile\n"
+	"  --reset N (inproc): the guest runs N times from one snapshot, the\n"
+	"  engine's reset in between, then N times each after a fresh restore;\n"
+	"  each run checks that its workload (read) is the snapshot's, then\n"
+	"  writes the dirty set: SIZE (default 1M) of pages, every\n"
+	"  (memory / SIZE)-th page (scattered, the default) or the first SIZE\n"
+	"  of memory (contiguous); prints each reset's time and the run's\n"
+	"  after it, and the same for the fresh restores.  --reset-eager:\n"
+	"  the reset fills the pages again before the run; --track-sync:\n"
+	"  write tracking by write-protect faults even where the kernel has\n"
+	"  WP_ASYNC\n";
 
 static int bad(const char *opt, const char *val, const char *why)
 {
@@ -72,21 +85,127 @@ static int parse_guest(const char *s, enum vmm_guest *g)
 	return 0;
 }
 
-static void print_text(const struct vmm_config *c, const struct vmm_result *r)
+static int parse_resets(const char *s, unsigned int *out)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+
+	if (*end || end == s || v < 1 || v > VMM_MAX_RESETS)
+		return -EINVAL;
+	*out = (unsigned int)v;
+	return 0;
+}
+
+static void print_head(const struct vmm_config *c, const struct vmm_result *r)
 {
 	char wl[32];
 
-	printf("%s guest (%s), %u vCPU%s, %s %s%s, %s %s: %.1f ms, "
-	       "%llu touches, %llu faults, %s copied, checksum %s\n",
+	printf("%s guest (%s), %u vCPU%s, %s %s%s, %s %s",
 	       r->kvm_guest ? "KVM" : "process", r->kvm, r->vcpus,
 	       r->vcpus > 1 ? "s" : "",
 	       vmm_workload_name(&c->wl, wl, sizeof(wl)),
 	       c->wl.write ? "writes" : "reads", c->huge ? " (hugetlb)" : "",
-	       size_str(r->mem_bytes).s,
-	       vmm_backend_name(c->backend), r->elapsed_ms,
-	       (unsigned long long)r->touches, (unsigned long long)r->faults,
-	       size_str(r->bytes_copied).s,
+	       size_str(r->mem_bytes).s, vmm_backend_name(c->backend));
+}
+
+static void print_text(const struct vmm_config *c, const struct vmm_result *r)
+{
+	print_head(c, r);
+	printf(": %.1f ms, %llu touches, %llu faults, %s copied, checksum %s\n",
+	       r->elapsed_ms, (unsigned long long)r->touches,
+	       (unsigned long long)r->faults, size_str(r->bytes_copied).s,
 	       r->checksum_ok ? "ok" : "WRONG");
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The median of runs 2..n's field at off (n >= 2). */
+static double median(const struct vmm_reset_run *v, unsigned int n,
+		     size_t off)
+{
+	unsigned int k = n - 1;
+	double *x = malloc(k * sizeof(*x)), m;
+
+	if (!x)
+		return 0;
+	for (unsigned int i = 0; i < k; i++)
+		x[i] = *(const double *)((const char *)&v[i + 1] + off);
+	qsort(x, k, sizeof(*x), cmp_double);
+	m = k % 2 ? x[k / 2] : (x[k / 2 - 1] + x[k / 2]) / 2;
+	free(x);
+	return m;
+}
+
+static void print_tracking(const struct vmm_config *c,
+			   const struct vmm_reset_result *rs)
+{
+	printf("write tracking: ");
+	if (rs->tracking == FL_TRACK_WP_ASYNC)
+		printf("WP_ASYNC (the kernel marks the pages written, "
+		       "PAGEMAP_SCAN finds them)\n");
+	else if (rs->tracking == FL_TRACK_WP_SYNC)
+		printf("WP_SYNC (a write-protect fault the engine resolves at "
+		       "each page's first write; %s)\n",
+		       c->engine_flags & FL_ENGINE_TRACK_SYNC ? "--track-sync" :
+		       "the fallback where the kernel lacks WP_ASYNC or "
+		       "PAGEMAP_SCAN");
+	else
+		printf("none (%s): each reset drops every page filled\n",
+		       rs->tracking_note);
+}
+
+static void print_reset(const struct vmm_config *c, const struct vmm_result *r)
+{
+	const struct vmm_reset_result *rs = &r->reset;
+	unsigned int n = rs->runs, bad = 0;
+
+	print_head(c, r);
+	printf(": %u run%s from one snapshot, each writing %s %s after its "
+	       "check%s\n", n, n > 1 ? "s" : "", size_str(rs->dirty_bytes).s,
+	       vmm_dirty_name(c->dirty_pattern),
+	       c->reset_eager ? ", eager resets" : "");
+	print_tracking(c, rs);
+	printf("%4s %9s %7s %5s %8s %7s | %10s %8s %7s\n", "run", "reset ms",
+	       "pages", "runs", "run ms", "faults", "restore ms", "run ms",
+	       "faults");
+	for (unsigned int i = 0; i < n; i++) {
+		const struct vmm_reset_run *a = &rs->reset[i], *b = &rs->fresh[i];
+
+		if (i == 0)
+			printf("%4u %9s %7s %5s", 1, "-", "-", "-");
+		else
+			printf("%4u %9.3f %7llu %5llu", i + 1, a->before_ms,
+			       (unsigned long long)a->pages_reset,
+			       (unsigned long long)a->reset_runs);
+		printf(" %8.2f %7llu | %10.3f %8.2f %7llu%s\n", a->run_ms,
+		       (unsigned long long)a->faults, b->before_ms, b->run_ms,
+		       (unsigned long long)b->faults,
+		       a->checksum_ok && b->checksum_ok ? "" : "  WRONG");
+		bad += !a->checksum_ok + !b->checksum_ok;
+	}
+	if (n >= 2) {
+		size_t before = offsetof(struct vmm_reset_run, before_ms);
+		size_t run = offsetof(struct vmm_reset_run, run_ms);
+
+		printf("median of runs 2-%u: reset %.3f ms, the run after it "
+		       "%.2f ms; fresh restore %.3f ms, the run after it "
+		       "%.2f ms\n", n, median(rs->reset, n, before),
+		       median(rs->reset, n, run), median(rs->fresh, n, before),
+		       median(rs->fresh, n, run));
+		printf("in the engine, all %u resets: scan %.3f ms, drop %.3f "
+		       "ms, refill %.3f ms\n", n - 1, rs->scan_ns / 1e6,
+		       rs->drop_ns / 1e6, rs->refill_ns / 1e6);
+	}
+	if (!bad)
+		printf("checksum ok: every run read the snapshot\n");
+	else
+		printf("checksum WRONG: %u of %u runs did not read the "
+		       "snapshot\n", bad, 2 * n);
 }
 
 int cmd_vmm(int argc, char **argv)
@@ -109,6 +228,11 @@ int cmd_vmm(int argc, char **argv)
 		{ "no-move", no_argument, NULL, 'M' },
 		{ "replay", required_argument, NULL, 'r' },
 		{ "copy-beside", no_argument, NULL, 'C' },
+		{ "reset", required_argument, NULL, 'R' },
+		{ "dirty", required_argument, NULL, 'D' },
+		{ "dirty-pattern", required_argument, NULL, 'p' },
+		{ "reset-eager", no_argument, NULL, 'E' },
+		{ "track-sync", no_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -165,6 +289,21 @@ int cmd_vmm(int argc, char **argv)
 		case 'M': c.engine_flags &= ~FL_ENGINE_MOVE; break;
 		case 'r': c.replay = optarg; break;
 		case 'C': c.copy_beside = true; break;
+		case 'R':
+			if (parse_resets(optarg, &c.resets) < 0)
+				return bad("--reset", optarg, "not 1 to 10000");
+			break;
+		case 'D':
+			if (parse_size(optarg, &c.dirty) < 0 || c.dirty == 0)
+				return bad("--dirty", optarg, "not a size");
+			break;
+		case 'p':
+			if (vmm_dirty_parse(optarg, &c.dirty_pattern) < 0)
+				return bad("--dirty-pattern", optarg, "not "
+					   "scattered or contiguous");
+			break;
+		case 'E': c.reset_eager = true; break;
+		case 'T': c.engine_flags |= FL_ENGINE_TRACK_SYNC; break;
 		case 'h': fputs(usage, stdout); return 0;
 		default: fputs(usage, stderr); return CLI_USAGE;
 		}
@@ -184,6 +323,7 @@ int cmd_vmm(int argc, char **argv)
 	ret = vmm_run(&c, &r);
 	if (ret < 0) {
 		fprintf(stderr, "faultline vmm: %s\n", vmm_error());
+		vmm_result_free(&r);
 		return CLI_FAILED;
 	}
 	if (json) {
@@ -191,8 +331,11 @@ int cmd_vmm(int argc, char **argv)
 
 		printf("%s\n", s);
 		free(s);
+	} else if (c.resets) {
+		print_reset(&c, &r);
 	} else {
 		print_text(&c, &r);
 	}
+	vmm_result_free(&r);
 	return r.checksum_ok ? 0 : CLI_FAILED;
 }

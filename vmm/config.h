@@ -13,6 +13,8 @@
 
 #define VMM_MAX_VCPUS	8
 #define VMM_MAX_MEM	(3ULL << 30)
+#define VMM_MAX_RESETS	10000
+#define VMM_DIRTY_DEFAULT	(1ULL << 20)	/* or all of a smaller memory */
 
 enum vmm_backend {
 	VMM_PREPOPULATED,	/* read from the file before the first KVM_RUN */
@@ -44,6 +46,21 @@ struct vmm_config {
 	uint64_t chunk;			/* 0: the default */
 	unsigned int engine_flags;	/* FL_ENGINE_* */
 	const char *replay;		/* a working-set trace to replay */
+	/*
+	 * VMM_INPROC: run the guest this many times from one snapshot, the
+	 * engine's reset between two runs, then as many runs each from a
+	 * fresh restore; each run reads the workload (checked against the
+	 * snapshot) and writes the dirty set.  0: run once.
+	 */
+	unsigned int resets;
+	uint64_t dirty;			/* bytes; 0: VMM_DIRTY_DEFAULT */
+	enum vmm_dirty_pattern dirty_pattern;
+	bool reset_eager;		/* FL_RESET_EAGER */
+	/*
+	 * Tests only: never reset (every run but the first must then fail
+	 * its check, the snapshot's bytes having been written over).
+	 */
+	bool skip_reset;
 };
 
 #endif

@@ -12,7 +12,10 @@
  * could cancel out.  A write touch is an xadd of 1 (the
  * first access is a write; the sum sees the old word).  After each pass
  * the sum is stored and the guest writes GUEST_PORT_PASS, so the VMM can
- * act between passes; after the last it halts.  vmm/workload.h computes
+ * act between passes; after the last it halts.  With P_DSTEP set
+ * (`faultline vmm --reset`) the second pass is no walk but the writes of
+ * the dirty set, whose sum is that of the words they replaced: what the
+ * snapshot holds there, if the memory was reset.  vmm/workload.h computes
  * the same sums from the memory file.
  *
  * Decision: KVM may emulate this guest instruction by instruction (PVM
@@ -175,6 +178,11 @@
 _start:
 pass:
 	xorl	%edi, %edi
+	cmpl	$0, P_DSTEP(%ebx)
+	je	workload
+	cmpl	$0, P_PASS(%ebx)
+	jne	dirty
+workload:
 	/* variant = write + 2 * (compute != 0); entry = 5 * variant + kind */
 	movl	P_WRITE(%ebx), %eax
 	cmpl	$0, P_COMPUTE(%ebx)
@@ -188,6 +196,20 @@ pass:
 	PATTERNS w, TOUCH_W
 	PATTERNS rc, TOUCH_RC
 	PATTERNS wc, TOUCH_WC
+
+/* --reset's second pass: write the dirty set (guest_abi.h, P_DSTEP). */
+dirty:
+	movl	P_DCOUNT(%ebx), %ebp
+	testl	%ebp, %ebp
+	jz	pass_done
+	movl	P_DFIRST(%ebx), %ecx
+.Ldirty:
+	ADDR
+	TOUCH_W
+	addl	P_DSTEP(%ebx), %ecx
+	decl	%ebp
+	jnz	.Ldirty
+	jmp	pass_done
 
 pass_done:
 	movl	P_PASS(%ebx), %eax

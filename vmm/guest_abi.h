@@ -51,13 +51,22 @@
 				 * sparse-random: >= runs - 1 */
 #define P_WRITE		20	/* in: 1: each touch is a read-modify-write */
 #define P_COMPUTE	24	/* in: LCG steps of work after each touch */
-#define P_PASSES	28	/* in: passes over the slice (1 or 2) */
+#define P_PASSES	28	/* in: passes (1 or 2) */
 #define P_SEED		32	/* in: random: first x */
 #define P_PASS		36	/* out: passes done */
 #define P_SUM		40	/* out: checksum of pass i at + 4 * i */
 #define P_X		48	/* guest's: sparse-random's x */
 #define P_LEFT		52	/* guest's: sparse-random's steps left */
-#define P_SIZE		64
+/*
+ * in: with P_DSTEP non-zero, pass 1 writes the dirty set instead of
+ * walking the workload again (`faultline vmm --reset`): slice pages
+ * P_DFIRST + k * P_DSTEP for k < P_DCOUNT, an xadd of 1 to each one's
+ * word, summing the words it replaced
+ */
+#define P_DFIRST	56
+#define P_DCOUNT	60
+#define P_DSTEP		64
+#define P_SIZE		128
 #define P_MAX_PASSES	2
 
 #endif

@@ -206,6 +206,16 @@ fail:
 	return ret;
 }
 
+int kvm_vcpu_restart(struct kvm_vcpu *v, int id)
+{
+	int ret = vcpu_set_state(v, id);
+
+	if (ret < 0)
+		return vmm_fail(ret, "vCPU %d: cannot set its registers again: "
+				"%s", id, strerror(-ret));
+	return 0;
+}
+
 /*
  * KVM turns an access it cannot back with a host page into an MMIO exit:
  * outside guest memory, a guest bug; inside, memory that never came (a

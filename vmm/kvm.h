@@ -42,6 +42,11 @@ void kvm_vm_close(struct kvm_vm *vm);
 /* vCPU id, at GUEST_CODE with %ebx = its parameter block. */
 int kvm_vcpu_open(struct kvm_vm *vm, int id, struct kvm_vcpu *v);
 /*
+ * After a halt: at GUEST_CODE again, as kvm_vcpu_open() left it (KVM has
+ * no interrupt controller here, so a halted vCPU runs on at KVM_RUN).
+ */
+int kvm_vcpu_restart(struct kvm_vcpu *v, int id);
+/*
  * Run until the guest halts (returns 0) or writes GUEST_PORT_PASS
  * (returns 1); -errno, or -EFAULT for any other exit (errors say which).
  */

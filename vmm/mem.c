@@ -42,13 +42,16 @@ static int check_huge_pages(const struct vmm_mem *m)
 			size_str(free > 0 ? (uint64_t)free << 21 : 0).s);
 }
 
+/* At m->addr if set (MAP_FIXED: in place of what is there), else anywhere. */
 static int map_anon(struct vmm_mem *m)
 {
 	int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
 
 	if (m->page_size > 4096)
 		flags |= MAP_HUGETLB | MAP_HUGE_2MB_FLAG;
-	m->addr = mmap(NULL, m->size, PROT_READ | PROT_WRITE, flags, -1, 0);
+	if (m->addr)
+		flags |= MAP_FIXED;
+	m->addr = mmap(m->addr, m->size, PROT_READ | PROT_WRITE, flags, -1, 0);
 	if (m->addr != MAP_FAILED)
 		return 0;
 	m->addr = NULL;
@@ -89,7 +92,30 @@ static int map_uffd(struct vmm_mem *m)
 	return 0;
 }
 
-static int engine_open(struct vmm_mem *m, const struct vmm_config *c)
+/*
+ * Write tracking for --reset: WP_ASYNC or WP_SYNC, whichever the engine
+ * takes; where it has none (-EOPNOTSUPP) the reset still works, dropping
+ * every page filled, and the note says why.
+ */
+static int track_writes(struct vmm_mem *m)
+{
+	int ret = fl_engine_track_writes(m->e);
+
+	if (ret > 0) {
+		m->tracking = ret;
+		return 0;
+	}
+	if (ret == -EOPNOTSUPP) {
+		snprintf(m->track_note, sizeof(m->track_note), "%s",
+			 fl_last_error());
+		return 0;
+	}
+	return vmm_fail(ret, "in-process engine: write tracking: %s",
+			fl_last_error());
+}
+
+static int engine_open(struct vmm_mem *m, const struct vmm_config *c,
+		       bool track)
 {
 	struct fl_engine_opts eo = {
 		.uffd = -1,
@@ -109,7 +135,7 @@ static int engine_open(struct vmm_mem *m, const struct vmm_config *c)
 	    (ret = fl_engine_add_region(m->e, &rd, m->src)) < 0 ||
 	    (c->replay && (ret = fl_engine_replay(m->e, c->replay)) < 0))
 		return vmm_fail(ret, "in-process engine: %s", fl_last_error());
-	return 0;
+	return track ? track_writes(m) : 0;
 }
 
 int vmm_mem_open(struct vmm_mem *m, const struct vmm_config *c, int fd)
@@ -138,7 +164,7 @@ int vmm_mem_open(struct vmm_mem *m, const struct vmm_config *c, int fd)
 	case VMM_INPROC:
 		ret = map_anon(m);
 		if (ret == 0)
-			ret = engine_open(m, c);
+			ret = engine_open(m, c, c->resets > 0);
 		break;
 	default:
 		ret = vmm_fail(-EINVAL, "unknown backend %d", c->backend);
@@ -165,6 +191,35 @@ int vmm_mem_start(struct vmm_mem *m, const struct vmm_config *c)
 					fl_last_error());
 	}
 	return 0;
+}
+
+static void engine_close(struct vmm_mem *m)
+{
+	if (m->e) {
+		fl_engine_stop(m->e);
+		fl_engine_destroy(m->e);
+	}
+	if (m->src)
+		fl_source_put(m->src);
+	m->e = NULL;
+	m->src = NULL;
+}
+
+int vmm_mem_renew(struct vmm_mem *m, const struct vmm_config *c)
+{
+	int ret;
+
+	if (m->backend != VMM_INPROC)
+		return vmm_fail(-EINVAL, "a fresh restore is the inproc "
+				"backend's");
+	engine_close(m);
+	m->tracking = 0;
+	ret = map_anon(m);
+	if (ret == 0)
+		ret = engine_open(m, c, false);
+	if (ret == 0)
+		ret = vmm_mem_start(m, c);
+	return ret;
 }
 
 int vmm_mem_discard(struct vmm_mem *m, uint64_t off, uint64_t len)
@@ -203,12 +258,7 @@ uint64_t vmm_mem_resident(const struct vmm_mem *m)
 
 void vmm_mem_close(struct vmm_mem *m)
 {
-	if (m->e) {
-		fl_engine_stop(m->e);
-		fl_engine_destroy(m->e);
-	}
-	if (m->src)
-		fl_source_put(m->src);
+	engine_close(m);
 	if (m->backend == VMM_UFFD) {
 		if (m->fc.sock >= 0)
 			fc_client_end(&m->fc, 5000);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * report.c - a run of the test VMM as one JSON object (`faultline vmm
- * --json`, and the kvm-restore benchmark's raw data).
+ * --json`, and the kvm-restore benchmark's raw data), --reset's runs
+ * included.
  */
 #include <json-c/json.h>
 #include <stdlib.h>
@@ -12,6 +13,69 @@
 static void add_u64(json_object *o, const char *k, uint64_t v)
 {
 	json_object_object_add(o, k, json_object_new_int64((int64_t)v));
+}
+
+static const char *const tracking_names[] = {
+	[0] = "none", [FL_TRACK_WP_ASYNC] = "wp_async",
+	[FL_TRACK_WP_SYNC] = "wp_sync",
+};
+
+const char *vmm_tracking_name(int tracking)
+{
+	return tracking >= 0 && tracking <= FL_TRACK_WP_SYNC ?
+	       tracking_names[tracking] : "?";
+}
+
+static json_object *reset_runs(const struct vmm_reset_run *v, unsigned int n,
+			       const char *before)
+{
+	json_object *a = json_object_new_array();
+
+	for (unsigned int i = 0; i < n; i++) {
+		json_object *o = json_object_new_object();
+
+		json_object_object_add(o, before,
+				       json_object_new_double(v[i].before_ms));
+		json_object_object_add(o, "run_ms",
+				       json_object_new_double(v[i].run_ms));
+		if (!strcmp(before, "reset_ms")) {
+			add_u64(o, "pages_reset", v[i].pages_reset);
+			add_u64(o, "reset_runs", v[i].reset_runs);
+		}
+		add_u64(o, "faults", v[i].faults);
+		json_object_object_add(o, "checksum_ok",
+				       json_object_new_boolean(v[i].checksum_ok));
+		json_object_array_add(a, o);
+	}
+	return a;
+}
+
+static json_object *reset_json(const struct vmm_config *c,
+			       const struct vmm_reset_result *rs)
+{
+	json_object *o = json_object_new_object();
+
+	add_u64(o, "runs", rs->runs);
+	add_u64(o, "dirty_bytes", rs->dirty_bytes);
+	json_object_object_add(o, "dirty_pattern", json_object_new_string(
+				       vmm_dirty_name(c->dirty_pattern)));
+	json_object_object_add(o, "eager",
+			       json_object_new_boolean(c->reset_eager));
+	json_object_object_add(o, "write_tracking", json_object_new_string(
+				       vmm_tracking_name(rs->tracking)));
+	if (!rs->tracking)
+		json_object_object_add(o, "write_tracking_note",
+				       json_object_new_string(rs->tracking_note));
+	add_u64(o, "reset_scan_ns", rs->scan_ns);
+	add_u64(o, "reset_drop_ns", rs->drop_ns);
+	add_u64(o, "reset_refill_ns", rs->refill_ns);
+	if (rs->reset)
+		json_object_object_add(o, "reset_loop", reset_runs(rs->reset,
+				       rs->runs, "reset_ms"));
+	if (rs->fresh)
+		json_object_object_add(o, "fresh_loop", reset_runs(rs->fresh,
+				       rs->runs, "restore_ms"));
+	return o;
 }
 
 char *vmm_result_json(const struct vmm_config *c, const struct vmm_result *r)
@@ -37,6 +101,8 @@ char *vmm_result_json(const struct vmm_config *c, const struct vmm_result *r)
 	json_object_object_add(o, "huge", json_object_new_boolean(c->huge));
 	add_u64(o, "mem_bytes", r->mem_bytes);
 	add_u64(o, "touches", r->touches);
+	if (c->resets)
+		json_object_object_add(o, "reset", reset_json(c, &r->reset));
 	if (r->have_engine) {
 		char *es = fl_stats_json(&r->engine);
 

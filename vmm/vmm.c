@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * vmm.c - one run of the test VMM: check the configuration, set up the
- * memory and the VM, run every vCPU at once, and check the guest's sums.
+ * memory and the VM, run every vCPU at once (vcpus.c), and check the
+ * guest's sums (--reset: the runs are reset.c's).
  *
  * Decisions: each vCPU is a thread that creates its own vCPU and waits at
  * a barrier, so the clock starts at one instant for all of them and stops
@@ -14,49 +15,17 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "beside.h"
 #include "format/image.h"
-#include "kvm.h"
-#include "mem.h"
+#include "reset.h"
 #include "util/size.h"
-#include "vmm.h"
-
-struct vm_run;
-
-struct vcpu {
-	struct vm_run *run;
-	int id;
-	struct vmm_slice s;
-	struct kvm_vcpu kv;
-	uint32_t sum[P_MAX_PASSES];
-	double t_end;
-	uint64_t faults;
-	int err;
-	pthread_t th;
-};
-
-struct vm_run {
-	const struct vmm_config *c;
-	unsigned int nvcpus, passes;
-	bool kvm;
-	struct kvm_vm vm;
-	struct vmm_mem mem;
-	struct vmm_beside beside;
-	pthread_barrier_t start, pass;
-	atomic_int err;
-	struct vcpu v[VMM_MAX_VCPUS];
-};
+#include "vcpus.h"
 
 static const char *const backend_names[] = {
 	[VMM_PREPOPULATED] = "prepopulated", [VMM_FILE] = "file",
@@ -78,27 +47,44 @@ const char *vmm_backend_name(enum vmm_backend b)
 	return b <= VMM_INPROC ? backend_names[b] : "?";
 }
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static uint64_t thread_faults(void)
-{
-	struct rusage ru;
-
-	if (getrusage(RUSAGE_THREAD, &ru) < 0)
-		return 0;
-	return ru.ru_minflt + ru.ru_majflt;
-}
-
 /* ---- the configuration ------------------------------------------------- */
+
+static int check_reset_options(const struct vmm_config *c)
+{
+	if (!c->resets) {
+		if (c->dirty || c->dirty_pattern || c->reset_eager ||
+		    (c->engine_flags & FL_ENGINE_TRACK_SYNC))
+			return vmm_fail(-EINVAL, "--dirty, --dirty-pattern, "
+					"--reset-eager and --track-sync go "
+					"with --reset");
+		return 0;
+	}
+	if (c->backend != VMM_INPROC)
+		return vmm_fail(-EINVAL, "--reset resets the inproc engine's "
+				"memory: not for the %s backend",
+				vmm_backend_name(c->backend));
+	if (c->resets > VMM_MAX_RESETS)
+		return vmm_fail(-EINVAL, "--reset %u: at most %d runs",
+				c->resets, VMM_MAX_RESETS);
+	if (c->wl.write)
+		return vmm_fail(-EINVAL, "--reset: each run reads its workload "
+				"(checked against the snapshot), then writes "
+				"the dirty set (--dirty): no --write");
+	if (c->discard_len)
+		return vmm_fail(-EINVAL, "--reset and --discard do not go "
+				"together");
+	if (c->dirty % 4096)
+		return vmm_fail(-EINVAL, "--dirty %llu: not whole 4 KiB pages",
+				(unsigned long long)c->dirty);
+	return 0;
+}
 
 int vmm_check_options(const struct vmm_config *c)
 {
+	int ret = check_reset_options(c);
+
+	if (ret < 0)
+		return ret;
 	if (c->vcpus > VMM_MAX_VCPUS)
 		return vmm_fail(-EINVAL, "%u vCPUs: at most %d", c->vcpus,
 				VMM_MAX_VCPUS);
@@ -119,10 +105,12 @@ int vmm_check_options(const struct vmm_config *c)
 	return 0;
 }
 
-static int check_config(const struct vmm_config *c, uint64_t file_size,
-			uint64_t *size)
+/* The options against the memory file; sizes resolved into mc. */
+static int check_config(struct vmm_config *mc, uint64_t file_size)
 {
+	const struct vmm_config *c = mc;
 	uint64_t psz = c->huge ? 2ULL << 20 : 4096;
+	uint64_t *size = &mc->mem_size;
 	int ret = vmm_check_options(c);
 
 	if (ret < 0)
@@ -150,6 +138,13 @@ static int check_config(const struct vmm_config *c, uint64_t file_size,
 				"of guest memory",
 				(unsigned long long)c->discard_off,
 				(unsigned long long)c->discard_len);
+	if (c->resets && !c->dirty)
+		mc->dirty = *size < VMM_DIRTY_DEFAULT ? *size :
+			    VMM_DIRTY_DEFAULT;
+	if (c->resets && c->dirty > *size)
+		return vmm_fail(-EINVAL, "--dirty %s: more than the guest "
+				"memory (%s)", size_str(c->dirty).s,
+				size_str(*size).s);
 	return 0;
 }
 
@@ -167,160 +162,18 @@ static int choose_guest(const struct vmm_config *c, struct vmm_result *r)
 	return 0;
 }
 
-/* ---- the vCPUs ----------------------------------------------------------- */
-
-static void write_params(struct vm_run *run, const struct vcpu *v)
-{
-	uint32_t *p = (uint32_t *)(run->vm.low + GUEST_PARAMS +
-				   v->id * P_SIZE);
-
-	memset(p, 0, P_SIZE);
-	p[P_FIRST / 4] = v->s.first;
-	p[P_NPAGES / 4] = v->s.npages;
-	p[P_KIND / 4] = v->s.kind;
-	p[P_ARG / 4] = v->s.arg;
-	p[P_WRITE / 4] = v->s.write;
-	p[P_COMPUTE / 4] = v->s.compute;
-	p[P_PASSES / 4] = run->passes;
-	p[P_SEED / 4] = v->s.seed;
-}
-
-static void read_sums(struct vm_run *run, struct vcpu *v)
-{
-	const uint32_t *p = (const uint32_t *)(run->vm.low + GUEST_PARAMS +
-					       v->id * P_SIZE);
-
-	for (unsigned int i = 0; i < run->passes; i++)
-		v->sum[i] = p[P_SUM / 4 + i];
-}
-
-struct touch_ctx {
-	const struct vmm_slice *s;
-	uint8_t *mem;
-	uint32_t sum;
-};
-
-/* The process guest's touch: what guest.S's touch does, in C. */
-static void process_touch(void *arg, uint32_t j)
-{
-	struct touch_ctx *t = arg;
-	uint32_t *w = (uint32_t *)(t->mem + vmm_touch_offset(t->s, j));
-	uint32_t v, x;
-
-	if (t->s->write)
-		v = __atomic_fetch_add(w, 1, __ATOMIC_RELAXED);
-	else
-		v = *(volatile uint32_t *)w;
-	t->sum = vmm_sum_step(t->sum, v);
-	x = t->sum;
-	for (uint32_t i = t->s->compute; i; i--) {
-		x = x * (uint32_t)WL_LCG_A + WL_LCG_C;
-		__asm__ volatile("" : "+r"(x));
-	}
-}
-
-/* One pass: 1 at its end, 0 when the guest halted, or -errno. */
-static int vcpu_pass(struct vcpu *v, unsigned int pass)
-{
-	struct touch_ctx t = { .s = &v->s, .mem = v->run->mem.addr };
-
-	if (v->run->kvm)
-		return kvm_vcpu_run(&v->kv);
-	if (pass == v->run->passes)
-		return 0;		/* the process guest's halt */
-	vmm_walk(&v->s, process_touch, &t);
-	v->sum[pass] = t.sum;
-	return 1;
-}
-
-/* Between passes: every vCPU waits while vCPU 0 discards. */
-static void between_passes(struct vcpu *v)
-{
-	struct vm_run *run = v->run;
-	const struct vmm_config *c = run->c;
-	int ret;
-
-	pthread_barrier_wait(&run->pass);
-	if (v->id == 0 && c->discard_len) {
-		ret = vmm_mem_discard(&run->mem, c->discard_off,
-				      c->discard_len);
-		if (ret < 0 && !v->err)
-			v->err = ret;
-	}
-	pthread_barrier_wait(&run->pass);
-}
-
-static void *vcpu_main(void *arg)
-{
-	struct vcpu *v = arg;
-	struct vm_run *run = v->run;
-	uint64_t f0;
-	int ret = 0;
-
-	v->kv.fd = -1;
-	if (run->kvm)
-		v->err = kvm_vcpu_open(&run->vm, v->id, &v->kv);
-	pthread_barrier_wait(&run->start);
-	f0 = thread_faults();
-	for (unsigned int pass = 0; pass <= run->passes; pass++) {
-		if (!v->err && !atomic_load(&run->err)) {
-			ret = vcpu_pass(v, pass);
-			if (ret < 0)
-				v->err = ret;
-			else if (ret != (pass < run->passes))
-				v->err = vmm_fail(-EPROTO, "vCPU %d: the guest "
-						  "%s after pass %u", v->id,
-						  ret ? "went on" : "halted",
-						  pass);
-		}
-		if (pass + 1 < run->passes)
-			between_passes(v);
-	}
-	v->t_end = now();
-	v->faults = thread_faults() - f0;
-	if (v->err)
-		atomic_store(&run->err, v->err);
-	if (run->kvm) {
-		read_sums(run, v);
-		kvm_vcpu_close(&run->vm, &v->kv);
-	}
-	return NULL;
-}
-
 static int run_vcpus(struct vm_run *run, struct vmm_result *r)
 {
-	unsigned int started = 0;
-	double t0, t1 = 0;
-	int ret = 0;
+	int ret;
 
-	pthread_barrier_init(&run->start, NULL, run->nvcpus + 1);
-	pthread_barrier_init(&run->pass, NULL, run->nvcpus);
-	for (; started < run->nvcpus; started++) {
-		ret = -pthread_create(&run->v[started].th, NULL, vcpu_main,
-				      &run->v[started]);
-		if (ret < 0)
-			break;
-	}
-	if (ret < 0) {		/* never reached with 8 threads; say so */
-		fprintf(stderr, "faultline vmm: cannot start vCPU threads\n");
-		_exit(1);
-	}
+	vm_vcpus_start(run);
 	ret = vmm_mem_start(&run->mem, run->c);
 	if (ret == 0 && run->c->copy_beside)
 		ret = vmm_beside_start(&run->beside);
-	if (ret < 0)
-		atomic_store(&run->err, ret);
-	t0 = now();
-	pthread_barrier_wait(&run->start);
-	for (unsigned int i = 0; i < run->nvcpus; i++) {
-		pthread_join(run->v[i].th, NULL);
-		if (run->v[i].t_end > t1)
-			t1 = run->v[i].t_end;
-		r->faults += run->v[i].faults;
-	}
-	pthread_barrier_destroy(&run->start);
-	pthread_barrier_destroy(&run->pass);
-	r->elapsed_ms = (t1 - t0) * 1e3;
+	if (ret == 0)
+		ret = run->c->resets ? vmm_reset_loops(run, r) :
+		      vm_run_once(run, &r->elapsed_ms);
+	r->faults = vm_vcpus_stop(run);
 	return ret < 0 ? ret : atomic_load(&run->err);
 }
 
@@ -344,7 +197,8 @@ static bool discarded(const struct vmm_config *c, uint64_t off)
 /*
  * The word a touch must see: the file's, plus one per earlier write pass;
  * after a discard, anonymous memory reads zeros (the file backend maps
- * the file's bytes again).
+ * the file's bytes again).  --reset's dirty pass sees the file's (its
+ * runs never write their workload: no --write, no --discard).
  */
 static void expect_touch(void *arg, uint32_t j)
 {
@@ -360,33 +214,31 @@ static void expect_touch(void *arg, uint32_t j)
 	x->touches++;
 }
 
-static int check_sums(struct vm_run *run, int fd, struct vmm_result *r)
+/* The sums each vCPU's passes must have (want), and the touches of a run. */
+static int expect_sums(struct vm_run *run, int fd, struct vmm_result *r)
 {
 	const uint8_t *file = mmap(NULL, run->mem.size, PROT_READ, MAP_SHARED,
 				   fd, 0);
-	bool ok = true;
 
 	if (file == MAP_FAILED)
 		return vmm_fail(-errno, "cannot map the memory file to check "
 				"the guest: %s", strerror(errno));
 	for (unsigned int i = 0; i < run->nvcpus; i++)
 		for (unsigned int pass = 0; pass < run->passes; pass++) {
+			struct vcpu *v = &run->v[i];
 			struct expect_ctx x = {
-				.c = run->c, .s = &run->v[i].s, .file = file,
+				.c = run->c, .s = &v->s, .file = file,
 				.pass = pass,
 			};
 
-			vmm_walk(&run->v[i].s, expect_touch, &x);
+			if (pass == 1 && v->s.dstep)
+				vmm_dirty_walk(&v->s, expect_touch, &x);
+			else
+				vmm_walk(&v->s, expect_touch, &x);
 			r->touches += x.touches;
-			if (x.sum == run->v[i].sum[pass])
-				continue;
-			fprintf(stderr, "faultline vmm: vCPU %u pass %u: guest "
-				"checksum 0x%08x, the memory file says 0x%08x\n",
-				i, pass, run->v[i].sum[pass], x.sum);
-			ok = false;
+			v->want[pass] = x.sum;
 		}
 	munmap((void *)file, run->mem.size);
-	r->checksum_ok = ok;
 	return 0;
 }
 
@@ -395,34 +247,42 @@ static int check_sums(struct vm_run *run, int fd, struct vmm_result *r)
 static int setup(struct vm_run *run, const struct vmm_config *c, int fd,
 		 struct vmm_result *r)
 {
-	struct vmm_config mc = *c;
 	struct vmm_slice slices[VMM_MAX_VCPUS];
+	uint32_t npages;
 	struct stat st;
 	int ret;
 
 	if (fstat(fd, &st) < 0)
 		return vmm_fail(-errno, "%s: %s", c->mem_file, strerror(errno));
-	ret = check_config(c, st.st_size, &mc.mem_size);
+	run->mc = *c;
+	ret = check_config(&run->mc, st.st_size);
 	if (ret < 0 || (ret = choose_guest(c, r)) < 0)
 		return ret;
+	c = run->c = &run->mc;
 	run->kvm = r->kvm_guest;
-	r->mem_bytes = mc.mem_size;
-	vmm_slices(&c->wl, mc.mem_size / 4096, run->nvcpus, slices);
+	r->mem_bytes = c->mem_size;
+	npages = c->mem_size / 4096;
+	vmm_slices(&c->wl, npages, run->nvcpus, slices);
+	if (c->resets) {
+		vmm_dirty_slices(npages, c->dirty / 4096, c->dirty_pattern,
+				 run->nvcpus, slices);
+		r->reset.dirty_bytes = c->dirty;
+	}
 	for (unsigned int i = 0; i < run->nvcpus; i++) {
 		run->v[i] = (struct vcpu){ .run = run, .id = i, .s = slices[i] };
 		run->v[i].kv.fd = -1;
 	}
 	if (run->kvm && (ret = kvm_vm_open(&run->vm)) < 0)
 		return ret;
-	ret = vmm_mem_open(&run->mem, &mc, fd);
+	ret = vmm_mem_open(&run->mem, c, fd);
 	if (ret == 0 && c->copy_beside)
-		ret = vmm_beside_open(&run->beside, fd, mc.mem_size);
+		ret = vmm_beside_open(&run->beside, fd, c->mem_size);
 	if (ret < 0)
 		return ret;
 	if (!run->kvm)
 		return 0;
 	for (unsigned int i = 0; i < run->nvcpus; i++)
-		write_params(run, &run->v[i]);
+		vm_write_params(run, &run->v[i]);
 	return kvm_vm_add_memory(&run->vm, 1, GUEST_MEM_BASE, run->mem.addr,
 				 run->mem.size);
 }
@@ -438,7 +298,7 @@ int vmm_run(const struct vmm_config *c, struct vmm_result *r)
 		return vmm_fail(-ENOMEM, "out of memory");
 	run->c = c;
 	run->nvcpus = c->vcpus ? c->vcpus : 1;
-	run->passes = c->discard_len ? 2 : 1;
+	run->passes = c->discard_len || c->resets ? 2 : 1;
 	run->vm.fd = run->vm.kvm = -1;
 	run->beside.uffd = -1;
 	r->vcpus = run->nvcpus;
@@ -454,13 +314,18 @@ int vmm_run(const struct vmm_config *c, struct vmm_result *r)
 		return vmm_fail(-errno, "%s: %s", c->mem_file, strerror(errno));
 	}
 	ret = setup(run, c, fd, r);
+	/* --reset checks each run: the sums first (the file's pages read). */
+	if (ret == 0 && c->resets)
+		ret = expect_sums(run, fd, r);
 	if (ret == 0)
 		ret = run_vcpus(run, r);
 	if (ret == 0) {
 		r->bytes_copied = vmm_mem_resident(&run->mem);
-		if (run->mem.e && fl_engine_stats(run->mem.e, &r->engine) == 0)
+		if (!r->have_engine && run->mem.e &&
+		    fl_engine_stats(run->mem.e, &r->engine) == 0)
 			r->have_engine = true;
-		ret = check_sums(run, fd, r);
+		if (!c->resets && (ret = expect_sums(run, fd, r)) == 0)
+			r->checksum_ok = vm_sums_ok(run, "");
 	}
 	vmm_beside_close(&run->beside);
 	vmm_mem_close(&run->mem);
@@ -469,4 +334,11 @@ int vmm_run(const struct vmm_config *c, struct vmm_result *r)
 	close(fd);
 	free(run);
 	return ret;
+}
+
+void vmm_result_free(struct vmm_result *r)
+{
+	free(r->reset.reset);
+	free(r->reset.fresh);
+	r->reset.reset = r->reset.fresh = NULL;
 }

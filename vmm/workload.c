@@ -99,6 +99,47 @@ void vmm_slices(const struct vmm_workload *w, uint32_t npages,
 	}
 }
 
+int vmm_dirty_parse(const char *s, enum vmm_dirty_pattern *out)
+{
+	if (!strcmp(s, "scattered"))
+		*out = VMM_DIRTY_SCATTERED;
+	else if (!strcmp(s, "contiguous"))
+		*out = VMM_DIRTY_CONTIGUOUS;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+const char *vmm_dirty_name(enum vmm_dirty_pattern p)
+{
+	return p == VMM_DIRTY_CONTIGUOUS ? "contiguous" : "scattered";
+}
+
+/*
+ * The dirty set is pages g * step for g < dirty_pages (step 1:
+ * contiguous); a slice [first, first + npages) holds those with g from
+ * ceil(first / step) up to, not including, ceil((first + npages) / step).
+ */
+void vmm_dirty_slices(uint32_t npages, uint32_t dirty_pages,
+		      enum vmm_dirty_pattern p, unsigned int nvcpus,
+		      struct vmm_slice *s)
+{
+	uint32_t step = p == VMM_DIRTY_CONTIGUOUS ? 1 : npages / dirty_pages;
+
+	for (unsigned int i = 0; i < nvcpus; i++) {
+		uint64_t g0 = ((uint64_t)s[i].first + step - 1) / step;
+		uint64_t g1 = ((uint64_t)s[i].first + s[i].npages + step - 1) /
+			      step;
+
+		if (g1 > dirty_pages)
+			g1 = dirty_pages;
+		s[i].dstep = step;
+		s[i].dcount = g1 > g0 ? (uint32_t)(g1 - g0) : 0;
+		s[i].dfirst = s[i].dcount ? (uint32_t)(g0 * step) - s[i].first
+					  : 0;
+	}
+}
+
 static void count_one(void *ctx, uint32_t j)
 {
 	(void)j;

@@ -21,6 +21,15 @@ struct vmm_workload {
 	bool write;		/* touches are read-modify-writes */
 };
 
+/*
+ * Where `--reset`'s runs write (--dirty-pattern): every (memory / dirty)-th
+ * page from the first, or the first dirty bytes of guest memory.
+ */
+enum vmm_dirty_pattern {
+	VMM_DIRTY_SCATTERED,
+	VMM_DIRTY_CONTIGUOUS,
+};
+
 /* One vCPU's share: the parameters guest.S reads (guest_abi.h). */
 struct vmm_slice {
 	uint32_t first;		/* index of the slice's first 4 KiB page */
@@ -28,6 +37,9 @@ struct vmm_slice {
 	uint32_t kind, arg, seed;
 	uint32_t compute;
 	bool write;
+	/* The dirty set's pages in this slice: dfirst + k * dstep, k < dcount
+	 * (slice pages); dstep 0: no dirty pass. */
+	uint32_t dfirst, dcount, dstep;
 };
 
 /*
@@ -45,6 +57,19 @@ const char *vmm_workload_name(const struct vmm_workload *w, char *buf,
  */
 void vmm_slices(const struct vmm_workload *w, uint32_t npages,
 		unsigned int nvcpus, struct vmm_slice *out);
+
+/* "scattered" or "contiguous": 0 or -EINVAL. */
+int vmm_dirty_parse(const char *s, enum vmm_dirty_pattern *out);
+const char *vmm_dirty_name(enum vmm_dirty_pattern p);
+
+/*
+ * Give each of the nvcpus slices (vmm_slices()) its part of a dirty set of
+ * dirty_pages pages (at least 1, at most npages) of the npages of guest
+ * memory, in pattern p.
+ */
+void vmm_dirty_slices(uint32_t npages, uint32_t dirty_pages,
+		      enum vmm_dirty_pattern p, unsigned int nvcpus,
+		      struct vmm_slice *s);
 
 /* Pages a pass over the slice touches. */
 uint64_t vmm_slice_touches(const struct vmm_slice *s);
@@ -109,6 +134,14 @@ static inline void vmm_walk(const struct vmm_slice *s,
 		for (j = 0; j < s->npages; j++)
 			fn(ctx, j);
 	}
+}
+
+/* Call fn(ctx, j) for each slice page j of the dirty set, in its order. */
+static inline void vmm_dirty_walk(const struct vmm_slice *s,
+				  void (*fn)(void *ctx, uint32_t j), void *ctx)
+{
+	for (uint32_t k = 0; k < s->dcount; k++)
+		fn(ctx, s->dfirst + k * s->dstep);
 }
 
 #endif

@@ -48,11 +48,11 @@ static const struct counter {
 #undef C
 };
 /*
- * The counters a daemon's sessions never move, left out: write_tracking
- * and the six of reset to the snapshot, which is in-process only
- * (include/faultline.h).
+ * The counters a daemon's sessions never move, left out: write_tracking,
+ * wp_faults and the six of reset to the snapshot, which is in-process
+ * only (include/faultline.h).
  */
-#define NOT_SERVED	7
+#define NOT_SERVED	8
 #define ONE(n)	+ 1
 _Static_assert(sizeof(counters) / sizeof(counters[0]) + NOT_SERVED ==
 	       0 FL_STATS_COUNTERS(ONE), "a counter without its metric");

@@ -134,6 +134,7 @@ struct pending {
 	uint64_t addr;
 	uint64_t t_read;	/* CLOCK_MONOTONIC ns when the fault was read */
 	uint64_t t_seen;	/* ... when the read() that brought it began */
+	bool wp;		/* a write-protect fault (track.c), no fill */
 };
 
 struct worker {

@@ -126,14 +126,14 @@ static int read_msgs(struct fl_engine *e, struct worker *w)
 			apply_event(e, m);
 			continue;
 		}
-		if (m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) {
-			track_wp_fault(e, m->arg.pagefault.address);
-			continue;	/* a first write, not a page to fill */
+		bool wp = m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP;
+
+		if (!wp) {	/* a first write is not a page to fill */
+			stat_add(&e->st.faults, 1);
+			prefetch_fault_read(e, t);
 		}
-		stat_add(&e->st.faults, 1);
-		prefetch_fault_read(e, t);
 		w->q[w->qlen++] = (struct pending){ m->arg.pagefault.address,
-						     t, seen };
+						     t, seen, wp };
 	}
 	pthread_rwlock_unlock(&e->lock);
 	return n;
@@ -245,6 +245,8 @@ static int serve_fault(struct fl_engine *e, struct worker *w,
 {
 	int ret = 0;
 
+	if (p->wp)
+		return track_wp_fault(e, p->addr);
 	pthread_rwlock_rdlock(&e->lock);
 	struct region *r = region_find(&e->regions, p->addr);
 

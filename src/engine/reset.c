@@ -272,19 +272,22 @@ static int refill_runs(struct fl_engine *e, const struct runs *rs)
 	pthread_rwlock_rdlock(&e->lock);
 	for (size_t i = 0; i < rs->n && !ret; i++) {
 		uint64_t a = rs->v[i].addr, end = a + rs->v[i].len;
-		struct region *r = region_find(&e->regions, a);
+		struct region *r;
 
-		if (!r)	/* unmapped meanwhile: nothing to fill */
-			continue;
-		uint64_t last = end < r->addr + r->len ? end : r->addr + r->len;
-		struct fill_ctx job = { .e = e, .w = e->reset_worker, .r = r };
+		/* A run may span regions that touch; none: unmapped since. */
+		for (; a < end && (r = region_find(&e->regions, a)); ) {
+			uint64_t last = end < r->addr + r->len ? end :
+					r->addr + r->len;
+			struct fill_ctx job = { .e = e, .w = e->reset_worker,
+						.r = r };
+			int err = engine_fill_range(&job, region_page(r, a),
+						    region_page(r, last - 1) + 1);
 
-		int err = engine_fill_range(&job, region_page(r, a),
-					    region_page(r, last - 1) + 1);
-
-		/* Unmapped, or an event first: left to their faults. */
-		if (err < 0 && err != -ENOENT && err != -EAGAIN)
-			ret = err;
+			/* Unmapped, or an event first: left to their faults. */
+			if (err < 0 && err != -ENOENT && err != -EAGAIN)
+				ret = err;
+			a = last;
+		}
 	}
 	pthread_rwlock_unlock(&e->lock);
 	return ret;
@@ -297,8 +300,15 @@ static int reset_locked(struct fl_engine *e, unsigned int flags)
 	int ret = 0;
 
 	pthread_rwlock_rdlock(&e->lock);
-	for (int i = 0; i < e->regions.n && !ret; i++)
-		ret = track_collect(e, e->regions.v[i], &rs);
+	for (int i = 0; i < e->regions.n && !ret; i++) {
+		const struct region *r = e->regions.v[i];
+
+		ret = r->memfd < 0 ? track_collect(e, e->regions.v[i], &rs) :
+		      fl_err(-EOPNOTSUPP, "reset: region 0x%llx is shared "
+			     "memory (FL_REGION_MINOR): its page cache would "
+			     "keep what was written",
+			     (unsigned long long)r->addr);
+	}
 	pthread_rwlock_unlock(&e->lock);
 	runs_merge(&rs);
 	uint64_t t1 = now_ns();
@@ -320,7 +330,8 @@ static int reset_locked(struct fl_engine *e, unsigned int flags)
 	stat_add(&e->st.reset_runs, rs.n);
 	stat_add(&e->st.reset_scan_ns, t1 - t0);
 	stat_add(&e->st.reset_drop_ns, t2 - t1);
-	stat_add(&e->st.reset_refill_ns, t3 - t2);
+	if (flags & FL_RESET_EAGER)
+		stat_add(&e->st.reset_refill_ns, t3 - t2);
 	free(rs.v);
 	return ret < 0 ? ret : (int)n;
 }
@@ -338,6 +349,10 @@ int fl_engine_reset(struct fl_engine *e, unsigned int flags)
 			      "it)");
 	if (atomic_load(&e->detached))
 		return fl_err(-ESRCH, "reset: the engine is detached");
+	if (!e->nthreads || atomic_load(&e->stopping))
+		return fl_err(-EINVAL, "reset: the engine's threads are not "
+			      "running (fl_engine_start): each drop waits for "
+			      "one of them to read its REMOVE event");
 	pthread_mutex_lock(&e->reset_lock);
 	int ret = reset_locked(e, flags);
 

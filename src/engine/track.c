@@ -149,16 +149,26 @@ int track_collect(struct fl_engine *e, struct region *r, struct runs *rs)
 	return take_dirty(r, rs);
 }
 
-void track_wp_fault(struct fl_engine *e, uint64_t addr)
+int track_wp_fault(struct fl_engine *e, uint64_t addr)
 {
+	pthread_rwlock_rdlock(&e->lock);
 	struct region *r = region_find(&e->regions, addr);
 	uint64_t ps = r ? r->page_size : 4096;
 	uint64_t page = addr & ~(ps - 1);
 
+	/* Marked before the write can happen: a reset from now on sees it. */
 	if (r)
 		region_set_dirty(r, region_page(r, page));
+	pthread_rwlock_unlock(&e->lock);
 	/* Unprotected, and its writer woken, even if no region knows it. */
-	engine_unprotect(e, page, ps);
+	int ret = engine_unprotect(e, page, ps);
+
+	if (ret == -EAGAIN || ret == -ESRCH)
+		return ret;
+	stat_add(&e->st.wp_faults, 1);
+	if (ret < 0)	/* a bug or a page gone: never leave it asleep */
+		engine_wake(e, page, ps);
+	return 0;
 }
 
 /* ---- starting ------------------------------------------------------------ */

@@ -12,9 +12,11 @@
 /*
  * A write-protect fault read from the uffd (the synchronous mechanism):
  * the page is marked dirty and its protection lifted, which wakes the
- * writer.  Engine lock held exclusively (read_msgs).
+ * writer.  0; -EAGAIN while an event is pending (the kernel refuses the
+ * change until it is read: the caller applies it and comes back);
+ * -ESRCH once the client is gone.  Engine lock not held.
  */
-void track_wp_fault(struct fl_engine *e, uint64_t addr);
+int track_wp_fault(struct fl_engine *e, uint64_t addr);
 
 /* A run of pages to reset: [addr, addr + len). */
 struct run {
