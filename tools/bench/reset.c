@@ -21,6 +21,12 @@
  * are timed with that bookkeeping.  After every case the whole region
  * must hash (XXH3) to the pattern; a mismatch is reported at once and
  * makes the command exit 1.
+ *
+ * Decision: two phases.  Under shadow paging a fill or a flush costs more
+ * the more this process has mapped (a full restore took twice as long
+ * with the 4x region beside it), so the main cases run with the 1x region
+ * alone; the 4x region and the plain memory come after, and the rows that
+ * compare with them are measured again beside them ("1x region").
  */
 #define _GNU_SOURCE
 #include <errno.h>
