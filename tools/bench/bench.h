@@ -86,6 +86,7 @@ struct bench_table {
 	const char *cited_unit;	/* unit of the cited column, e.g. "s/GiB" */
 	const char *unit;	/* "s", "ms" or "us": how times are printed */
 	bool per_gib;		/* also print time per GiB */
+	int ratio_prec;		/* decimals of "vs ref"; 0: 2 */
 	uint64_t bytes;		/* bytes per run */
 	int runs;
 	int ref;		/* index of the reference row */

@@ -130,6 +130,7 @@ void bench_print_table(const struct bench_table *t, FILE *f)
 	double sc = bench_unit_scale(t->unit);
 	bool thp = false, cited = false, faults = false;
 	int lw = 40;	/* the label column: 40, or the longest label */
+	int rp = t->ratio_prec ? t->ratio_prec : 2, rw = rp + 5;
 	char sz[32];
 
 	for (int i = 0; i < t->nrows; i++) {
@@ -149,7 +150,7 @@ void bench_print_table(const struct bench_table *t, FILE *f)
 	fprintf(f, "%-*s %10s", lw, "case", t->unit);
 	if (t->per_gib)
 		fprintf(f, " %10s", strcmp(t->unit, "s") ? "ms/GiB" : "s/GiB");
-	fprintf(f, " %7s", "vs ref");
+	fprintf(f, " %*s", rw, "vs ref");
 	for (int c = 0; c < t->ncols; c++)
 		fprintf(f, " %*s", t->cols[c].width, t->cols[c].label);
 	if (faults)
@@ -168,7 +169,7 @@ void bench_print_table(const struct bench_table *t, FILE *f)
 		if (t->per_gib)
 			fprintf(f, " %10.4f",
 				r->sec * gsc * (double)GIB / (double)t->bytes);
-		fprintf(f, " %6.2fx", bench_row_ratio(t, r));
+		fprintf(f, " %*.*fx", rw - 1, rp, bench_row_ratio(t, r));
 		for (int c = 0; c < t->ncols; c++) {
 			fputc(' ', f);
 			if (isnan(r->col[c]))
