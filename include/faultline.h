@@ -62,6 +62,20 @@ int fl_source_open(const char *spec, struct fl_source **out);
  * with HTTP range requests in 512 KiB blocks; presigned URLs are passed
  * through untouched).  Remote blocks can be kept in a local cache directory,
  * so a second restore on the same host reads nothing remote.
+ *
+ * Layers: with nlayers > 0, spec is a base and layers[0..nlayers) diffs
+ * over it, layers[0] just above the base and the last on top, each of any
+ * form spec takes (opened with the same options); the source reads each
+ * page from the topmost layer that holds it, else from the base.  A raw
+ * memory file holds its data and not its holes (SEEK_DATA/SEEK_HOLE):
+ * Firecracker writes a diff snapshot as a sparse file of the pages
+ * dirtied since its base, so a hole falls through to the layers below,
+ * and a page the diff wrote as zeros reads as zeros.  (As the base, a
+ * hole reads as zeros.)  An image or a URL holds everything: such a layer
+ * hides what is below it (an image made from a diff keeps no holes; images
+ * carry no parent id yet).  Every layer must be the size of the base,
+ * else the open fails with -EINVAL and a line naming the layer and both
+ * sizes.  At most FL_MAX_LAYERS.
  */
 struct fl_source_opts {
 	const char *cache_dir;		/* NULL: no local block cache */
@@ -74,10 +88,15 @@ struct fl_source_opts {
 	 */
 	void (*note)(void *arg, const char *line);
 	void *note_arg;
-	uint64_t reserved[8];	/* zero (new options come from here) */
+	/* 0.4: nlayers specs over spec, bottom first (see above) */
+	const char *const *layers;
+	unsigned int nlayers;		/* 0: spec alone */
+	uint32_t reserved32;		/* zero */
+	uint64_t reserved[6];	/* zero (new options come from here) */
 };
 
 #define FL_DEFAULT_CACHE_MAX	(4ull << 30)
+#define FL_MAX_LAYERS		64
 
 /* fl_source_open with options (opts may be NULL; reserved must be zero). */
 int fl_source_open_ex(const char *spec, const struct fl_source_opts *opts,

@@ -139,9 +139,18 @@ static const struct cli_case {
 	{ "lazy-pages -D @D --pages s3://bucket/pages", 2, "err",
 	  "faultline lazy-pages: --pages s3://bucket/pages: unsupported "
 	  "scheme s3://" },
+	{ "serve --socket @D/s --mem-file @D/mem --layer ftp://x/y", 2, "err",
+	  "faultline serve: --layer ftp://x/y: unsupported scheme ftp:// " },
 	/* A file an option names that cannot be used is a failed run: 1. */
 	{ "lazy-pages -D @D --prefetch @D/nosuch.trace", 1, "err",
 	  "faultline lazy-pages: --prefetch '" },
+	{ "serve --socket @D/s --mem-file @D/mem --layer @D/mem "
+	  "--layer @D/nosuch", 1, "err",
+	  "faultline serve: layer 2 of 2: @D/nosuch: cannot open: " },
+	/* A layer that is not a diff of its base: named, both sizes. */
+	{ "serve --socket @D/s --mem-file @D/mem --layer @D/small", 1, "err",
+	  "faultline serve: layer @D/small is 4.9 KiB (5000 bytes), its base "
+	  "@D/mem is 1 MiB (1048576 bytes): not a diff of that base" },
 };
 
 /* Commands that run until stopped, and what they say while they run. */
@@ -154,6 +163,9 @@ static const struct cli_case running[] = {
 	  "faultline: serving @D/small (4.9 KiB) on " },
 	{ "serve --socket @D/s --mem-file @D/mem", RAN, "err",
 	  "faultline: serving @D/mem (1 MiB) on " },
+	/* An image over a raw base: a layer (a full one). */
+	{ "serve --socket @D/s --mem-file @D/mem --layer @D/img", RAN, "err",
+	  "faultline: serving @D/mem + @D/img (1 MiB) on " },
 	{ "send --listen 127.0.0.1:@P --mem-file @D/small", RAN, "err",
 	  "faultline: send: serving @D/small (4.9 KiB, 1 block of 64 KiB, id " },
 };

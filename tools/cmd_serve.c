@@ -20,15 +20,21 @@
 #include "util/sock.h"
 
 static const char usage[] =
-	"usage: faultline serve --socket PATH --mem-file FILE|URL [--chunk SIZE]\n"
+	"usage: faultline serve --socket PATH --mem-file FILE|URL\n"
+	"       [--layer DIFF ...] [--chunk SIZE]\n"
 	"       [--threads N] [--stats-json FILE] [--once] [--allow-uid UID,...]\n"
 	"       [--socket-owner UID[:GID]]\n"
 	"       [--on-source-error poison|kill] [--record TRACE] [--prefetch TRACE]\n"
 	"       [--cache DIR] [--cache-max SIZE] [--progress|--no-progress]\n"
 	"       [--no-prefetch] [--no-background]\n"
-	"       [--log-level error|warning|info|debug]\n"
-	"       [--no-prefetch] [--no-background] [--control PATH]\n"
+	"       [--log-level error|warning|info|debug] [--control PATH]\n"
 	"       [--metrics [ADDR:]PORT]\n"
+	"  --layer: a diff snapshot over the memory file (a file, an image or\n"
+	"  a URL, the memory file's size), repeatable: the first just above\n"
+	"  it, the last on top; each page comes from the topmost layer that\n"
+	"  holds it.  A raw file (Firecracker's diff snapshot) holds its data:\n"
+	"  its holes fall through to the layers below, a page it wrote as\n"
+	"  zeros is zeros; an image or a URL holds every page\n"
 	"  --control: the status socket (`faultline status`), by default the\n"
 	"  socket's path + .ctl; root and this uid only\n"
 	"  --metrics: serve GET /metrics (Prometheus) on PORT of 127.0.0.1, or\n"
@@ -95,13 +101,22 @@ static bool is_url(const char *spec)
 	       !strncasecmp(spec, "https://", 8);	/* as the library does */
 }
 
+/* Is the memory file or a layer a URL (what --cache is for)? */
+static bool any_url(const struct serve_config *c)
+{
+	for (unsigned int i = 0; i < c->nlayers; i++)
+		if (is_url(c->layers[i]))
+			return true;
+	return is_url(c->mem_file);
+}
+
 /* Options that only make sense together, checked once all are read. */
 static int check_combinations(const struct serve_config *c, bool cache_max)
 {
-	if (c->cache_dir && !is_url(c->mem_file)) {
+	if (c->cache_dir && !any_url(c)) {
 		fprintf(stderr, "faultline serve: --cache %s: only for http:// "
-			"and https:// memory files (%s is read directly)\n",
-			c->cache_dir, c->mem_file);
+			"and https:// memory files or layers (%s is read "
+			"directly)\n", c->cache_dir, c->mem_file);
 		return CLI_USAGE;
 	}
 	if (cache_max && !c->cache_dir) {
@@ -135,11 +150,13 @@ int cmd_serve(int argc, char **argv)
 		{ "control", required_argument, NULL, 262 },
 		{ "metrics", required_argument, NULL, 263 },
 		{ "log-level", required_argument, NULL, 264 },
+		{ "layer", required_argument, NULL, 266 },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
+	static const char *layers[FL_MAX_LAYERS];
 	struct serve_config c = { .threads = 1, .handshake_timeout_ms = 5000,
-				  .progress = isatty(2) };
+				  .progress = isatty(2), .layers = layers };
 	bool cache_max = false;
 	const char *control = NULL;
 	char ctl[SOCK_UNIX_PATH_MAX];
@@ -166,6 +183,21 @@ int cmd_serve(int argc, char **argv)
 					       "must be a comma-separated list "
 					       "of numeric uids (an empty list "
 					       "would allow no one)");
+			break;
+		case 266:
+			if (source_check_spec(optarg) < 0) {
+				fprintf(stderr, "faultline serve: --layer %s\n",
+					fl_last_error());
+				return CLI_USAGE;
+			}
+			if (c.nlayers == FL_MAX_LAYERS) {
+				char why[64];
+
+				snprintf(why, sizeof(why), "one layer too many "
+					 "(at most %d)", FL_MAX_LAYERS);
+				return cli_bad("serve", "--layer", optarg, why);
+			}
+			layers[c.nlayers++] = optarg;
 			break;
 		case 256: c.cache_dir = optarg; break;
 		case 258: c.progress = true; break;

@@ -22,6 +22,8 @@ struct serve_config {
 	const char *socket_path;	/* NULL: systemd socket activation */
 	const char *protocol;		/* proto.h's name; NULL: Firecracker */
 	const char *mem_file;
+	const char *const *layers;	/* diffs over mem_file, bottom first */
+	unsigned int nlayers;
 	uint64_t chunk;			/* 0: the engine's default */
 	unsigned int threads;		/* engine threads per session */
 	const char *stats_json;		/* append one JSON line per session */

@@ -611,7 +611,9 @@ int serve_run(const struct serve_config *cfg)
 	}
 	struct fl_source_opts so = { .cache_dir = cfg->cache_dir,
 				     .cache_max_bytes = cfg->cache_max,
-				     .note = source_note_log };
+				     .note = source_note_log,
+				     .layers = cfg->layers,
+				     .nlayers = cfg->nlayers };
 
 	/*
 	 * Signals only through the signalfd, blocked before any thread

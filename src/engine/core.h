@@ -146,8 +146,8 @@ struct worker {
 	int qhead, qlen, qcap;
 	struct uffd_msg msgs[MSG_BATCH];
 	unsigned int filler;	/* fillers: 0, 1...; else 0 (prefetch.c) */
-	const struct fl_source *pop_src;	/* source blocks last mapped */
-	uint64_t pop_lo, pop_hi;		/* (map_source) */
+	const void *pop_map;	/* map_source(): offset 0 of the source */
+	uint64_t pop_lo, pop_hi;	/* mapping last populated; its range */
 };
 
 static inline void stat_add(_Atomic uint64_t *c, uint64_t v)

@@ -438,13 +438,14 @@ static int64_t memfd_fill(int fd, const uint8_t *buf, uint64_t off, size_t len)
 
 /*
  * MADV_POPULATE_READ the source pages of [off, off+len) (map is the
- * source's mapping of off).  For a fill of 2 MiB or more (block) the
- * 2 MiB blocks around it, once per block and worker: a background piece
- * comes in several runs of the same block.  Else only its own pages: a
- * random fault, or a replayed run of a random trace, would map a whole
- * block it does not need (fault-latency during a restore: 16-32 us p50
- * served instead of 64-128).  Each time (again) for hugetlb, where a
- * source page evicted since would mean ENOMEM.
+ * source's mapping of off; a layered source has one per layer, so the
+ * blocks done are the mapping's, not the source's).  For a fill of 2 MiB
+ * or more (block) the 2 MiB blocks around it, once per block and worker:
+ * a background piece comes in several runs of the same block.  Else only
+ * its own pages: a random fault, or a replayed run of a random trace,
+ * would map a whole block it does not need (fault-latency during a
+ * restore: 16-32 us p50 served instead of 64-128).  Each time (again) for
+ * hugetlb, where a source page evicted since would mean ENOMEM.
  */
 static int map_source(struct worker *w, const struct fl_source *src,
 		      const void *map, uint64_t off, size_t len, bool again,
@@ -457,13 +458,13 @@ static int map_source(struct worker *w, const struct fl_source *src,
 
 	if (hi > src->size)
 		hi = (src->size + 4095) & ~4095ull;
-	if (!again && w->pop_src == src && lo >= w->pop_lo && hi <= w->pop_hi)
+	if (!again && w->pop_map == base && lo >= w->pop_lo && hi <= w->pop_hi)
 		return 0;
 	if (madvise((void *)(base + lo), hi - lo, MADV_POPULATE_READ) < 0) {
-		w->pop_src = NULL;
+		w->pop_map = NULL;
 		return -errno;
 	}
-	w->pop_src = src;
+	w->pop_map = base;
 	w->pop_lo = lo;
 	w->pop_hi = hi;
 	return 0;

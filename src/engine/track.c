@@ -160,12 +160,15 @@ int track_wp_fault(struct fl_engine *e, uint64_t addr)
 	if (r)
 		region_set_dirty(r, region_page(r, page));
 	pthread_rwlock_unlock(&e->lock);
+	/* Counted first: the writer may read the stats once it is woken. */
+	stat_add(&e->st.wp_faults, 1);
 	/* Unprotected, and its writer woken, even if no region knows it. */
 	int ret = engine_unprotect(e, page, ps);
 
-	if (ret == -EAGAIN || ret == -ESRCH)
+	if (ret == -EAGAIN || ret == -ESRCH) {
+		atomic_fetch_sub(&e->st.wp_faults, 1);	/* not resolved */
 		return ret;
-	stat_add(&e->st.wp_faults, 1);
+	}
 	if (ret < 0)	/* a bug or a page gone: never leave it asleep */
 		engine_wake(e, page, ps);
 	return 0;

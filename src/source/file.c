@@ -10,7 +10,8 @@
  * kernel's copy reports EFAULT and the page is poisoned by policy.  Bytes
  * faultline must look at (is this chunk zero?) come through pread.  Holes
  * (SEEK_DATA) are reported so sparse snapshots are served as zero pages
- * without reading.
+ * without reading.  The same holes, in a file used as a layer over a base
+ * (a Firecracker diff snapshot), are what it does not hold (extent()).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -72,6 +73,41 @@ static bool file_hole(struct fl_source *s, uint64_t off, size_t len)
 	return fstat(f->fd, &st) == 0 && (uint64_t)st.st_size >= off + len;
 }
 
+/*
+ * As a layer: a Firecracker diff writes the pages dirtied since its base
+ * and leaves holes elsewhere (a page the guest zeroed is written: data).
+ */
+static uint64_t file_extent(struct fl_source *s, uint64_t off, uint64_t len,
+			    bool *held)
+{
+	struct source_file *f = to_file(s);
+	off_t data, hole;
+	struct stat st;
+
+	*held = true;
+	if (!f->sparse)
+		return len;
+	data = lseek(f->fd, (off_t)off, SEEK_DATA);
+	if (data < 0) {
+		/*
+		 * ENXIO: no data from off to the end, unless the end moved
+		 * (as in file_hole()): then held, so that the read fails
+		 * rather than the layers below showing through.
+		 */
+		*held = !(errno == ENXIO && fstat(f->fd, &st) == 0 &&
+			  (uint64_t)st.st_size >= off + len);
+		return len;
+	}
+	if ((uint64_t)data > off) {
+		*held = false;
+		return (uint64_t)data - off < len ? (uint64_t)data - off : len;
+	}
+	hole = lseek(f->fd, (off_t)off, SEEK_HOLE);
+	if (hole <= (off_t)off)		/* failed: held, the read will tell */
+		return len;
+	return (uint64_t)hole - off < len ? (uint64_t)hole - off : len;
+}
+
 static void file_hint(struct fl_source *s, uint64_t off, size_t len)
 {
 	posix_fadvise(to_file(s)->fd, (off_t)off, (off_t)len,
@@ -94,6 +130,7 @@ static const struct fl_source_ops file_ops = {
 	.map = file_map,
 	.hole = file_hole,
 	.hint = file_hint,
+	.extent = file_extent,
 	.destroy = file_destroy,
 };
 
@@ -102,6 +139,7 @@ int source_file_open(const char *path, struct fl_source **out)
 	struct source_file *f;
 	struct stat st;
 	int fd = open_regular(path, &st, false);
+	off_t hole;
 
 	if (fd < 0)
 		return fd;
@@ -111,7 +149,13 @@ int source_file_open(const char *path, struct fl_source **out)
 		return -ENOMEM;
 	}
 	f->fd = fd;
-	f->sparse = (uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size;
+	/*
+	 * Where the first hole is: at the end, none (a file with holes may
+	 * still have as many blocks as bytes, which st_blocks cannot tell).
+	 */
+	hole = st.st_size ? lseek(fd, 0, SEEK_HOLE) : 0;
+	f->sparse = hole >= 0 ? hole < st.st_size :
+		    (uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size;
 	if (st.st_size > 0) {
 		f->map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED,
 			      fd, 0);

@@ -2,10 +2,12 @@
 /*
  * open.c - the one place that knows every kind of source: a spec string
  * (an http(s) URL, tcp:// for a post-copy peer, an image by its magic, or
- * a raw memory file) picks the implementation.
+ * a raw memory file) picks the implementation; with layers (fl_source_opts)
+ * each is opened so and stacked over the base by layers.c.
  */
 #include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
@@ -13,6 +15,7 @@
 #include "faultline.h"
 #include "format/image.h"
 #include "source/impl.h"
+#include "source/layers.h"
 #include "util/error.h"
 #include "util/zero.h"
 
@@ -53,20 +56,12 @@ int source_check_spec(const char *spec)
 	return 0;
 }
 
-int fl_source_open_ex(const char *spec, const struct fl_source_opts *opts,
-		      struct fl_source **out)
+/* One source of a checked spec: a URL, tcp://, an image, a file. */
+static int open_one(const char *spec, const struct fl_source_opts *opts,
+		    struct fl_source **out)
 {
 	static const struct fl_source_opts none;
-	int ret = source_check_spec(spec);
 
-	if (ret < 0)
-		return ret;
-	if (!out)
-		return fl_err(-EINVAL, "source: no place for it (out is NULL)");
-	if (opts && !is_zero(opts->reserved, sizeof(opts->reserved)))
-		return fl_err(-EINVAL, "source options: reserved space is not "
-			      "zero (options of a newer libfaultline than %s?)",
-			      FL_VERSION);
 	if (is_url(spec))
 		return source_http_open(spec, opts ? opts : &none, out);
 	if (!strncmp(spec, "tcp://", 6))
@@ -74,6 +69,73 @@ int fl_source_open_ex(const char *spec, const struct fl_source_opts *opts,
 	if (image_has_magic(spec))
 		return source_image_open(spec, out);
 	return source_file_open(spec, out);
+}
+
+/* The ABI rule (faultline.h): options grow out of reserved space. */
+#if UINTPTR_MAX == UINT64_MAX
+_Static_assert(sizeof(struct fl_source_opts) == 96,
+	       "fl_source_opts keeps its size");
+#endif
+
+static int check_opts(const struct fl_source_opts *o)
+{
+	if (!is_zero(o->reserved, sizeof(o->reserved)) || o->reserved32)
+		return fl_err(-EINVAL, "source options: reserved space is not "
+			      "zero (options of a newer libfaultline than %s?)",
+			      FL_VERSION);
+	if (o->nlayers > FL_MAX_LAYERS)
+		return fl_err(-EINVAL, "source options: %u layers (at most %d)",
+			      o->nlayers, FL_MAX_LAYERS);
+	if (o->nlayers && !o->layers)
+		return fl_err(-EINVAL, "source options: %u layers, and layers "
+			      "is NULL", o->nlayers);
+	for (unsigned int i = 0; i < o->nlayers; i++)
+		if (source_check_spec(o->layers[i]) < 0)
+			return -EINVAL;
+	return 0;
+}
+
+/* base under the layers of o, each opened as base was. */
+static int open_layers(struct fl_source *base, const struct fl_source_opts *o,
+		       struct fl_source **out)
+{
+	struct fl_source *l[FL_MAX_LAYERS];
+	unsigned int i, n = o->nlayers;
+	char why[256];
+	int ret = 0;
+
+	for (i = 0; i < n && ret == 0; i++)
+		ret = open_one(o->layers[i], o, &l[i]);
+	if (ret == 0)
+		return source_layers_open(base, l, n, out);
+	snprintf(why, sizeof(why), "%s", *fl_last_error() ? fl_last_error() :
+		 strerror(-ret));
+	fl_err(ret, "layer %u of %u: %s", i, n, why);
+	while (--i > 0)		/* the ones below the one that failed */
+		fl_source_put(l[i - 1]);
+	fl_source_put(base);
+	return ret;
+}
+
+int fl_source_open_ex(const char *spec, const struct fl_source_opts *opts,
+		      struct fl_source **out)
+{
+	struct fl_source *base;
+	int ret = source_check_spec(spec);
+
+	if (ret < 0)
+		return ret;
+	if (!out)
+		return fl_err(-EINVAL, "source: no place for it (out is NULL)");
+	if (opts && (ret = check_opts(opts)) < 0)
+		return ret;
+	ret = open_one(spec, opts, &base);
+	if (ret < 0 || !opts || !opts->nlayers) {
+		if (!ret)
+			*out = base;
+		return ret;
+	}
+	return open_layers(base, opts, out);
 }
 
 int fl_source_open(const char *spec, struct fl_source **out)

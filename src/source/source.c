@@ -29,8 +29,11 @@ void source_init(struct fl_source *s, const struct fl_source_ops *ops,
 int source_remote_bytes(const struct fl_source *s, uint64_t *fetched,
 			uint64_t *cached)
 {
-	while (s && !s->remote)
+	while (s && !s->remote) {
+		if (s->ops->remote_bytes)
+			return s->ops->remote_bytes(s, fetched, cached);
 		s = s->below;
+	}
 	if (!s)
 		return -ENODATA;
 	*fetched = atomic_load(&s->bytes_fetched);

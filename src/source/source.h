@@ -5,11 +5,13 @@
  * A source is a byte-addressable snapshot of known size.  read() fills a
  * buffer; map() offers the bytes for the kernel to copy; hole() reports
  * ranges known to be zero without reading them; hint() announces a future
- * read.
+ * read; extent() says which ranges a source used as a layer holds.
  * Implementations (constructors in impl.h, chosen in open.c): file.c (a
  * raw memory file), image.c (a compressed chunked image,
  * docs/image-format.md), http.c (either behind an http(s) URL, with
- * http_cache.c), peer.c (a live post-copy sender, tcp://).
+ * http_cache.c), peer.c (a live post-copy sender, tcp://); layers.c (a
+ * base with diffs over it) and concat.c (files end to end) are built of
+ * other sources.
  */
 #ifndef FAULTLINE_SOURCE_H
 #define FAULTLINE_SOURCE_H
@@ -37,6 +39,24 @@ struct fl_source_ops {
 	bool (*hole)(struct fl_source *s, uint64_t off, size_t len);
 	/* Optional: [off, off+len) will be read soon. */
 	void (*hint)(struct fl_source *s, uint64_t off, size_t len);
+	/*
+	 * Optional, asked of a source used as a layer over others
+	 * (layers.c): from off (< size, len > 0), the length of the run this
+	 * source holds (*held true) or does not hold at all (*held false: the
+	 * layers below show through), at least 1 and at most len.  Not
+	 * hole(): a held run may read as zeros (a page a diff wrote as
+	 * zeros), and a run a base does not hold still reads as its hole()
+	 * says.  Without it a source holds everything.
+	 */
+	uint64_t (*extent)(struct fl_source *s, uint64_t off, uint64_t len,
+			   bool *held);
+	/*
+	 * Optional, for a source built of others (layers.c): the bytes its
+	 * remote parts fetched and read from their caches, summed, as
+	 * source_remote_bytes() below; -ENODATA if none is remote.
+	 */
+	int (*remote_bytes)(const struct fl_source *s, uint64_t *fetched,
+			    uint64_t *cached);
 	void (*destroy)(struct fl_source *s);
 };
 
