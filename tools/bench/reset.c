@@ -1152,7 +1152,7 @@ int bench_reset(const struct bench_opts *o, struct bench_table *t)
 	c->len = o->size ? o->size : o->quick ? 64 * MIB : GIB;
 	c->big_len = 4 * c->len;
 	c->runs = o->runs;
-	c->iters = o->quick ? 20 : 100;
+	c->iters = o->quick ? 20 : 50;
 	ret = plan(c);
 	if (ret < 0)
 		goto out;
