@@ -54,7 +54,6 @@
 
 /* The anchor's figures (ignition, Apple M3, 2026-06-14). */
 #define ANCHOR_P50_US	36.0
-#define ANCHOR_P99_US	60.0
 /* The cited rollback: 192 GiB, 1.2 s per page, 16 ms ranged, as us/MiB. */
 #define CITED_PERPAGE	(1.2e6 / (192.0 * 1024))
 #define CITED_RANGED	(16e3 / (192.0 * 1024))
@@ -97,7 +96,7 @@ struct rcase {
 	bool big;		/* the 4x region */
 	int phase;		/* 1: the 1x region alone; 2: with the others */
 	int iters;		/* resets per run (p50 of them), else 1 */
-	int row, row2;		/* table rows (row2: M_WHOLE's refill) */
+	int row;		/* its table row */
 };
 
 /* One run of one case. */
@@ -114,7 +113,7 @@ struct meas {
 };
 
 #define MAX_SETS	12
-#define MAX_CASES	48
+#define MAX_CASES	56
 
 struct ctx {
 	const struct bench_opts *o;
@@ -424,8 +423,13 @@ static void add_case(struct ctx *c, const char *set, enum method m,
 	int si = set ? find_set(c, set) : -1;
 	char key[40], name[32] = "";
 
-	if (c->ncases >= MAX_CASES || (set && si < 0))
+	if (set && si < 0)
 		return;
+	if (c->ncases >= MAX_CASES) {
+		fprintf(stderr, "faultline bench reset: more than %d cases\n",
+			MAX_CASES);
+		return;
+	}
 	if (set)
 		memcpy(name, c->sets[si].name, sizeof(name));
 	const char *rg = big ? "_4x" : phase == 2 && m != M_PLAIN ? "_1x" : "";
@@ -822,9 +826,7 @@ static void fill_row(struct ctx *c, struct bench_table *t, int ci, bool two)
 		snprintf(lab[0][ci], sizeof(lab[0][ci]), "%s", k->label);
 	}
 	row = bench_add_row(t, key[two][ci], lab[two][ci], v, n, ok, -1);
-	if (two)
-		k->row2 = row;
-	else
+	if (!two)
 		k->row = row;
 	if (row < 0)
 		return;
