@@ -95,6 +95,14 @@ static const char *const policy_keys[] = {
 	"idle_background", NULL,
 };
 
+static const char *const reset_keys[] = {
+	"full", "lazy_64p", "eager_64p", "lazy_1pct", "eager_1pct",
+	"perpage_1pct", "whole_1pct", "whole_1pct_refill", "lazy_1m_c",
+	"lazy_16m_s", "perpage_16m_s", "full_busy", "lazy_1pct_busy",
+	"perpage_1pct_busy", "lazy_1pct_1x", "lazy_1pct_4x",
+	"plain_perpage_1pct", NULL,
+};
+
 static const struct {
 	const char *name;
 	const char *const *keys;
@@ -107,6 +115,7 @@ static const struct {
 	{ "kvm-restore", restore_keys, "sparse_trace_copied_per_touched" },
 	{ "remote", remote_keys, "http_warm_requests_per_restore" },
 	{ "policy", policy_keys, "linear_pages_prefetched" },
+	{ "reset", reset_keys, "lazy_64p_p50_us" },
 };
 
 static json_object *get(json_object *o, const char *k)

@@ -53,6 +53,8 @@ static const struct bench_def benches[] = {
 	  "faults vs readahead/background pages per access pattern, in-proc" },
 	{ "criu", bench_criu,
 	  "1 GiB process: criu restore, criu lazy-pages, faultline lazy-pages" },
+	{ "reset", bench_reset,
+	  "1 GiB back to its snapshot: fl_engine_reset vs per-page drops, +busy" },
 };
 
 #define NBENCH (sizeof(benches) / sizeof(*benches))

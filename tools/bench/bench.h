@@ -27,6 +27,7 @@
 
 #define BENCH_MAX_ROWS 64
 #define BENCH_MAX_KV 32
+#define BENCH_MAX_COLS 8
 
 struct bench_opts {
 	bool json;		/* print one JSON object instead of a table */
@@ -55,6 +56,19 @@ struct bench_row {
 				 * (paired); 0: the ratio of the medians */
 	double faults;		/* median faults per run, < 0: not counted */
 	double copied;		/* median bytes copied per run, < 0: not */
+	double col[BENCH_MAX_COLS];	/* the table's own columns; NAN: - */
+};
+
+/*
+ * A column of a benchmark's own (bench_table.cols): its JSON key in each
+ * row, its heading, and how a value prints (printf with the width, e.g.
+ * "%*.1f").  Rows without a value (NAN) print "-" and omit the key.
+ */
+struct bench_col {
+	const char *key;
+	const char *label;
+	const char *fmt;
+	int width;
 };
 
 /* Extra scalar facts a benchmark reports (JSON and a line under the table). */
@@ -72,6 +86,7 @@ struct bench_table {
 	const char *cited_unit;	/* unit of the cited column, e.g. "s/GiB" */
 	const char *unit;	/* "s", "ms" or "us": how times are printed */
 	bool per_gib;		/* also print time per GiB */
+	int ratio_prec;		/* decimals of "vs ref"; 0: 2 */
 	uint64_t bytes;		/* bytes per run */
 	int runs;
 	int ref;		/* index of the reference row */
@@ -79,7 +94,9 @@ struct bench_table {
 	struct bench_row rows[BENCH_MAX_ROWS];
 	int nkv;
 	struct bench_kv kv[BENCH_MAX_KV];
-	char notes[1536];	/* printed under the table */
+	int ncols;		/* columns of its own, after "vs ref" */
+	struct bench_col cols[BENCH_MAX_COLS];
+	char notes[3072];	/* printed under the table */
 	const char *skipped;	/* why it did not run (no rows), or NULL */
 };
 
@@ -197,6 +214,7 @@ int bench_restore(const struct bench_opts *o, struct bench_table *t);
 int bench_remote(const struct bench_opts *o, struct bench_table *t);
 int bench_policy(const struct bench_opts *o, struct bench_table *t);
 int bench_criu(const struct bench_opts *o, struct bench_table *t);
+int bench_reset(const struct bench_opts *o, struct bench_table *t);
 /* criu.c: the process `bench criu` dumps (argv: --criu-workload DIR SIZE). */
 int bench_criu_workload(int argc, char **argv);
 

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -72,6 +73,8 @@ int bench_add_row(struct bench_table *t, const char *key, const char *label,
 	r->faults = -1;
 	r->copied = -1;
 	r->cmp = -1;
+	for (int c = 0; c < BENCH_MAX_COLS; c++)
+		r->col[c] = NAN;
 	return t->nrows++;
 }
 
@@ -126,9 +129,13 @@ void bench_print_table(const struct bench_table *t, FILE *f)
 {
 	double sc = bench_unit_scale(t->unit);
 	bool thp = false, cited = false, faults = false;
+	int lw = 40;	/* the label column: 40, or the longest label */
+	int rp = t->ratio_prec ? t->ratio_prec : 2, rw = rp + 5;
 	char sz[32];
 
 	for (int i = 0; i < t->nrows; i++) {
+		if ((int)strlen(t->rows[i].label) > lw)
+			lw = (int)strlen(t->rows[i].label);
 		thp |= t->rows[i].thp_frac >= 0;
 		cited |= t->rows[i].cited >= 0;
 		faults |= t->rows[i].faults >= 0;
@@ -140,10 +147,12 @@ void bench_print_table(const struct bench_table *t, FILE *f)
 	if (t->cited)
 		fprintf(f, "cited: %s\n", t->cited);
 	fprintf(f, "\n");
-	fprintf(f, "%-40s %10s", "case", t->unit);
+	fprintf(f, "%-*s %10s", lw, "case", t->unit);
 	if (t->per_gib)
 		fprintf(f, " %10s", strcmp(t->unit, "s") ? "ms/GiB" : "s/GiB");
-	fprintf(f, " %7s", "vs ref");
+	fprintf(f, " %*s", rw, "vs ref");
+	for (int c = 0; c < t->ncols; c++)
+		fprintf(f, " %*s", t->cols[c].width, t->cols[c].label);
 	if (faults)
 		fprintf(f, " %7s %7s", "faults", "MiB cp");
 	if (thp)
@@ -156,11 +165,19 @@ void bench_print_table(const struct bench_table *t, FILE *f)
 		const struct bench_row *r = &t->rows[i];
 		double gsc = strcmp(t->unit, "s") ? 1e3 : 1;
 
-		fprintf(f, "%-40s %10.4f", r->label, r->sec * sc);
+		fprintf(f, "%-*s %10.4f", lw, r->label, r->sec * sc);
 		if (t->per_gib)
 			fprintf(f, " %10.4f",
 				r->sec * gsc * (double)GIB / (double)t->bytes);
-		fprintf(f, " %6.2fx", bench_row_ratio(t, r));
+		fprintf(f, " %*.*fx", rw - 1, rp, bench_row_ratio(t, r));
+		for (int c = 0; c < t->ncols; c++) {
+			fputc(' ', f);
+			if (isnan(r->col[c]))
+				fprintf(f, "%*s", t->cols[c].width, "-");
+			else
+				fprintf(f, t->cols[c].fmt, t->cols[c].width,
+					r->col[c]);
+		}
 		if (faults && r->faults >= 0)
 			fprintf(f, " %7.0f %7.1f", r->faults,
 				r->copied / (double)MIB);
@@ -281,6 +298,10 @@ json_object *bench_table_json(const struct bench_table *t,
 			json_object_object_add(row, "bytes_copied",
 				json_object_new_double(r->copied));
 		}
+		for (int c = 0; c < t->ncols; c++)
+			if (!isnan(r->col[c]))
+				json_object_object_add(row, t->cols[c].key,
+					json_object_new_double(r->col[c]));
 		if (r->thp_frac >= 0)
 			json_object_object_add(row, "thp_fraction",
 				json_object_new_double(r->thp_frac));
