@@ -61,6 +61,8 @@ struct fl_engine {
 	pthread_rwlock_t lock;
 	struct region_list regions;	/* region.c */
 	int resets;		/* resets begun, not ended (lock held) */
+	uint64_t reset_seq;	/* resets ever begun (lock held) */
+	uint64_t remap_seq;	/* REMAP and UNMAP events applied (lock held) */
 
 	int stopfd;		/* eventfd: wakes pollers on stop */
 	pthread_t *threads;

@@ -78,11 +78,13 @@ static void apply_event(struct fl_engine *e, const struct uffd_msg *m)
 				    m->arg.remove.end);
 		break;
 	case UFFD_EVENT_UNMAP:
+		e->remap_seq++;	/* reset.c: RESET pages may have moved */
 		region_list_cut(&e->regions, m->arg.remove.start,
 				m->arg.remove.end, drop_region, e);
 		regions_changed(e, added);
 		break;
 	case UFFD_EVENT_REMAP:
+		e->remap_seq++;
 		region_list_move(&e->regions, m->arg.remap.from,
 				 m->arg.remap.to, m->arg.remap.len,
 				 drop_region, e);
