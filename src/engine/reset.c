@@ -16,6 +16,8 @@
  * REMAP applied while the drop waited may have carried RESET pages to
  * another address, and an end that looked only at its own range would
  * leave them RESET (never filled) with their faults asleep for good.
+ * fl_engine_reset() walks only its own runs when it can tell nothing of
+ * the kind happened (end_runs()).
  *
  * Decision: fl_engine_reset() drops one contiguous run per range, never a
  * page at a time (each drop is a TLB flush, an IPI per CPU the process
