@@ -61,7 +61,8 @@ SOVERSION := 2
 # ships it (its headers and .pc): PC_LIBS is the link line and
 # faultline.pc's Requires.private.
 PC_DEPS  := json-c:libjson-c-dev libzstd:libzstd-dev libxxhash:libxxhash-dev \
-	    libcurl:libcurl4-openssl-dev libprotobuf-c:libprotobuf-c-dev
+	    libcurl:libcurl4-openssl-dev libprotobuf-c:libprotobuf-c-dev \
+	    libcrypto:libssl-dev
 PC_LIBS  := $(foreach d,$(PC_DEPS),$(firstword $(subst :, ,$(d))))
 # Commands the build runs, each with its package (perl: the symbol list
 # below, and `make demo`'s JSON::PP; prove, for the tests, is perl's too).

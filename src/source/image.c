@@ -25,6 +25,7 @@
 #include "faultline.h"
 #include "util/error.h"
 #include "format/image.h"
+#include "format/chunk_store.h"
 #include "source/impl.h"
 
 #define CACHE_BYTES	(32u << 20)
@@ -266,6 +267,11 @@ int source_image_open(const char *path, struct fl_source **out)
 
 	if (ret < 0)
 		return ret;
+	ret = store_attach_dir(img, path);	/* version 3: its store */
+	if (ret < 0) {
+		image_close(img);
+		return ret;
+	}
 	ret = image_src_new(img, NULL, path, out);
 	if (ret < 0)
 		image_close(img);
