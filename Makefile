@@ -129,7 +129,7 @@ TEST_SH_ENV = BUILD=$(BUILD) MAKE="$(MAKE)"
 # Concurrency tests run a second time with every CPU busy (tests/load.h).
 LOAD_TESTS := serve_bad serve_stress engine_events engine_eexist engine_adaptive \
 	      engine_client_exit engine_reset_state engine_reset engine_mem \
-	      serve_reuse serve_takeover serve_layers vmm
+	      serve_reuse serve_takeover serve_layers serve_store vmm
 # KVM tests run a third time inside QEMU's TCG with Debian's 6.1 kernel
 # (what machines without /dev/kvm do), wherever they run.
 TCG_TESTS := vmm
@@ -344,7 +344,7 @@ check-sanitize: deps tcg-kernel criu
 # (the rest take minutes under it).  Thread "leaks" are not reported: a
 # server hands its sessions over and exits with their threads running.
 TSAN_TESTS := $(patsubst tests/%.c,%,$(wildcard tests/engine_*.c)) \
-	      serve_basic serve_bad serve_reuse serve_layers
+	      serve_basic serve_bad serve_reuse serve_layers serve_store
 TSAN_LOG   := $(CURDIR)/build-tsan/reports
 TSAN_ENV   := FAULTLINE_BIN=build-tsan/faultline \
 	      TSAN_OPTIONS=report_thread_leaks=0:log_path=$(TSAN_LOG)/tsan

@@ -188,7 +188,6 @@ static int dir_get(struct image_store *s, const uint8_t *hash, void *buf,
 	if (ret < 0)
 		return fl_err(ret, "%s/%s: read: %s", d->dir, name,
 			      ret == -EIO ? "short read" : strerror(-ret));
-	atomic_fetch_add((_Atomic uint64_t *)&s->bytes_fetched, len);
 	return 0;
 }
 

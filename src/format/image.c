@@ -633,6 +633,8 @@ static int read_store_chunk(struct image *img, uint64_t i, void *dst)
 		return ret;	/* the store named the object */
 	if (t) {
 		n = ZSTD_decompressDCtx(t->dctx, dst, len, src, e->stored_len);
+		if ((ZSTD_isError(n) || n != len) && img->store->ops->bad)
+			img->store->ops->bad(img->store, e->sha);
 		if (ZSTD_isError(n) || n != len)
 			return fl_err(-EBADMSG,
 				      "%s: chunk %llu (%s, zstd, %u bytes): %s%s",
@@ -647,14 +649,14 @@ static int read_store_chunk(struct image *img, uint64_t i, void *dst)
 		return fl_err(-ENOMEM, "%s: chunk %llu: cannot hash",
 			      img->path, (unsigned long long)i);
 	if (memcmp(got, e->sha, IMAGE_HASH_LEN)) {
+		if (img->store->ops->bad)
+			img->store->ops->bad(img->store, e->sha);
 		image_hash_hex(got, got_hex);
 		return fl_err(-EBADMSG, "%s: chunk %llu (%s, %u bytes): "
 			      "SHA-256 mismatch (computed %s)", img->path,
 			      (unsigned long long)i, want_hex, e->stored_len,
 			      got_hex);
 	}
-	if (img->store->ops->good)
-		img->store->ops->good(img->store, e->sha, src, e->stored_len);
 	return 0;
 }
 

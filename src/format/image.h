@@ -100,15 +100,18 @@ struct image_store_ops {
 	 */
 	int (*get)(struct image_store *s, const uint8_t *hash, void *buf,
 		   size_t len);
-	/* Optional: buf (len bytes) decoded to the chunk named hash. */
-	void (*good)(struct image_store *s, const uint8_t *hash,
-		     const void *buf, size_t len);
+	/*
+	 * Optional: the object get() gave for hash did not decode to the
+	 * chunk so named (a store that keeps copies drops its copy).
+	 */
+	void (*bad)(struct image_store *s, const uint8_t *hash);
 	void (*close)(struct image_store *s);
 };
 struct image_store {
 	const struct image_store_ops *ops;
-	uint64_t bytes_fetched;	/* from the origin (atomic) */
-	uint64_t bytes_cached;	/* from the local cache (atomic) */
+	bool remote;			/* over the network: bytes counted */
+	_Atomic uint64_t bytes_fetched;	/* objects' bytes from the origin */
+	_Atomic uint64_t bytes_cached;	/* ... from the local cache */
 };
 
 /* ---- reader ------------------------------------------------------------- */
