@@ -166,7 +166,9 @@ static void image_src_hint(struct fl_source *s, uint64_t off, size_t len)
 	uint64_t cs = img->hdr.chunk_size;
 	uint64_t start = UINT64_MAX, end = 0;
 
-	if (!len || off > s->size || len > s->size - off)
+	/* a store's objects are not in the image: nothing to read ahead */
+	if (!len || off > s->size || len > s->size - off ||
+	    image_in_store(&img->hdr))
 		return;
 	for (uint64_t i = off / cs; i <= (off + len - 1) / cs; i++) {
 		const struct image_entry *e = &img->index[i];
