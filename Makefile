@@ -61,7 +61,8 @@ SOVERSION := 2
 # ships it (its headers and .pc): PC_LIBS is the link line and
 # faultline.pc's Requires.private.
 PC_DEPS  := json-c:libjson-c-dev libzstd:libzstd-dev libxxhash:libxxhash-dev \
-	    libcurl:libcurl4-openssl-dev libprotobuf-c:libprotobuf-c-dev
+	    libcurl:libcurl4-openssl-dev libprotobuf-c:libprotobuf-c-dev \
+	    libcrypto:libssl-dev
 PC_LIBS  := $(foreach d,$(PC_DEPS),$(firstword $(subst :, ,$(d))))
 # Commands the build runs, each with its package (perl: the symbol list
 # below, and `make demo`'s JSON::PP; prove, for the tests, is perl's too).
@@ -137,7 +138,7 @@ TEST_SH_ENV = BUILD=$(BUILD) MAKE="$(MAKE)"
 # Concurrency tests run a second time with every CPU busy (tests/load.h).
 LOAD_TESTS := serve_bad serve_stress engine_events engine_eexist engine_adaptive \
 	      engine_client_exit engine_reset_state engine_reset engine_mem \
-	      serve_reuse serve_takeover serve_layers vmm
+	      serve_reuse serve_takeover serve_layers serve_store vmm
 # KVM tests run a third time inside QEMU's TCG with Debian's 6.1 kernel
 # (what machines without /dev/kvm do), wherever they run.
 TCG_TESTS := vmm
@@ -374,7 +375,7 @@ check-sanitize: deps tcg-kernel criu
 # (the rest take minutes under it).  Thread "leaks" are not reported: a
 # server hands its sessions over and exits with their threads running.
 TSAN_TESTS := $(patsubst tests/%.c,%,$(wildcard tests/engine_*.c)) \
-	      serve_basic serve_bad serve_reuse serve_layers
+	      serve_basic serve_bad serve_reuse serve_layers serve_store
 TSAN_LOG   := $(CURDIR)/build-tsan/reports
 TSAN_ENV   := FAULTLINE_BIN=build-tsan/faultline \
 	      TSAN_OPTIONS=report_thread_leaks=0:log_path=$(TSAN_LOG)/tsan

@@ -21,6 +21,7 @@
 #include "format/image.h"
 #include "source/source.h"
 #include "tap.h"
+#include "util.h"
 #include <xxhash.h>
 
 static char dir[64];
@@ -243,23 +244,9 @@ static void *reader(void *arg)
 	return NULL;
 }
 
-/* The CLI: build/faultline, or $FAULTLINE_BIN. */
-static const char *cli_bin(void)
-{
-	const char *b = getenv("FAULTLINE_BIN");
-
-	return b && *b ? b : "build/faultline";
-}
-
 static int run_cli(const char *args)
 {
-	char cmd[1024];
-	int st;
-
-	snprintf(cmd, sizeof(cmd), "%s image %s >%s/cli.out 2>&1", cli_bin(),
-		 args, dir);
-	st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return run_image_cli(dir, args);
 }
 
 static bool cli_output_has(const char *needle)
@@ -593,14 +580,14 @@ int main(void)
 	{
 		const char *bad = path_of("hdr.fli");
 		struct image *im;
-		unsigned char v3[4] = { 3, 0, 0, 0 };
+		unsigned char v4[4] = { 4, 0, 0, 0 };
 
 		copy_file(path_of("mixed-64.fli"), bad);
-		write_at(bad, v3, 4, 8, false);
+		write_at(bad, v4, 4, 8, false);
 		ret = fl_source_open(bad, &s);
 		ok(ret == -EPROTONOSUPPORT &&
-		   strstr(fl_last_error(), "version 3 not supported (this "
-			  "build reads versions 1 and 2)"),
+		   strstr(fl_last_error(), "version 4 not supported (this "
+			  "build reads versions 1 to 3)"),
 		   "unknown version rejected: %s", fl_last_error());
 
 		copy_file(path_of("mixed-64.fli"), bad);

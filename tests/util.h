@@ -14,12 +14,33 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "faultline.h"
 
 #define PAGE 4096ull
 #define HPAGE (2ull << 20)
+
+/* The CLI: build/faultline, or $FAULTLINE_BIN. */
+static inline const char *cli_bin(void)
+{
+	const char *b = getenv("FAULTLINE_BIN");
+
+	return b && *b ? b : "build/faultline";
+}
+
+/* `faultline image ARGS`, its output into DIR/cli.out: its exit status. */
+static inline int run_image_cli(const char *dir, const char *args)
+{
+	char cmd[2048];
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "%s image %s >%s/cli.out 2>&1", cli_bin(),
+		 args, dir);
+	st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
 
 /* The pattern word at file offset off: wrong pages never match by luck. */
 static inline uint64_t pattern_word(uint64_t off, uint64_t seed)

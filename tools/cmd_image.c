@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -22,6 +23,7 @@
 #include "cli.h"
 #include "format/criu.h"
 #include "format/image.h"
+#include "format/chunk_store.h"
 #include "util/clock.h"
 #include "source/layers.h"
 #include "source/source.h"
@@ -33,12 +35,13 @@
 static void image_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: faultline image create RAW IMAGE [--chunk SIZE] [--level N]\n"
-		"       faultline image create DIFF IMAGE --parent PARENT [--chunk SIZE] [--level N]\n"
+		"usage: faultline image create RAW IMAGE [--store DIR] [--chunk SIZE] [--level N]\n"
+		"       faultline image create DIFF IMAGE --parent PARENT [--store DIR] [--chunk SIZE] [--level N]\n"
 		"       faultline image create --criu DIR IMAGE [--chunk SIZE] [--level N]\n"
 		"       faultline image inspect IMAGE\n"
 		"       faultline image verify IMAGE\n"
 		"       faultline image unpack IMAGE RAW\n"
+		"       faultline image gc --store DIR [--dry-run] IMAGE...\n"
 		"SIZE is a power of two from 4K to 16M (default 512K); "
 		"N is a zstd level (default %d).\n"
 		"--criu: the pages of a CRIU dump, its pages files end to end in\n"
@@ -49,6 +52,12 @@ static void image_usage(FILE *f)
 		"pages and names PARENT by file name and content id. Serving IMAGE\n"
 		"finds PARENT beside it (same directory or URL prefix), and its\n"
 		"parents so, or takes the chain as --layer's.\n"
+		"--store: a chunk store; each distinct chunk is written once into\n"
+		"DIR/chunks/ (named by its SHA-256), IMAGE is an index of them and\n"
+		"finds DIR from its own directory or URL prefix; what the store\n"
+		"had already is not written again.\n"
+		"gc: delete the chunks of DIR that none of the IMAGEs (nor their\n"
+		"parents) references; it waits for a create writing into DIR.\n"
 		"inspect: the header, the content id, a diff's parent and its\n"
 		"chain as serving would resolve it.\n"
 		"unpack: the raw memory again, into RAW (a new file), for what\n"
@@ -87,6 +96,15 @@ static void print_info(const char *path, const struct image_info *in)
 		       (unsigned long long)in->raw_bytes[k]);
 	printf("zstd level:  %d\n", (int32_t)h->level);	/* may be < 0 */
 	printf("file size:   %llu\n", (unsigned long long)in->file_size);
+	if (image_in_store(h)) {
+		uint64_t stored = in->stored[IMAGE_RAW] + in->stored[IMAGE_ZSTD];
+
+		printf("store:       %s (from the image's directory)\n",
+		       h->store_path);
+		printf("ratio:       %.2f (of the chunks it references)\n",
+		       stored ? (double)h->total_size / (double)stored : 0.0);
+		return;
+	}
 	printf("ratio:       %.2f\n", in->file_size ?
 	       (double)h->total_size / (double)in->file_size : 0.0);
 }
@@ -189,6 +207,23 @@ static int print_chain(const char *path)
 	return 0;
 }
 
+/* A progress bar on stderr, when it is a terminal. */
+static void progress(void *arg, uint64_t done, uint64_t all)
+{
+	double *last = arg, now = now_s();
+	int width = 40, fill;
+
+	if (done < all && now - *last < 0.1)
+		return;
+	*last = now;
+	fill = all ? (int)(done * (uint64_t)width / all) : width;
+	fprintf(stderr, "\r[%.*s%*s] %llu/%llu chunks", fill,
+		"########################################", width - fill, "",
+		(unsigned long long)done, (unsigned long long)all);
+	if (done >= all)
+		fputc('\n', stderr);
+}
+
 static int do_create(int argc, char **argv)
 {
 	struct image_create_opts o = { 0 };
@@ -196,7 +231,7 @@ static int do_create(int argc, char **argv)
 	struct image_info info;
 	char *raw = NULL;
 	int npos = 0, ret;
-	double t;
+	double t, last = 0;
 
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
@@ -205,6 +240,8 @@ static int do_create(int argc, char **argv)
 			criu = argv[++i];
 		} else if (!strcmp(a, "--parent") && i + 1 < argc) {
 			o.parent = argv[++i];
+		} else if (!strcmp(a, "--store") && i + 1 < argc) {
+			o.store = argv[++i];
 		} else if (!strcmp(a, "--chunk") || !strcmp(a, "--level")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "faultline image: %s needs a value\n",
@@ -260,6 +297,22 @@ static int do_create(int argc, char **argv)
 			"dump is not a diff snapshot\n");
 		return CLI_USAGE;
 	}
+	if (o.store && (!strncasecmp(o.store, "http://", 7) ||
+			!strncasecmp(o.store, "https://", 8))) {
+		fprintf(stderr, "faultline image: --store %s: create writes "
+			"into a directory (serve that directory over http(s) "
+			"to read the store by URL)\n", o.store);
+		return CLI_USAGE;
+	}
+	if (criu && o.store) {
+		fprintf(stderr, "faultline image: --criu and --store: not "
+			"supported together\n");
+		return CLI_USAGE;
+	}
+	if (o.store && isatty(STDERR_FILENO)) {
+		o.progress = progress;
+		o.progress_arg = &last;
+	}
 	t = now_s();
 	if (criu) {
 		pos[1] = pos[0];
@@ -280,6 +333,12 @@ static int do_create(int argc, char **argv)
 	print_info(pos[1], &info);
 	if (o.parent)
 		note_parent_dir(pos[1], o.parent);
+	if (o.store)
+		printf("new chunks:  %llu of %llu stored, %llu bytes written "
+		       "into %s\n", (unsigned long long)info.new_chunks,
+		       (unsigned long long)(info.count[IMAGE_RAW] +
+					    info.count[IMAGE_ZSTD]),
+		       (unsigned long long)info.new_bytes, o.store);
 	printf("created in:  %.3f s (%.0f MiB/s)\n", t,
 	       t > 0 ? info.hdr.total_size / t / (1 << 20) : 0.0);
 	return 0;
@@ -348,6 +407,55 @@ static void report_bad(void *arg, const char *msg)
 	fprintf(stderr, "faultline image: %s\n", msg);
 }
 
+/* `image gc --store DIR [--dry-run] IMAGE...` */
+static int do_gc(int argc, char **argv)
+{
+	const char **imgs = calloc((size_t)argc + 1, sizeof(*imgs));
+	const char *store = NULL;
+	struct store_gc_info in;
+	bool dry = false;
+	int n = 0, ret;
+
+	if (!imgs)
+		return CLI_FAILED;
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--store") && i + 1 < argc) {
+			store = argv[++i];
+		} else if (!strcmp(argv[i], "--dry-run")) {
+			dry = true;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, "faultline image: unknown option '%s'\n",
+				argv[i]);
+			free(imgs);
+			return CLI_USAGE;
+		} else {
+			imgs[n++] = argv[i];
+		}
+	}
+	if (!store || !n) {
+		fprintf(stderr, "faultline image: gc needs --store DIR and "
+			"every image to keep (deleting every chunk takes "
+			"rm -r DIR/chunks)\n");
+		free(imgs);
+		return CLI_USAGE;
+	}
+	ret = store_gc(store, imgs, n, dry, &in);
+	free(imgs);
+	if (ret < 0) {
+		fprintf(stderr, "faultline image: gc: %s (nothing deleted)\n",
+			fl_last_error());
+		return CLI_FAILED;
+	}
+	printf("%s: %llu image%s read, %llu chunks kept (%llu bytes), "
+	       "%llu %s (%llu bytes)\n", store,
+	       (unsigned long long)in.images, in.images == 1 ? "" : "s",
+	       (unsigned long long)in.kept, (unsigned long long)in.kept_bytes,
+	       (unsigned long long)in.deleted,
+	       dry ? "would be deleted" : "deleted",
+	       (unsigned long long)in.deleted_bytes);
+	return 0;
+}
+
 int cmd_image(int argc, char **argv)
 {
 	const char *sub = argc > 1 ? argv[1] : NULL;
@@ -365,6 +473,8 @@ int cmd_image(int argc, char **argv)
 	}
 	if (!strcmp(sub, "create"))
 		return do_create(argc - 2, argv + 2);
+	if (!strcmp(sub, "gc"))
+		return do_gc(argc - 2, argv + 2);
 	if (!strcmp(sub, "unpack") && argc == 4)
 		return do_unpack(argv[2], argv[3]);
 	if ((strcmp(sub, "inspect") && strcmp(sub, "verify")) || argc != 3) {

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
 #include <xxhash.h>
 #include <zstd.h>
 
@@ -28,6 +29,7 @@
 #include "util/error.h"
 #include "format/image.h"
 #include "format/layout.h"
+#include "format/chunk_store.h"
 #include "util/io.h"
 #include "util/zero.h"
 
@@ -131,6 +133,45 @@ void image_id_hex(const uint8_t id[IMAGE_ID_LEN], char out[IMAGE_ID_HEX])
 		snprintf(out + 2 * i, 3, "%02x", id[i]);
 }
 
+void image_hash_hex(const uint8_t *hash, char out[IMAGE_HASH_HEX])
+{
+	for (int i = 0; i < IMAGE_HASH_LEN; i++)
+		snprintf(out + 2 * i, 3, "%02x", hash[i]);
+}
+
+int image_sha256(const void *buf, size_t len, uint8_t out[IMAGE_HASH_LEN])
+{
+	unsigned int n = 0;
+
+	if (!EVP_Digest(buf, len, out, &n, EVP_sha256(), NULL) ||
+	    n != IMAGE_HASH_LEN)
+		return -ENOMEM;
+	return 0;
+}
+
+bool image_store_path_ok(const char *p)
+{
+	size_t n = strnlen(p, IMAGE_STORE_PATH_MAX + 1);
+
+	if (!n || n > IMAGE_STORE_PATH_MAX || p[0] == '/')
+		return false;
+	if (!strcmp(p, "."))
+		return true;
+	for (const char *c = p; *c;) {
+		size_t k = strcspn(c, "/");
+
+		if (!k || (k == 1 && c[0] == '.'))
+			return false;	/* "a//b", "./a", "a/./b", "a/" */
+		for (size_t i = 0; i < k; i++)
+			if ((unsigned char)c[i] < 0x20 || c[i] == 0x7f)
+				return false;
+		c += k;
+		if (*c == '/' && !*++c)
+			return false;
+	}
+	return true;
+}
+
 bool image_name_ok(const char *name)
 {
 	size_t n = strnlen(name, IMAGE_NAME_MAX + 1);
@@ -155,7 +196,8 @@ static int parse_parent(struct image *img, const unsigned char *b)
 
 	h->parent_size = get_le64(b + H2_PARENT_SIZE);
 	memcpy(h->parent_id, b + H2_PARENT_ID, IMAGE_ID_LEN);
-	memcpy(h->id, b + H2_CONTENT_ID, IMAGE_ID_LEN);
+	memcpy(h->id, b + (image_in_store(h) ? H3_CONTENT_ID : H2_CONTENT_ID),
+	       IMAGE_ID_LEN);
 	if (n > IMAGE_NAME_MAX ||
 	    !is_zero(name + n, H2_CONTENT_ID - H2_PARENT_NAME - n))
 		return fl_err(-EBADMSG, "%s: bad parent name field", p);
@@ -178,6 +220,22 @@ static int parse_parent(struct image *img, const unsigned char *b)
 	return 0;
 }
 
+/* Version 3's store path: where its chunks are, from its directory. */
+static int parse_store(struct image *img, const unsigned char *b)
+{
+	const unsigned char *f = b + H3_STORE_PATH;
+	size_t n = strnlen((const char *)f, IMAGE_STORE_PATH_MAX + 1);
+
+	if (n > IMAGE_STORE_PATH_MAX ||
+	    !is_zero(f + n, H3_CONTENT_ID - H3_STORE_PATH - n))
+		return fl_err(-EBADMSG, "%s: bad store path field", img->path);
+	memcpy(img->hdr.store_path, f, n);
+	img->hdr.store_path[n] = 0;
+	if (!image_store_path_ok(img->hdr.store_path))
+		return fl_err(-EBADMSG, "%s: bad store path", img->path);
+	return 0;
+}
+
 /* b: the first len bytes of the file (at least IMAGE_HEADER_SIZE). */
 static int parse_header(struct image *img, const unsigned char *b, size_t len)
 {
@@ -191,18 +249,23 @@ static int parse_header(struct image *img, const unsigned char *b, size_t len)
 		return fl_err(-EINVAL, "%s: not a faultline image (bad magic)",
 			      p);
 	h->version = get_le32(b + H_VERSION);
-	if (h->version != IMAGE_VERSION && h->version != IMAGE_VERSION_DIFF)
+	if (h->version < IMAGE_VERSION || h->version > IMAGE_VERSION_STORE)
 		return fl_err(-EPROTONOSUPPORT,
-			      "%s: image version %u not supported (this build reads versions %u and %u)",
+			      "%s: image version %u not supported (this build reads versions %u to %u)",
 			      p, h->version, IMAGE_VERSION,
-			      IMAGE_VERSION_DIFF);
+			      IMAGE_VERSION_STORE);
 	h->header_size = h->version == IMAGE_VERSION ? IMAGE_HEADER_SIZE :
-			 IMAGE_HEADER2_SIZE;
+			 h->version == IMAGE_VERSION_DIFF ? IMAGE_HEADER2_SIZE :
+			 IMAGE_HEADER3_SIZE;
+	h->entry_size = image_in_store(h) ? IMAGE_ENTRY3_SIZE :
+			IMAGE_ENTRY_SIZE;
 	if (len < h->header_size)
 		return fl_err(-EBADMSG,
 			      "%s: %zu bytes, too short for a version %u image header",
 			      p, len, h->version);
-	hh_off = h->version == IMAGE_VERSION ? H_HEADER_HASH : H2_HEADER_HASH;
+	hh_off = h->version == IMAGE_VERSION ? H_HEADER_HASH :
+		 h->version == IMAGE_VERSION_DIFF ? H2_HEADER_HASH :
+		 H3_HEADER_HASH;
 	hh = XXH64(b, hh_off, 0);
 	if (get_le64(b + hh_off) != hh)
 		return fl_err(-EBADMSG, "%s: header checksum mismatch at offset 0",
@@ -237,18 +300,24 @@ static int parse_header(struct image *img, const unsigned char *b, size_t len)
 			      "%s: chunk count %llu does not match size %llu",
 			      p, (unsigned long long)h->chunk_count,
 			      (unsigned long long)h->total_size);
-	if (h->version == IMAGE_VERSION_DIFF) {
+	if (h->version >= IMAGE_VERSION_DIFF) {
 		ret = parse_parent(img, b);
+		if (ret < 0)
+			return ret;
+	}
+	if (image_in_store(h)) {
+		ret = parse_store(img, b);
 		if (ret < 0)
 			return ret;
 	}
 	/* Pages of at least 4 KiB: the map is at most total_size / 2^15. */
 	h->map_len = image_is_diff(h) ? (image_pages(h) + 7) / 8 : 0;
-	if (h->chunk_count > (UINT64_MAX / 2) / IMAGE_ENTRY_SIZE)
+	if (h->chunk_count > (UINT64_MAX / 2) / h->entry_size)
 		return fl_err(-EBADMSG, "%s: bad index geometry", p);
-	ilen = h->chunk_count * IMAGE_ENTRY_SIZE + h->map_len;
+	ilen = h->chunk_count * h->entry_size + h->map_len;
 	if (h->index_offset != h->header_size ||
-	    h->data_end < h->index_offset + ilen)
+	    h->data_end < h->index_offset + ilen ||
+	    (image_in_store(h) && h->data_end != h->index_offset + ilen))
 		return fl_err(-EBADMSG, "%s: bad index geometry", p);
 	return 0;
 }
@@ -257,10 +326,12 @@ static int parse_header(struct image *img, const unsigned char *b, size_t len)
 static int parse_index(struct image *img, const unsigned char *b)
 {
 	const struct image_header *h = &img->hdr;
-	uint64_t data_start = h->index_offset + h->chunk_count *
-			      IMAGE_ENTRY_SIZE + h->map_len;
+	const uint64_t es = h->entry_size;
+	const bool v3 = image_in_store(h);
+	uint64_t data_start = h->index_offset + h->chunk_count * es +
+			      h->map_len;
 	uint64_t per = h->chunk_size / h->page_size, pages = image_pages(h);
-	const unsigned char *map = b + h->chunk_count * IMAGE_ENTRY_SIZE;
+	const unsigned char *map = b + h->chunk_count * es;
 
 	/* A diff's map: no bit past the last page. */
 	if (h->map_len && pages % 8 && map[h->map_len - 1] >> (pages % 8))
@@ -269,19 +340,30 @@ static int parse_index(struct image *img, const unsigned char *b)
 			      (unsigned long long)pages);
 
 	for (uint64_t i = 0; i < h->chunk_count; i++) {
-		const unsigned char *r = b + i * IMAGE_ENTRY_SIZE;
+		const unsigned char *r = b + i * es;
 		struct image_entry *e = &img->index[i];
 		size_t len = image_chunk_len(img, i);
 		bool bad;
 
-		e->offset = get_le64(r + E_OFFSET);
-		e->stored_len = get_le32(r + E_STORED_LEN);
-		e->kind = r[E_KIND];
-		e->hash = get_le64(r + E_HASH);
-		if (r[E_RESERVED] || r[E_RESERVED + 1] || r[E_RESERVED + 2])
-			bad = true;
+		if (v3) {	/* no offset, no XXH64: named by SHA-256 */
+			memcpy(e->sha, r + E3_HASH, IMAGE_HASH_LEN);
+			e->stored_len = get_le32(r + E3_STORED_LEN);
+			e->kind = r[E3_KIND];
+			bad = r[E3_RESERVED] || r[E3_RESERVED + 1] ||
+			      r[E3_RESERVED + 2];
+		} else {
+			e->offset = get_le64(r + E_OFFSET);
+			e->stored_len = get_le32(r + E_STORED_LEN);
+			e->kind = r[E_KIND];
+			e->hash = get_le64(r + E_HASH);
+			bad = r[E_RESERVED] || r[E_RESERVED + 1] ||
+			      r[E_RESERVED + 2];
+		}
+		if (bad)
+			;
 		else if (e->kind == IMAGE_ZERO)
-			bad = e->offset || e->stored_len || e->hash;
+			bad = e->offset || e->stored_len || e->hash ||
+			      !is_zero(e->sha, IMAGE_HASH_LEN);
 		else if (e->kind == IMAGE_RAW)
 			bad = e->stored_len != len;
 		else if (e->kind == IMAGE_ZSTD)
@@ -297,7 +379,7 @@ static int parse_index(struct image *img, const unsigned char *b)
 			for (; p < end && bad; p++)
 				bad = !(map[p / 8] >> (p % 8) & 1);
 		}
-		if (!bad && e->kind != IMAGE_ZERO)
+		if (!bad && e->kind != IMAGE_ZERO && !v3)
 			bad = e->offset < data_start ||
 			      e->offset > h->data_end ||
 			      e->stored_len > h->data_end - e->offset;
@@ -306,7 +388,7 @@ static int parse_index(struct image *img, const unsigned char *b)
 				      "%s: chunk %llu: bad index entry at offset %llu",
 				      img->path, (unsigned long long)i,
 				      (unsigned long long)(h->index_offset +
-						i * IMAGE_ENTRY_SIZE));
+						i * es));
 	}
 	if (img->file_size >= h->data_end)
 		return 0;
@@ -314,7 +396,7 @@ static int parse_index(struct image *img, const unsigned char *b)
 	for (uint64_t i = 0; i < h->chunk_count; i++) {
 		const struct image_entry *e = &img->index[i];
 
-		if (e->kind != IMAGE_ZERO &&
+		if (e->kind != IMAGE_ZERO && !v3 &&
 		    e->offset + e->stored_len > img->file_size)
 			return fl_err(-EBADMSG,
 				      "%s: chunk %llu at offset %llu (%u bytes) is past the end of the file (%llu bytes): image truncated",
@@ -370,14 +452,17 @@ static void content_id(const unsigned char *hb, size_t hlen,
 void image_content_id(const unsigned char *hb, const unsigned char *ib,
 		      size_t ilen, uint8_t id[IMAGE_ID_LEN])
 {
-	content_id(hb, get_le32(hb + H_VERSION) == IMAGE_VERSION ?
-		   H_HEADER_HASH : H2_CONTENT_ID, ib, ilen, id);
+	uint32_t v = get_le32(hb + H_VERSION);
+
+	content_id(hb, v == IMAGE_VERSION ? H_HEADER_HASH :
+		   v == IMAGE_VERSION_DIFF ? H2_CONTENT_ID : H3_CONTENT_ID,
+		   ib, ilen, id);
 }
 
 /* Read and validate header and index of img (fd or reader set up). */
 static int image_load(struct image *img)
 {
-	unsigned char hb[IMAGE_HEADER2_SIZE];
+	unsigned char hb[IMAGE_HEADER_MAX];
 	unsigned char *ib = NULL;
 	const char *path = img->path;
 	uint8_t id[IMAGE_ID_LEN];
@@ -398,12 +483,12 @@ static int image_load(struct image *img)
 	ret = parse_header(img, hb, hlen);
 	if (ret < 0)
 		return ret;
-	if (img->hdr.chunk_count > SIZE_MAX / IMAGE_ENTRY_SIZE ||
+	if (img->hdr.chunk_count > SIZE_MAX / img->hdr.entry_size ||
 	    img->hdr.chunk_count > SIZE_MAX / sizeof(*img->index) ||
 	    img->hdr.map_len > SIZE_MAX / 2 -
-			       img->hdr.chunk_count * IMAGE_ENTRY_SIZE)
+			       img->hdr.chunk_count * img->hdr.entry_size)
 		return fl_err(-EFBIG, "%s: index too large", path);
-	ilen = (size_t)img->hdr.chunk_count * IMAGE_ENTRY_SIZE +
+	ilen = (size_t)img->hdr.chunk_count * img->hdr.entry_size +
 	       (size_t)img->hdr.map_len;
 	if (img->file_size < img->hdr.index_offset + ilen)
 		return fl_err(-EBADMSG,
@@ -445,8 +530,8 @@ static int image_load(struct image *img)
 		goto out;
 	}
 	if (img->held)
-		memcpy(img->held, ib + img->hdr.chunk_count * IMAGE_ENTRY_SIZE,
-		       img->hdr.map_len);
+		memcpy(img->held, ib + img->hdr.chunk_count *
+		       img->hdr.entry_size, img->hdr.map_len);
 	ret = parse_index(img, ib);
 out:
 	free(ib);
@@ -510,9 +595,69 @@ void image_close(struct image *img)
 		return;
 	if (img->fd >= 0)
 		close(img->fd);
+	if (img->store)
+		img->store->ops->close(img->store);
 	free(img->index);
 	free(img->held);
 	free(img);
+}
+
+/*
+ * Version 3: chunk i's object from the store, decoded, and checked
+ * against the SHA-256 that names it.
+ */
+static int read_store_chunk(struct image *img, uint64_t i, void *dst)
+{
+	const struct image_entry *e = &img->index[i];
+	size_t len = image_chunk_len(img, i), n;
+	uint8_t got[IMAGE_HASH_LEN];
+	char want_hex[IMAGE_HASH_HEX], got_hex[IMAGE_HASH_HEX];
+	struct image_tls *t = NULL;
+	void *src = dst;
+	int ret;
+
+	image_hash_hex(e->sha, want_hex);
+	if (!img->store)
+		return fl_err(-ENOENT, "%s: chunk %llu (%s): no chunk store "
+			      "opened for the image", img->path,
+			      (unsigned long long)i, want_hex);
+	if (e->kind == IMAGE_ZSTD) {
+		t = tls_get(e->stored_len);
+		if (!t)
+			return fl_err(-ENOMEM, "%s: chunk %llu: no memory",
+				      img->path, (unsigned long long)i);
+		src = t->cbuf;
+	}
+	ret = img->store->ops->get(img->store, e->sha, src, e->stored_len);
+	if (ret < 0)
+		return ret;	/* the store named the object */
+	if (t) {
+		n = ZSTD_decompressDCtx(t->dctx, dst, len, src, e->stored_len);
+		if ((ZSTD_isError(n) || n != len) && img->store->ops->bad)
+			img->store->ops->bad(img->store, e->sha);
+		if (ZSTD_isError(n) || n != len)
+			return fl_err(-EBADMSG,
+				      "%s: chunk %llu (%s, zstd, %u bytes): %s%s",
+				      img->path, (unsigned long long)i,
+				      want_hex, e->stored_len,
+				      ZSTD_isError(n) ? "corrupt zstd data: " :
+				      "decompressed to another length",
+				      ZSTD_isError(n) ? ZSTD_getErrorName(n) :
+				      "");
+	}
+	if (image_sha256(dst, len, got) < 0)
+		return fl_err(-ENOMEM, "%s: chunk %llu: cannot hash",
+			      img->path, (unsigned long long)i);
+	if (memcmp(got, e->sha, IMAGE_HASH_LEN)) {
+		if (img->store->ops->bad)
+			img->store->ops->bad(img->store, e->sha);
+		image_hash_hex(got, got_hex);
+		return fl_err(-EBADMSG, "%s: chunk %llu (%s, %u bytes): "
+			      "SHA-256 mismatch (computed %s)", img->path,
+			      (unsigned long long)i, want_hex, e->stored_len,
+			      got_hex);
+	}
+	return 0;
 }
 
 int image_read_chunk(struct image *img, uint64_t i, void *dst)
@@ -527,6 +672,8 @@ int image_read_chunk(struct image *img, uint64_t i, void *dst)
 		return -ERANGE;
 	e = &img->index[i];
 	len = image_chunk_len(img, i);
+	if (e->kind != IMAGE_ZERO && image_in_store(&img->hdr))
+		return read_store_chunk(img, i, dst);
 	switch (e->kind) {
 	case IMAGE_ZERO:
 		memset(dst, 0, len);
@@ -623,6 +770,8 @@ int image_verify(const char *path,
 
 	if (nbad)
 		*nbad = 0;
+	if (ret == 0 && (ret = store_attach_dir(img, path)) < 0)
+		image_close(img);
 	if (ret < 0)
 		return ret;
 	buf = malloc(img->hdr.chunk_size);

@@ -18,13 +18,20 @@
 #define IMAGE_MAGIC_LEN		8
 #define IMAGE_VERSION		1	/* an image with no parent */
 #define IMAGE_VERSION_DIFF	2	/* a diff image: parent, held pages */
+#define IMAGE_VERSION_STORE	3	/* an index of chunks in a chunk store */
 #define IMAGE_HEADER_SIZE	80	/* version 1 */
 #define IMAGE_HEADER2_SIZE	376	/* version 2 */
+#define IMAGE_HEADER3_SIZE	632	/* version 3 */
+#define IMAGE_HEADER_MAX	IMAGE_HEADER3_SIZE
 #define IMAGE_FLAG_DIFF		1u	/* version 2: over a parent image */
 #define IMAGE_ID_LEN		16	/* XXH3-128, canonical (big-endian) */
 #define IMAGE_NAME_MAX		255	/* a parent's name, without its NUL */
 #define IMAGE_ID_HEX		(2 * IMAGE_ID_LEN + 1)
-#define IMAGE_ENTRY_SIZE	24
+#define IMAGE_ENTRY_SIZE	24	/* versions 1 and 2 */
+#define IMAGE_ENTRY3_SIZE	40	/* version 3 */
+#define IMAGE_HASH_LEN		32	/* a store chunk's name: SHA-256 */
+#define IMAGE_HASH_HEX		(2 * IMAGE_HASH_LEN + 1)
+#define IMAGE_STORE_PATH_MAX	255	/* version 3's store path */
 #define IMAGE_MIN_CHUNK		(4u << 10)
 #define IMAGE_MAX_CHUNK		(16u << 20)
 #define IMAGE_DEFAULT_CHUNK	(512u << 10)
@@ -52,11 +59,20 @@ struct image_header {
 	uint64_t parent_size;
 	uint8_t parent_id[IMAGE_ID_LEN];
 	char parent_name[IMAGE_NAME_MAX + 1];
+	/* Version 3: the chunk store, relative to the image's directory. */
+	char store_path[IMAGE_STORE_PATH_MAX + 1];
 	/* Every version: stored in version 2, derived in version 1. */
 	uint8_t id[IMAGE_ID_LEN];
-	uint32_t header_size;	/* IMAGE_HEADER_SIZE or IMAGE_HEADER2_SIZE */
+	uint32_t header_size;	/* IMAGE_HEADER_SIZE, _HEADER2_ or _HEADER3_ */
+	uint32_t entry_size;	/* IMAGE_ENTRY_SIZE or IMAGE_ENTRY3_SIZE */
 	uint64_t map_len;	/* bytes of the held-page map after the index */
 };
+
+/* A chunk-store image: an index of chunks named by hash, no data. */
+static inline bool image_in_store(const struct image_header *h)
+{
+	return h->version == IMAGE_VERSION_STORE;
+}
 
 /* A diff image: it names a parent and holds only some pages. */
 static inline bool image_is_diff(const struct image_header *h)
@@ -69,6 +85,33 @@ struct image_entry {
 	uint32_t stored_len;	/* bytes stored; 0 if zero */
 	uint8_t kind;		/* enum image_kind */
 	uint64_t hash;		/* XXH64 (seed 0) of the raw chunk */
+	uint8_t sha[IMAGE_HASH_LEN]; /* version 3: SHA-256 of the raw chunk */
+};
+
+/*
+ * Where a version 3 image's chunks come from (a directory, or a URL
+ * prefix: src/format/chunk_store.c, src/source/http_store.c).
+ */
+struct image_store;
+struct image_store_ops {
+	/*
+	 * The object named hash, which must be exactly len bytes, into buf:
+	 * 0, or -errno with a message naming the object.
+	 */
+	int (*get)(struct image_store *s, const uint8_t *hash, void *buf,
+		   size_t len);
+	/*
+	 * Optional: the object get() gave for hash did not decode to the
+	 * chunk so named (a store that keeps copies drops its copy).
+	 */
+	void (*bad)(struct image_store *s, const uint8_t *hash);
+	void (*close)(struct image_store *s);
+};
+struct image_store {
+	const struct image_store_ops *ops;
+	bool remote;			/* over the network: bytes counted */
+	_Atomic uint64_t bytes_fetched;	/* objects' bytes from the origin */
+	_Atomic uint64_t bytes_cached;	/* ... from the local cache */
 };
 
 /* ---- reader ------------------------------------------------------------- */
@@ -80,6 +123,7 @@ struct image {
 	struct image_header hdr;
 	struct image_entry *index;	/* hdr.chunk_count entries */
 	uint8_t *held;		/* a diff's held-page map (bit p: page p), or NULL */
+	struct image_store *store; /* version 3: its chunks; closed with it */
 	uint64_t file_size;
 	char path[256];
 };
@@ -142,6 +186,16 @@ void image_content_id(const unsigned char *hb, const unsigned char *ib,
 		      size_t ilen, uint8_t id[IMAGE_ID_LEN]);
 /* id as 32 lowercase hex digits (its canonical bytes in order). */
 void image_id_hex(const uint8_t id[IMAGE_ID_LEN], char out[IMAGE_ID_HEX]);
+/* A store chunk's name: 64 lowercase hex digits. */
+void image_hash_hex(const uint8_t *hash, char out[IMAGE_HASH_HEX]);
+/* SHA-256 of buf: 0, or -ENOMEM if libcrypto cannot. */
+int image_sha256(const void *buf, size_t len, uint8_t out[IMAGE_HASH_LEN]);
+/*
+ * Is p a store path a version 3 image may record: 1 to 255 bytes, relative
+ * (no leading '/'), no empty component, no control characters, "." alone
+ * or components that are names or "..".
+ */
+bool image_store_path_ok(const char *p);
 /*
  * Is name a parent's name an image may record (1 to IMAGE_NAME_MAX bytes,
  * no '/', not "." or "..", no control characters)?
@@ -168,6 +222,14 @@ struct image_create_opts {
 	 * data pages and names parent by its file name and content id.
 	 */
 	const char *parent;
+	/*
+	 * A chunk-store image (version 3): each chunk is written once into
+	 * the store directory (src/format/chunk_store.c), the image is its index.
+	 */
+	const char *store;
+	/* Called now and then with chunks done of all (a progress bar). */
+	void (*progress)(void *arg, uint64_t done, uint64_t all);
+	void *progress_arg;
 };
 
 struct image_info {
@@ -177,6 +239,8 @@ struct image_info {
 	uint64_t stored[IMAGE_NKINDS];	/* bytes stored by kind */
 	uint64_t raw_bytes[IMAGE_NKINDS]; /* uncompressed bytes by kind */
 	uint64_t pages, pages_held;	/* of page_size; all held unless a diff */
+	/* image_create into a store: chunks it wrote (the others were there) */
+	uint64_t new_chunks, new_bytes;
 };
 
 /* Check a chunk size (power of two in [4 KiB, 16 MiB]); 0 or -EINVAL. */

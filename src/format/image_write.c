@@ -27,6 +27,7 @@
 #include "faultline.h"
 #include "format/image.h"
 #include "format/layout.h"
+#include "format/chunk_store.h"
 #include "util/error.h"
 #include "util/io.h"
 #include "util/zero.h"
@@ -35,8 +36,9 @@
 static void encode_header(unsigned char *b, const struct image_header *h,
 			  const unsigned char *ib, size_t ilen)
 {
-	bool v2 = h->version == IMAGE_VERSION_DIFF;
-	size_t hh = v2 ? H2_HEADER_HASH : H_HEADER_HASH;
+	bool v2 = h->version >= IMAGE_VERSION_DIFF;
+	bool v3 = h->version == IMAGE_VERSION_STORE;
+	size_t hh = v3 ? H3_HEADER_HASH : v2 ? H2_HEADER_HASH : H_HEADER_HASH;
 
 	memset(b, 0, h->header_size);
 	memcpy(b + H_MAGIC, IMAGE_MAGIC, IMAGE_MAGIC_LEN);
@@ -57,14 +59,26 @@ static void encode_header(unsigned char *b, const struct image_header *h,
 		memcpy(b + H2_PARENT_ID, h->parent_id, IMAGE_ID_LEN);
 		memcpy(b + H2_PARENT_NAME, h->parent_name,
 		       strlen(h->parent_name));
+		if (v3)
+			memcpy(b + H3_STORE_PATH, h->store_path,
+			       strlen(h->store_path));
 		image_content_id(b, ib, ilen, id);
-		memcpy(b + H2_CONTENT_ID, id, IMAGE_ID_LEN);
+		memcpy(b + (v3 ? H3_CONTENT_ID : H2_CONTENT_ID), id,
+		       IMAGE_ID_LEN);
 	}
 	put_le64(b + hh, XXH64(b, hh, 0));
 }
 
-static void encode_entry(unsigned char *b, const struct image_entry *e)
+static void encode_entry(unsigned char *b, const struct image_entry *e,
+			 bool v3)
 {
+	if (v3) {
+		memset(b, 0, IMAGE_ENTRY3_SIZE);
+		memcpy(b + E3_HASH, e->sha, IMAGE_HASH_LEN);
+		put_le32(b + E3_STORED_LEN, e->stored_len);
+		b[E3_KIND] = e->kind;
+		return;
+	}
 	memset(b, 0, IMAGE_ENTRY_SIZE);
 	put_le64(b + E_OFFSET, e->offset);
 	put_le32(b + E_STORED_LEN, e->stored_len);
@@ -84,6 +98,9 @@ struct job {
 	size_t out_len;
 	uint8_t kind;
 	uint64_t hash;
+	uint8_t sha[IMAGE_HASH_LEN];	/* into a store */
+	bool exists;		/* into a store: there already, out_len bytes */
+	int err;		/* into a store: cannot hash */
 };
 
 struct pool {
@@ -97,6 +114,7 @@ struct pool {
 	struct job *jobs;
 	size_t out_cap;
 	int level;
+	struct store_writer *store;	/* into a store, or NULL */
 };
 
 struct compressor {
@@ -111,12 +129,28 @@ static void compress_job(struct pool *p, struct job *j, ZSTD_CCtx *cctx)
 	size_t n;
 
 	j->out_len = 0;
+	j->exists = false;
+	j->err = 0;
 	if (j->hole || is_zero(j->in, j->len)) {
 		j->kind = IMAGE_ZERO;
 		j->hash = 0;
 		return;
 	}
-	j->hash = XXH64(j->in, j->len, 0);
+	if (p->store) {
+		uint64_t size;
+
+		j->err = image_sha256(j->in, j->len, j->sha);
+		/* There already (another snapshot's): not compressed again. */
+		if (!j->err && store_has(p->store, j->sha, &size) == 0 &&
+		    size && size <= j->len) {
+			j->exists = true;
+			j->out_len = (size_t)size;
+			j->kind = size == j->len ? IMAGE_RAW : IMAGE_ZSTD;
+			return;
+		}
+	} else {
+		j->hash = XXH64(j->in, j->len, 0);
+	}
 	n = ZSTD_compressCCtx(cctx, j->out, p->out_cap, j->in, j->len,
 			      p->level);
 	/* Compression pays only if it saves at least 1/16 of the chunk. */
@@ -228,6 +262,9 @@ struct writer {
 	char *tmp;			/* the temporary's path, until renamed */
 	uint64_t pos;			/* where the next chunk is written */
 	uint8_t *held;			/* a diff's held-page map, or NULL */
+	struct store_writer sw;		/* into a store (o.store) */
+	bool store_open;
+	uint64_t new_chunks, new_bytes;
 };
 
 /* Defaults filled in, and what a user can get wrong refused. */
@@ -260,8 +297,11 @@ static int writer_layout(struct writer *w, uint64_t size,
 {
 	struct image_header *h = &w->h;
 
-	h->version = parent ? IMAGE_VERSION_DIFF : IMAGE_VERSION;
-	h->header_size = parent ? IMAGE_HEADER2_SIZE : IMAGE_HEADER_SIZE;
+	h->version = w->o.store ? IMAGE_VERSION_STORE :
+		     parent ? IMAGE_VERSION_DIFF : IMAGE_VERSION;
+	h->header_size = w->o.store ? IMAGE_HEADER3_SIZE :
+			 parent ? IMAGE_HEADER2_SIZE : IMAGE_HEADER_SIZE;
+	h->entry_size = w->o.store ? IMAGE_ENTRY3_SIZE : IMAGE_ENTRY_SIZE;
 	h->page_size = 4096;
 	h->chunk_size = w->o.chunk_size;
 	h->total_size = size;
@@ -278,14 +318,21 @@ static int writer_layout(struct writer *w, uint64_t size,
 			 slash ? slash + 1 : w->o.parent);
 		h->map_len = (image_pages(h) + 7) / 8;
 	}
-	if (h->chunk_count > SIZE_MAX / IMAGE_ENTRY_SIZE - h->map_len)
+	if (w->o.store) {
+		int ret = store_relative(w->image_path, w->o.store,
+					 h->store_path, sizeof(h->store_path));
+
+		if (ret < 0)
+			return ret;
+	}
+	if (h->chunk_count > SIZE_MAX / h->entry_size - h->map_len)
 		return fl_err(-EFBIG, "%s: too large", w->raw_path);
-	w->ilen = (size_t)h->chunk_count * IMAGE_ENTRY_SIZE + h->map_len;
+	w->ilen = (size_t)h->chunk_count * h->entry_size + h->map_len;
 	w->index = calloc(h->chunk_count ? h->chunk_count : 1,
 			  sizeof(*w->index));
 	w->ib = calloc(1, w->ilen ? w->ilen : 1);
 	if (h->map_len)
-		w->held = w->ib + h->chunk_count * IMAGE_ENTRY_SIZE;
+		w->held = w->ib + h->chunk_count * h->entry_size;
 	return w->index && w->ib ? 0 :
 	       fl_err(-ENOMEM, "%s: no memory", w->raw_path);
 }
@@ -339,6 +386,7 @@ static int writer_pool(struct writer *w)
 	if (w->batch < 2 * w->o.threads)
 		w->batch = 2 * w->o.threads;
 	p->level = w->o.level;
+	p->store = w->store_open ? &w->sw : NULL;
 	p->out_cap = ZSTD_compressBound(w->o.chunk_size);
 	p->jobs = calloc(w->batch, sizeof(*p->jobs));
 	w->cctx = ZSTD_createCCtx();
@@ -423,6 +471,41 @@ static int read_batch(struct writer *w, uint64_t *i, bool *work)
 	return 0;
 }
 
+/* Into a store: chunk j's object, unless there already. */
+static int store_batch_one(struct writer *w, const struct job *j,
+			   struct image_entry *e, const void *src, size_t len)
+{
+	uint64_t size = j->out_len;
+	bool wrote = false;
+	int ret;
+
+	if (j->err)
+		return fl_err(j->err, "%s: chunk %llu: cannot hash",
+			      w->raw_path, (unsigned long long)j->idx);
+	memcpy(e->sha, j->sha, IMAGE_HASH_LEN);
+	if (!j->exists) {
+		ret = store_put(&w->sw, j->sha, src, len, &size, &wrote);
+		if (ret < 0)
+			return ret;
+	}
+	if (!size || size > j->len) {
+		char name[128];
+
+		store_chunk_name(j->sha, name, sizeof(name));
+		return fl_err(-EBADMSG, "%s/%s: %llu bytes, not an object of a "
+			      "%zu-byte chunk: remove it and create again",
+			      w->o.store, name, (unsigned long long)size,
+			      j->len);
+	}
+	e->stored_len = (uint32_t)size;
+	e->kind = size == j->len ? IMAGE_RAW : IMAGE_ZSTD;
+	if (wrote) {
+		w->new_chunks++;
+		w->new_bytes += size;
+	}
+	return 0;
+}
+
 /* Write a compressed batch out in order, noting each chunk's entry. */
 static int write_batch(struct writer *w)
 {
@@ -438,6 +521,12 @@ static int write_batch(struct writer *w)
 		e->hash = j->hash;
 		if (j->kind == IMAGE_ZERO)
 			continue;
+		if (w->store_open) {
+			ret = store_batch_one(w, j, e, src, len);
+			if (ret < 0)
+				return ret;
+			continue;
+		}
 		e->offset = w->pos;
 		e->stored_len = (uint32_t)len;
 		ret = pwrite_full(w->wfd, src, len, w->pos);
@@ -452,11 +541,14 @@ static int write_batch(struct writer *w)
 /* Index and header in, synced, closed, renamed over image_path. */
 static int writer_finish(struct writer *w)
 {
-	unsigned char hb[IMAGE_HEADER2_SIZE];
+	unsigned char hb[IMAGE_HEADER_MAX];
 	int ret;
 
+	if (w->store_open && (ret = store_sync(&w->sw)) < 0)
+		return ret;	/* objects before the index naming them */
 	for (uint64_t i = 0; i < w->h.chunk_count; i++)
-		encode_entry(w->ib + i * IMAGE_ENTRY_SIZE, &w->index[i]);
+		encode_entry(w->ib + i * w->h.entry_size, &w->index[i],
+			     w->store_open);
 	w->h.data_end = w->pos;
 	w->h.index_hash = XXH64(w->ib, w->ilen, 0);
 	encode_header(hb, &w->h, w->ib, w->ilen);
@@ -516,6 +608,8 @@ static void writer_free(struct writer *w)
 	free(w->ib);
 	if (w->rfd >= 0)
 		close(w->rfd);
+	if (w->store_open)
+		store_close(&w->sw);	/* after the index's rename: gc may go */
 }
 
 /* The image would replace its own input (the same file by another name). */
@@ -592,7 +686,12 @@ int image_create(const char *raw_path, const char *image_path,
 		return ret;
 	}
 	posix_fadvise(w.rfd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	ret = writer_layout(&w, (uint64_t)st[0].st_size, parent);
+	if (w.o.store) {	/* before the layout: it records its path */
+		ret = store_open_write(w.o.store, &w.sw);
+		w.store_open = true;
+	}
+	if (!ret)
+		ret = writer_layout(&w, (uint64_t)st[0].st_size, parent);
 	image_close(parent);
 	if (!ret && w.held)
 		ret = writer_map(&w);
@@ -608,6 +707,8 @@ int image_create(const char *raw_path, const char *image_path,
 			pool_run(&w.p, w.nworkers, w.cctx);
 		if (!ret)
 			ret = write_batch(&w);
+		if (!ret && w.o.progress)
+			w.o.progress(w.o.progress_arg, i, w.h.chunk_count);
 	}
 	if (!ret)
 		ret = writer_finish(&w);
@@ -616,6 +717,8 @@ int image_create(const char *raw_path, const char *image_path,
 				     .held = w.held, .file_size = w.pos };
 
 		image_tally(&img, info);
+		info->new_chunks = w.new_chunks;
+		info->new_bytes = w.new_bytes;
 	}
 	writer_free(&w);
 	return ret;

@@ -63,11 +63,23 @@ static inline uint64_t get_le64(const unsigned char *p)
 #define H2_CONTENT_ID	352
 #define H2_HEADER_HASH	368
 
+/* Version 3 (a chunk-store index: "Chunk store" in docs/image-format.md):
+ * version 2's fields up to its content id, then the store's path. */
+#define H3_STORE_PATH	352
+#define H3_CONTENT_ID	608
+#define H3_HEADER_HASH	624
+
 /* Index entry field offsets ("Chunk index"). */
 #define E_OFFSET	0
 #define E_STORED_LEN	8
 #define E_KIND		12
 #define E_RESERVED	13
 #define E_HASH		16
+
+/* Version 3 index entry field offsets ("Chunk store"). */
+#define E3_HASH		0	/* SHA-256 of the uncompressed chunk */
+#define E3_STORED_LEN	32
+#define E3_KIND		36
+#define E3_RESERVED	37
 
 #endif

@@ -516,7 +516,7 @@ opened:
 	size = h->base.size;
 	if (size >= IMAGE_MAGIC_LEN && x.got >= IMAGE_MAGIC_LEN &&
 	    !memcmp(first, IMAGE_MAGIC, IMAGE_MAGIC_LEN))
-		return source_image_over(&h->base, h->name, out);
+		return source_image_over(&h->base, h->name, h->url, o, out);
 	*out = &h->base;
 	return 0;
 fail:

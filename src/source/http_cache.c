@@ -14,12 +14,18 @@
  * reader ever sees it half-written), eviction is an unlink, and several
  * processes can share a directory without locking.  Every hit is hashed
  * anyway: a torn or corrupted file is removed and refetched, never served.
+ * Chunks of a chunk store (http_store.c) are kept so too, keyed by their
+ * name instead, DIR/HHHH...HHHH.chk (the chunk's SHA-256, 64 hex digits),
+ * so one fetched for one image serves every image that holds it; in the
+ * index such an entry's key and block are the hash's first 16 bytes, the
+ * block's top bit set (no block of an object has it).
  * LRU: the in-memory index is built from the directory at open, ordered by
  * file mtime; a hit updates the mtime, so recency survives restarts.  The
  * bound is kept per process (another process's writes are counted when
  * seen), which is approximate when several share one directory.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -41,6 +47,8 @@
 
 #define HC_MAGIC	"FLHCBLK1"
 #define HC_NAME_LEN	(16 + 1 + 8 + 4)	/* key-block.blk */
+#define HC_CHUNK_LEN	(64 + 4)		/* hash.chk */
+#define HC_CHUNK_BIT	(1ull << 63)
 #define HC_STALE_TMP_S	3600
 
 struct hc_header {
@@ -58,6 +66,7 @@ struct hc_entry {
 	uint64_t key, block;
 	uint64_t bytes;		/* file size; 0: not present */
 	uint64_t used;		/* ns, CLOCK_REALTIME (comparable to mtimes) */
+	uint8_t sha[32];	/* a chunk's (block has HC_CHUNK_BIT) */
 };
 
 struct http_cache {
@@ -141,6 +150,33 @@ static void block_path(const struct http_cache *c, char *buf, size_t n,
 		 block);
 }
 
+static void chunk_path(const struct http_cache *c, char *buf, size_t n,
+		       const uint8_t *sha)
+{
+	int at = snprintf(buf, n, "%s/", c->dir);
+
+	for (int i = 0; i < 32 && at > 0 && (size_t)at + 3 < n; i++)
+		at += snprintf(buf + at, n - (size_t)at, "%02x", sha[i]);
+	snprintf(buf + at, n - (size_t)at, ".chk");
+}
+
+static void entry_path(const struct http_cache *c, char *buf, size_t n,
+		       const struct hc_entry *e)
+{
+	if (e->block & HC_CHUNK_BIT)
+		chunk_path(c, buf, n, e->sha);
+	else
+		block_path(c, buf, n, e->key, e->block);
+}
+
+/* A chunk's key and block in the index (the top bit marks a chunk). */
+static void chunk_key(const uint8_t *sha, uint64_t *key, uint64_t *block)
+{
+	memcpy(key, sha, 8);
+	memcpy(block, sha + 8, 8);
+	*block |= HC_CHUNK_BIT;
+}
+
 static void set_present(struct http_cache *c, struct hc_entry *e,
 			uint64_t bytes, uint64_t used)
 {
@@ -166,7 +202,7 @@ static void evict(struct http_cache *c, const struct hc_entry *keep)
 		}
 		if (!v)
 			return;
-		block_path(c, path, sizeof(path), v->key, v->block);
+		entry_path(c, path, sizeof(path), v);
 		unlink(path);
 		set_present(c, v, 0, 0);
 	}
@@ -195,12 +231,33 @@ static void scan(struct http_cache *c, int dfd)
 				unlinkat(dirfd(d), de->d_name, 0);
 			continue;
 		}
-		if (strlen(de->d_name) != HC_NAME_LEN ||
-		    sscanf(de->d_name, "%16" SCNx64 "-%8" SCNx64 ".blk%n",
-			   &key, &block, &n) != 2 || n != HC_NAME_LEN)
+		uint8_t sha[32];
+
+		if (strlen(de->d_name) == HC_CHUNK_LEN &&
+		    !strcmp(de->d_name + 64, ".chk")) {
+			int i;
+
+			for (i = 0; i < 32; i++) {
+				unsigned int v;
+
+				if (!isxdigit((unsigned char)de->d_name[2 * i]) ||
+				    !isxdigit((unsigned char)de->d_name[2 * i + 1]) ||
+				    sscanf(de->d_name + 2 * i, "%2x", &v) != 1)
+					break;
+				sha[i] = (uint8_t)v;
+			}
+			if (i < 32)
+				continue;
+			chunk_key(sha, &key, &block);
+		} else if (strlen(de->d_name) != HC_NAME_LEN ||
+			   sscanf(de->d_name, "%16" SCNx64 "-%8" SCNx64 ".blk%n",
+				  &key, &block, &n) != 2 || n != HC_NAME_LEN) {
 			continue;
+		}
 		struct hc_entry *e = lookup(c, key, block, true);
 
+		if (e && (block & HC_CHUNK_BIT))
+			memcpy(e->sha, sha, 32);
 		if (e)
 			set_present(c, e, (uint64_t)st.st_size,
 				    (uint64_t)st.st_mtim.tv_sec * 1000000000ull +
@@ -254,10 +311,74 @@ void http_cache_close(struct http_cache *c)
 	free(c);
 }
 
+/* get and put of a block at path, or of a chunk (sha not NULL). */
+static bool cache_get(struct http_cache *c, uint64_t key, uint64_t block,
+		      const uint8_t *sha, const char *path, void *dst,
+		      size_t len);
+static void cache_put(struct http_cache *c, uint64_t key, uint64_t block,
+		      const uint8_t *sha, const char *path, const void *src,
+		      size_t len);
+
 bool http_cache_get(struct http_cache *c, uint64_t key, uint64_t block,
 		    void *dst, size_t len)
 {
 	char path[4096];
+
+	block_path(c, path, sizeof(path), key, block);
+	return cache_get(c, key, block, NULL, path, dst, len);
+}
+
+void http_cache_put(struct http_cache *c, uint64_t key, uint64_t block,
+		    const void *src, size_t len)
+{
+	char path[4096];
+
+	block_path(c, path, sizeof(path), key, block);
+	cache_put(c, key, block, NULL, path, src, len);
+}
+
+bool http_cache_get_chunk(struct http_cache *c, const uint8_t *sha,
+			  void *dst, size_t len)
+{
+	char path[4096];
+	uint64_t key, block;
+
+	chunk_key(sha, &key, &block);
+	chunk_path(c, path, sizeof(path), sha);
+	return cache_get(c, key, block, sha, path, dst, len);
+}
+
+void http_cache_put_chunk(struct http_cache *c, const uint8_t *sha,
+			  const void *src, size_t len)
+{
+	char path[4096];
+	uint64_t key, block;
+
+	chunk_key(sha, &key, &block);
+	chunk_path(c, path, sizeof(path), sha);
+	cache_put(c, key, block, sha, path, src, len);
+}
+
+void http_cache_drop_chunk(struct http_cache *c, const uint8_t *sha)
+{
+	char path[4096];
+	uint64_t key, block;
+	struct hc_entry *e;
+
+	chunk_key(sha, &key, &block);
+	chunk_path(c, path, sizeof(path), sha);
+	unlink(path);
+	pthread_mutex_lock(&c->mu);
+	e = lookup(c, key, block, false);
+	if (e)
+		set_present(c, e, 0, 0);
+	pthread_mutex_unlock(&c->mu);
+}
+
+static bool cache_get(struct http_cache *c, uint64_t key, uint64_t block,
+		      const uint8_t *sha, const char *path, void *dst,
+		      size_t len)
+{
 	struct hc_header h;
 	struct iovec iov[2] = { { &h, sizeof(h) }, { dst, len } };
 	struct hc_entry *e;
@@ -265,7 +386,6 @@ bool http_cache_get(struct http_cache *c, uint64_t key, uint64_t block,
 	ssize_t n;
 	int fd;
 
-	block_path(c, path, sizeof(path), key, block);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
@@ -280,6 +400,8 @@ bool http_cache_get(struct http_cache *c, uint64_t key, uint64_t block,
 	pthread_mutex_lock(&c->mu);
 	e = lookup(c, key, block, good);
 	if (good && e) {
+		if (sha)
+			memcpy(e->sha, sha, 32);
 		set_present(c, e, sizeof(h) + len, wall_ns());
 	} else if (!good) {
 		unlink(path);	/* torn or corrupt: never served */
@@ -290,10 +412,11 @@ bool http_cache_get(struct http_cache *c, uint64_t key, uint64_t block,
 	return good;
 }
 
-void http_cache_put(struct http_cache *c, uint64_t key, uint64_t block,
-		    const void *src, size_t len)
+static void cache_put(struct http_cache *c, uint64_t key, uint64_t block,
+		      const uint8_t *sha, const char *path, const void *src,
+		      size_t len)
 {
-	char path[4096], tmp[4096];
+	char tmp[4096];
 	struct hc_header h = {
 		.key = key, .block = block, .len = (uint32_t)len,
 		.hash = XXH64(src, len, 0),
@@ -305,7 +428,6 @@ void http_cache_put(struct http_cache *c, uint64_t key, uint64_t block,
 	int fd;
 
 	memcpy(h.magic, HC_MAGIC, sizeof(h.magic));
-	block_path(c, path, sizeof(path), key, block);
 	pthread_mutex_lock(&c->mu);
 	seq = c->tmp_seq++;
 	pthread_mutex_unlock(&c->mu);
@@ -324,6 +446,8 @@ void http_cache_put(struct http_cache *c, uint64_t key, uint64_t block,
 	pthread_mutex_lock(&c->mu);
 	e = lookup(c, key, block, true);
 	if (e) {
+		if (sha)
+			memcpy(e->sha, sha, 32);
 		set_present(c, e, sizeof(h) + len, wall_ns());
 		evict(c, e);
 	}

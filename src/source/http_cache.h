@@ -32,6 +32,17 @@ bool http_cache_get(struct http_cache *c, uint64_t key, uint64_t block,
 void http_cache_put(struct http_cache *c, uint64_t key, uint64_t block,
 		    const void *src, size_t len);
 
+/*
+ * The same for a chunk of a chunk store, named by its SHA-256 (32 bytes)
+ * alone: shared by every image and store URL that holds it.  drop removes
+ * one found bad.
+ */
+bool http_cache_get_chunk(struct http_cache *c, const uint8_t *sha,
+			  void *dst, size_t len);
+void http_cache_put_chunk(struct http_cache *c, const uint8_t *sha,
+			  const void *src, size_t len);
+void http_cache_drop_chunk(struct http_cache *c, const uint8_t *sha);
+
 /* Bytes of block files the cache holds (this process's view). */
 uint64_t http_cache_bytes(struct http_cache *c);
 

@@ -57,6 +57,8 @@ struct source_http {
 /* One ranged GET in flight or waiting for its retry. */
 struct xfer {
 	struct source_http *h;
+	const char *url;	/* another object than h's (a store's), or NULL */
+	uint64_t size;		/* that object's size (url set) */
 	uint64_t off;		/* object offset */
 	char *dst;
 	size_t len, got;

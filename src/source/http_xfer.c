@@ -115,6 +115,7 @@ static bool response_ok(struct xfer *x)
 {
 	const struct source_http *h = x->h;
 	uint64_t last = x->off + x->len - 1;
+	uint64_t size = x->url ? x->size : h->base.size;
 
 	x->checked = true;
 	if (h->etag[0] && x->etag[0] && strcmp(h->etag, x->etag))
@@ -127,12 +128,11 @@ static bool response_ok(struct xfer *x)
 		return changed(x, "object changed since it was opened, or the server ignores ranges: HTTP 200 (the whole object) to a range request");
 	if (x->hstatus == 206 &&
 	    (x->start != x->off || x->end != last ||
-	     (x->total != UINT64_MAX && x->total != h->base.size))) {
+	     (x->total != UINT64_MAX && x->total != size))) {
 		if (x->start == UINT64_MAX)
 			return changed(x, "object changed since it was opened, or the server is broken: HTTP 206 without a Content-Range");
 		return changed(x, "object changed since it was opened: HTTP 206 for bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64 ", asked for %" PRIu64 "-%" PRIu64 "/%" PRIu64,
-			       x->start, x->end, x->total, x->off, last,
-			       h->base.size);
+			       x->start, x->end, x->total, x->off, last, size);
 	}
 	return true;
 }
@@ -293,7 +293,7 @@ static int xfer_start(struct conn *c, struct xfer *x)
 	snprintf(x->range, sizeof(x->range), "%" PRIu64 "-%" PRIu64, x->off,
 		 x->off + x->len - 1);
 	curl_easy_reset(e);
-	curl_easy_setopt(e, CURLOPT_URL, x->h->url);
+	curl_easy_setopt(e, CURLOPT_URL, x->url ? x->url : x->h->url);
 	curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
 	if (!x->h->s3)
 		curl_easy_setopt(e, CURLOPT_RANGE, x->range);

@@ -19,12 +19,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "faultline.h"
 #include "util/error.h"
 #include "format/image.h"
+#include "format/chunk_store.h"
 #include "source/impl.h"
 
 #define CACHE_BYTES	(32u << 20)
@@ -164,7 +166,9 @@ static void image_src_hint(struct fl_source *s, uint64_t off, size_t len)
 	uint64_t cs = img->hdr.chunk_size;
 	uint64_t start = UINT64_MAX, end = 0;
 
-	if (!len || off > s->size || len > s->size - off)
+	/* a store's objects are not in the image: nothing to read ahead */
+	if (!len || off > s->size || len > s->size - off ||
+	    image_in_store(&img->hdr))
 		return;
 	for (uint64_t i = off / cs; i <= (off + len - 1) / cs; i++) {
 		const struct image_entry *e = &img->index[i];
@@ -212,6 +216,24 @@ static uint64_t image_src_extent(struct fl_source *s, uint64_t off,
 	return end - off < len ? end - off : len;
 }
 
+/* What the image's bytes and its store's objects took from afar. */
+static int image_src_remote_bytes(const struct fl_source *s,
+				  uint64_t *fetched, uint64_t *cached)
+{
+	const struct source_image *si = to_image(s);
+	struct image_store *st = si->img->store;
+	int ret = si->lower ? source_remote_bytes(si->lower, fetched, cached) :
+		  -ENODATA;
+
+	if (ret < 0)
+		*fetched = *cached = 0;
+	if (!st || !st->remote)
+		return ret;
+	*fetched += atomic_load(&st->bytes_fetched);
+	*cached += atomic_load(&st->bytes_cached);
+	return 0;
+}
+
 static const struct image *image_src_image(const struct fl_source *s)
 {
 	return to_image(s)->img;
@@ -236,6 +258,7 @@ static const struct fl_source_ops image_ops = {
 	.hint = image_src_hint,
 	.extent = image_src_extent,
 	.image = image_src_image,
+	.remote_bytes = image_src_remote_bytes,
 	.destroy = image_src_destroy,
 };
 
@@ -266,6 +289,11 @@ int source_image_open(const char *path, struct fl_source **out)
 
 	if (ret < 0)
 		return ret;
+	ret = store_attach_dir(img, path);	/* version 3: its store */
+	if (ret < 0) {
+		image_close(img);
+		return ret;
+	}
 	ret = image_src_new(img, NULL, path, out);
 	if (ret < 0)
 		image_close(img);
@@ -280,12 +308,25 @@ static int lower_read(void *arg, void *buf, size_t len, uint64_t off)
 }
 
 int source_image_over(struct fl_source *lower, const char *name,
+		      const char *url, const struct fl_source_opts *o,
 		      struct fl_source **out)
 {
 	struct image *img;
+	char where[4096];
 	int ret = image_open_reader(name, lower->size, lower_read, lower,
 				    &img);
 
+	if (ret == 0 && image_in_store(&img->hdr)) {
+		ret = store_resolve(url, img->hdr.store_path, where,
+				    sizeof(where));
+		if (ret < 0)
+			fl_err(ret, "%s: the URL of its store %s is too long",
+			       name, img->hdr.store_path);
+		else
+			ret = http_store_open(where, o, &img->store);
+		if (ret < 0)
+			image_close(img);
+	}
 	if (ret < 0) {
 		fl_source_put(lower);
 		return ret;

@@ -1,0 +1,520 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * chunk_store.c - a chunk store in a directory (docs/image-format.md, "Chunk
+ * store"): reading objects for version 3 images, writing them for
+ * image_create, and gc.
+ *
+ * Decisions: an object is written to a temporary name beside its final
+ * one and moved into place with renameat2(RENAME_NOREPLACE), so a reader
+ * never sees half an object and an object once in place is never
+ * replaced (an index written beside ours may record its exact size).
+ * Objects are synced once, with syncfs(), before the index naming them
+ * is renamed into place.  A create holds DIR/.lock shared from its first
+ * look at the store to its index's rename; gc holds it exclusively while
+ * it reads the indexes it keeps and deletes, so it never deletes an object
+ * a create has found there and is about to reference.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "faultline.h"
+#include "format/image.h"
+#include "format/chunk_store.h"
+#include "util/error.h"
+#include "util/io.h"
+
+void store_chunk_name(const uint8_t *hash, char *buf, size_t n)
+{
+	char hex[IMAGE_HASH_HEX];
+
+	image_hash_hex(hash, hex);
+	snprintf(buf, n, STORE_CHUNKS "/%.2s/%s", hex, hex);
+}
+
+static bool is_url(const char *s)
+{
+	return !strncasecmp(s, "http://", 7) || !strncasecmp(s, "https://", 8);
+}
+
+/* Remove "." and ".." segments from the path that starts at p (in place). */
+static void remove_dots(char *p)
+{
+	char *out = p, *in = p;
+
+	while (*in) {
+		size_t k = strcspn(in + 1, "/") + 1;	/* "/seg" */
+
+		if (k == 2 && in[1] == '.') {
+			/* "/." */
+		} else if (k == 3 && in[1] == '.' && in[2] == '.') {
+			while (out > p && *--out != '/')
+				;
+		} else {
+			memmove(out, in, k);
+			out += k;
+		}
+		in += k;
+	}
+	*out = 0;
+}
+
+int store_resolve(const char *spec, const char *rel, char *out, size_t n)
+{
+	size_t base;
+
+	if (is_url(spec)) {
+		const char *host = strstr(spec, "://") + 3;
+		size_t h = (size_t)(host - spec), path;
+
+		base = strcspn(spec, "?#");
+		path = h + strcspn(host, "/?#");
+		while (base > path && spec[base - 1] != '/')
+			base--;
+		if (base <= path) {	/* http://host: the root */
+			if ((size_t)snprintf(out, n, "%.*s/%s", (int)path, spec,
+					     rel) >= n)
+				return -ENAMETOOLONG;
+		} else if ((size_t)snprintf(out, n, "%.*s%s", (int)base, spec,
+					    rel) >= n) {
+			return -ENAMETOOLONG;
+		}
+		remove_dots(out + path);
+		if (!out[path])
+			snprintf(out + path, n - path, "/");
+		return 0;
+	}
+	base = strrchr(spec, '/') ? (size_t)(strrchr(spec, '/') - spec) + 1 : 0;
+	if (!base && !strcmp(rel, "."))
+		return (size_t)snprintf(out, n, ".") < n ? 0 : -ENAMETOOLONG;
+	return (size_t)snprintf(out, n, "%.*s%s", (int)base, spec, rel) < n ?
+	       0 : -ENAMETOOLONG;
+}
+
+int store_relative(const char *image_path, const char *dir, char *out,
+		   size_t n)
+{
+	char *img_dir = strdup(image_path), *slash, *a = NULL, *b = NULL;
+	size_t i = 0, common = 0, at = 0;
+	int ret = 0;
+
+	if (!img_dir)
+		return -ENOMEM;
+	slash = strrchr(img_dir, '/');
+	if (slash)
+		slash == img_dir ? (void)(slash[1] = 0) : (void)(*slash = 0);
+	a = realpath(slash ? img_dir : ".", NULL);
+	b = realpath(dir, NULL);
+	if (!a || !b) {
+		ret = fl_err(-errno, "%s: %m", !a ? (slash ? img_dir : ".") :
+			     dir);
+		goto out;
+	}
+	if (!strcmp(a, "/") || !strcmp(b, "/")) {	/* the root: absolute */
+		ret = fl_err(-EINVAL, "--store %s: the store and the image's "
+			     "directory must both be below /", dir);
+		goto out;
+	}
+	/* the longest common prefix of whole components */
+	for (i = 0; a[i] && a[i] == b[i]; i++)
+		if (a[i] == '/')
+			common = i;
+	if ((!a[i] || a[i] == '/') && (!b[i] || b[i] == '/'))
+		common = i;
+	out[0] = 0;
+	for (const char *c = a + common; *c; c++)	/* up from a */
+		if (*c == '/')
+			at += (size_t)snprintf(out + at, n > at ? n - at : 0,
+					       "%s..", at ? "/" : "");
+	if (b[common])			/* down to b */
+		at += (size_t)snprintf(out + at, n > at ? n - at : 0, "%s%s",
+				       at ? "/" : "", b + common + 1);
+	if (!at)
+		at = (size_t)snprintf(out, n, ".");
+	if (at >= n || !image_store_path_ok(out))
+		ret = fl_err(-ENAMETOOLONG, "--store %s: its path from the "
+			     "image's directory cannot be recorded (at most "
+			     "%d bytes, no control characters)", dir,
+			     IMAGE_STORE_PATH_MAX);
+out:
+	free(img_dir);
+	free(a);
+	free(b);
+	return ret;
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+struct dir_store {
+	struct image_store base;
+	char dir[4096];
+	int dfd;
+};
+
+static int dir_get(struct image_store *s, const uint8_t *hash, void *buf,
+		   size_t len)
+{
+	struct dir_store *d = (struct dir_store *)s;
+	char name[128];
+	struct stat st;
+	int fd, ret;
+
+	store_chunk_name(hash, name, sizeof(name));
+	fd = openat(d->dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return fl_err(-errno, "%s/%s: %s", d->dir, name,
+			      errno == ENOENT ? "no such chunk in the store" :
+			      strerror(errno));
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size != len) {
+		ret = fl_err(-EBADMSG, "%s/%s: %lld bytes, the index says %zu",
+			     d->dir, name, (long long)st.st_size, len);
+		close(fd);
+		return ret;
+	}
+	ret = pread_full(fd, buf, len, 0);
+	close(fd);
+	if (ret < 0)
+		return fl_err(ret, "%s/%s: read: %s", d->dir, name,
+			      ret == -EIO ? "short read" : strerror(-ret));
+	return 0;
+}
+
+static void dir_close(struct image_store *s)
+{
+	struct dir_store *d = (struct dir_store *)s;
+
+	close(d->dfd);
+	free(d);
+}
+
+static const struct image_store_ops dir_ops = {
+	.get = dir_get,
+	.close = dir_close,
+};
+
+int store_dir_open(const char *dir, struct image_store **out)
+{
+	struct dir_store *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return -ENOMEM;
+	d->base.ops = &dir_ops;
+	snprintf(d->dir, sizeof(d->dir), "%s", dir);
+	d->dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (d->dfd < 0) {
+		int ret = fl_err(-errno, "chunk store %s: %m", dir);
+
+		free(d);
+		return ret;
+	}
+	*out = &d->base;
+	return 0;
+}
+
+int store_attach_dir(struct image *img, const char *path)
+{
+	char dir[4096];
+
+	if (!image_in_store(&img->hdr) || img->store)
+		return 0;
+	if (store_resolve(path, img->hdr.store_path, dir, sizeof(dir)) < 0)
+		return fl_err(-ENAMETOOLONG, "%s: the path of its store %s is "
+			      "too long", path, img->hdr.store_path);
+	return store_dir_open(dir, &img->store);
+}
+
+/* ---- writing ------------------------------------------------------------ */
+
+int store_open_write(const char *dir, struct store_writer *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->dfd = w->lock = -1;
+	snprintf(w->dir, sizeof(w->dir), "%s", dir);
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return fl_err(-errno, "--store %s: cannot create: %m", dir);
+	w->dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (w->dfd < 0)
+		return fl_err(-errno, "--store %s: %m", dir);
+	if (mkdirat(w->dfd, STORE_CHUNKS, 0755) < 0 && errno != EEXIST)
+		return fl_err(-errno, "--store %s: cannot create %s: %m", dir,
+			      STORE_CHUNKS);
+	w->lock = openat(w->dfd, STORE_LOCK, O_RDWR | O_CREAT | O_CLOEXEC,
+			 0644);
+	if (w->lock < 0)
+		return fl_err(-errno, "--store %s: %s: %m", dir, STORE_LOCK);
+	if (flock(w->lock, LOCK_SH) < 0)
+		return fl_err(-errno, "--store %s: lock %s: %m", dir,
+			      STORE_LOCK);
+	return 0;
+}
+
+int store_has(struct store_writer *w, const uint8_t *hash, uint64_t *size)
+{
+	char name[128];
+	struct stat st;
+
+	store_chunk_name(hash, name, sizeof(name));
+	if (fstatat(w->dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !S_ISREG(st.st_mode))
+		return -ENOENT;
+	*size = (uint64_t)st.st_size;
+	return 0;
+}
+
+int store_put(struct store_writer *w, const uint8_t *hash, const void *buf,
+	      size_t len, uint64_t *size, bool *wrote)
+{
+	char name[128], tmp[160];
+	int fd, ret;
+
+	*wrote = false;
+	store_chunk_name(hash, name, sizeof(name));
+	name[sizeof(STORE_CHUNKS) + 2] = 0;		/* chunks/HH */
+	if (mkdirat(w->dfd, name, 0755) < 0 && errno != EEXIST)
+		return fl_err(-errno, "%s/%s: cannot create: %m", w->dir, name);
+	snprintf(tmp, sizeof(tmp), "%s/.tmp-%d-%u", name, (int)getpid(),
+		 w->seq++);
+	name[sizeof(STORE_CHUNKS) + 2] = '/';
+	fd = openat(w->dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+		    0644);
+	if (fd < 0)
+		return fl_err(-errno, "%s/%s: cannot create: %m", w->dir, tmp);
+	ret = pwrite_full(fd, buf, len, 0);
+	if (close(fd) < 0 && !ret)
+		ret = -errno;
+	if (ret < 0) {
+		unlinkat(w->dfd, tmp, 0);
+		return fl_err(ret, "%s/%s: write: %s", w->dir, tmp,
+			      strerror(-ret));
+	}
+	if (renameat2(w->dfd, tmp, w->dfd, name, RENAME_NOREPLACE) == 0) {
+		*size = len;
+		*wrote = true;
+		return 0;
+	}
+	ret = -errno;
+	unlinkat(w->dfd, tmp, 0);
+	if (ret == -EEXIST && store_has(w, hash, size) == 0)
+		return 0;	/* written beside us meanwhile: use that one */
+	return fl_err(ret, "%s/%s: cannot rename into place: %s", w->dir, name,
+		      strerror(-ret));
+}
+
+int store_sync(struct store_writer *w)
+{
+	if (syncfs(w->dfd) < 0)
+		return fl_err(-errno, "--store %s: sync: %m", w->dir);
+	return 0;
+}
+
+void store_close(struct store_writer *w)
+{
+	if (w->lock >= 0)
+		close(w->lock);		/* and the lock with it */
+	if (w->dfd >= 0)
+		close(w->dfd);
+	w->lock = w->dfd = -1;
+}
+
+/* ---- gc ----------------------------------------------------------------- */
+
+struct hash_set {
+	uint8_t (*h)[IMAGE_HASH_LEN];
+	size_t n, cap;
+};
+
+static int cmp_hash(const void *a, const void *b)
+{
+	return memcmp(a, b, IMAGE_HASH_LEN);
+}
+
+static int set_add_image(struct hash_set *s, const struct image *img)
+{
+	for (uint64_t i = 0; i < img->hdr.chunk_count; i++) {
+		if (img->index[i].kind == IMAGE_ZERO)
+			continue;
+		if (s->n == s->cap) {
+			size_t c = s->cap ? 2 * s->cap : 1024;
+			void *p = realloc(s->h, c * IMAGE_HASH_LEN);
+
+			if (!p)
+				return -ENOMEM;
+			s->h = p;
+			s->cap = c;
+		}
+		memcpy(s->h[s->n++], img->index[i].sha, IMAGE_HASH_LEN);
+	}
+	return 0;
+}
+
+/* Is the store of img (at path) the directory st names? */
+static bool same_store(const struct image *img, const char *path,
+		       const struct stat *st)
+{
+	char dir[4096];
+	struct stat s2;
+
+	return store_resolve(path, img->hdr.store_path, dir, sizeof(dir)) == 0 &&
+	       stat(dir, &s2) == 0 && s2.st_dev == st->st_dev &&
+	       s2.st_ino == st->st_ino;
+}
+
+/* The hashes path and its parents reference, into s. */
+static int gc_read(const char *path, const struct stat *st,
+		   struct hash_set *s, struct store_gc_info *info)
+{
+	char cur[4096], next[4096];
+	int ret = 0;
+
+	snprintf(cur, sizeof(cur), "%s", path);
+	for (int depth = 0; depth <= FL_MAX_LAYERS && !ret; depth++) {
+		struct image *img;
+		bool diff;
+
+		ret = image_open(cur, &img);
+		if (ret < 0)
+			return ret;
+		info->images++;
+		if (image_in_store(&img->hdr) && !same_store(img, cur, st))
+			ret = fl_err(-EINVAL, "%s: its chunks are in another "
+				     "store (%s from its directory)", cur,
+				     img->hdr.store_path);
+		else if (image_in_store(&img->hdr))
+			ret = set_add_image(s, img);
+		diff = image_is_diff(&img->hdr);
+		if (!ret && diff &&
+		    store_resolve(cur, img->hdr.parent_name, next,
+				  sizeof(next)) < 0)
+			ret = -ENAMETOOLONG;
+		image_close(img);
+		if (ret || !diff)
+			return ret;
+		snprintf(cur, sizeof(cur), "%s", next);
+	}
+	return ret ? ret : fl_err(-ELOOP, "%s: a chain of more than %d diff "
+				  "images", path, FL_MAX_LAYERS);
+}
+
+static bool hex_name(const char *s, uint8_t *hash)
+{
+	for (int i = 0; i < IMAGE_HASH_LEN; i++) {
+		unsigned int v;
+
+		if (!strchr("0123456789abcdef", s[2 * i]) || !s[2 * i] ||
+		    !strchr("0123456789abcdef", s[2 * i + 1]) ||
+		    !s[2 * i + 1] || sscanf(s + 2 * i, "%2x", &v) != 1)
+			return false;
+		hash[i] = (uint8_t)v;
+	}
+	return !s[2 * IMAGE_HASH_LEN];
+}
+
+/* Sweep one chunks/HH directory. */
+static int gc_sweep(int dfd, const char *sub, const struct hash_set *s,
+		    bool dry_run, struct store_gc_info *info)
+{
+	int fd = openat(dfd, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	time_t now = time(NULL);
+	struct dirent *de;
+	DIR *d;
+
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return fl_err(-errno, "%s: %m", sub);
+	}
+	while ((de = readdir(d))) {
+		uint8_t h[IMAGE_HASH_LEN];
+		struct stat st;
+		bool keep;
+
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    !S_ISREG(st.st_mode))
+			continue;
+		if (!strncmp(de->d_name, ".tmp-", 5)) {
+			/* a create's object in flight, or one that died */
+			if (!dry_run && now - st.st_mtime > STORE_STALE_TMP_S)
+				unlinkat(dirfd(d), de->d_name, 0);
+			continue;
+		}
+		if (!hex_name(de->d_name, h) || strncmp(de->d_name, sub + sizeof(STORE_CHUNKS), 2))
+			continue;	/* not an object: not ours to delete */
+		keep = bsearch(h, s->h, s->n, IMAGE_HASH_LEN, cmp_hash);
+		if (keep) {
+			info->kept++;
+			info->kept_bytes += (uint64_t)st.st_size;
+		} else if (dry_run || unlinkat(dirfd(d), de->d_name, 0) == 0) {
+			info->deleted++;
+			info->deleted_bytes += (uint64_t)st.st_size;
+		}
+	}
+	closedir(d);
+	return 0;
+}
+
+int store_gc(const char *dir, const char *const *images, int n, bool dry_run,
+	     struct store_gc_info *info)
+{
+	struct hash_set s = { 0 };
+	struct stat st;
+	int dfd, lock = -1, ret = 0;
+	struct dirent *de;
+	DIR *d = NULL;
+
+	memset(info, 0, sizeof(*info));
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return fl_err(-errno, "--store %s: %m", dir);
+	if (fstat(dfd, &st) < 0 || faccessat(dfd, STORE_CHUNKS, F_OK, 0) < 0) {
+		close(dfd);
+		return fl_err(-ENOENT, "--store %s: not a chunk store (no %s/)",
+			      dir, STORE_CHUNKS);
+	}
+	lock = openat(dfd, STORE_LOCK, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (lock < 0 || flock(lock, LOCK_EX) < 0) {
+		ret = fl_err(-errno, "--store %s: lock %s: %m", dir, STORE_LOCK);
+		goto out;
+	}
+	/* Under the lock: every index a create finished is in place. */
+	for (int i = 0; i < n && !ret; i++)
+		ret = gc_read(images[i], &st, &s, info);
+	if (ret < 0)
+		goto out;
+	qsort(s.h, s.n, IMAGE_HASH_LEN, cmp_hash);
+	d = fdopendir(openat(dfd, STORE_CHUNKS, O_RDONLY | O_DIRECTORY |
+			     O_CLOEXEC));
+	if (!d) {
+		ret = fl_err(-errno, "%s/%s: %m", dir, STORE_CHUNKS);
+		goto out;
+	}
+	while ((de = readdir(d)) && !ret) {
+		char sub[64];
+
+		if (strlen(de->d_name) != 2 ||
+		    !strchr("0123456789abcdef", de->d_name[0]) ||
+		    !strchr("0123456789abcdef", de->d_name[1]))
+			continue;
+		snprintf(sub, sizeof(sub), STORE_CHUNKS "/%s", de->d_name);
+		ret = gc_sweep(dfd, sub, &s, dry_run, info);
+	}
+out:
+	if (d)
+		closedir(d);
+	free(s.h);
+	if (lock >= 0)
+		close(lock);
+	close(dfd);
+	return ret;
+}

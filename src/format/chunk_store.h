@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * chunk_store.h - a chunk store in a directory (docs/image-format.md, "Chunk
+ * store"): DIR/chunks/HH/HASH, one object per distinct chunk, named by
+ * the SHA-256 of its uncompressed bytes; written by image_create (--store),
+ * read by version 3 images, swept by store_gc.
+ */
+#ifndef FAULTLINE_FORMAT_CHUNK_STORE_H
+#define FAULTLINE_FORMAT_CHUNK_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "format/image.h"
+
+#define STORE_CHUNKS	"chunks"	/* DIR/chunks/HH/HASH */
+#define STORE_LOCK	".lock"		/* DIR/.lock: create shares, gc owns */
+/* DIR/chunks/HH/.tmp-*: an object being written; older ones are swept */
+#define STORE_STALE_TMP_S 3600
+
+/* "chunks/HH/HASH" of hash, relative to the store's root. */
+void store_chunk_name(const uint8_t *hash, char *buf, size_t n);
+
+/*
+ * Where the store of the image at spec (a path or an http(s) URL) is:
+ * rel (its store path) from spec's directory or URL prefix, a URL's dot
+ * segments resolved (and its query dropped).  0 or -ENAMETOOLONG.
+ */
+int store_resolve(const char *spec, const char *rel, char *out, size_t n);
+
+/*
+ * The store path an image at image_path records for the store at dir:
+ * dir relative to image_path's directory ("." if the same).  0 or -errno
+ * with a message.
+ */
+int store_relative(const char *image_path, const char *dir, char *out,
+		   size_t n);
+
+/* A directory store for reading: 0 or -errno with a message. */
+int store_dir_open(const char *dir, struct image_store **out);
+
+/* Attach the directory store a version 3 image at path names. */
+int store_attach_dir(struct image *img, const char *path);
+
+/* ---- writing ------------------------------------------------------------ */
+
+struct store_writer {
+	char dir[4096];
+	int dfd;		/* the store's root */
+	int lock;		/* DIR/.lock, held shared while writing */
+	unsigned int seq;
+};
+
+/*
+ * Open (creating DIR and DIR/chunks if need be) and take the store's lock
+ * shared, so no gc runs until store_close.  0 or -errno with a message.
+ */
+int store_open_write(const char *dir, struct store_writer *w);
+/* The size of the object hash if the store has it, else -ENOENT. */
+int store_has(struct store_writer *w, const uint8_t *hash, uint64_t *size);
+/*
+ * Write the object hash (len bytes) unless it is there already: then
+ * *size is the size of the one there (which may be another encoding of
+ * the same chunk) and *wrote false.  0 or -errno with a message.
+ */
+int store_put(struct store_writer *w, const uint8_t *hash, const void *buf,
+	      size_t len, uint64_t *size, bool *wrote);
+/* Every object written so far on stable storage: 0 or -errno. */
+int store_sync(struct store_writer *w);
+void store_close(struct store_writer *w);
+
+/* ---- gc ----------------------------------------------------------------- */
+
+struct store_gc_info {
+	uint64_t images;	/* indexes read, parents included */
+	uint64_t kept, kept_bytes;
+	uint64_t deleted, deleted_bytes;
+};
+
+/*
+ * Delete every object in the store at dir that none of the n images (and
+ * their parents, found beside them) references.  Takes the store's lock
+ * exclusively: waits for running creates, and blocks new ones until it
+ * is done.  Refuses (deleting nothing) if an image cannot be read, is no
+ * chunk-store image, or names another store.  dry_run: count only.
+ */
+int store_gc(const char *dir, const char *const *images, int n, bool dry_run,
+	     struct store_gc_info *info);
+
+#endif

@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * http_store.c - the chunk store of a version 3 image read by URL
+ * (docs/image-format.md, "Chunk store"): URL/chunks/HH/HASH, one GET per
+ * object through http_xfer.c, kept in the local cache (`--cache`) by its
+ * hash, so one fetched for one image serves every image that holds it.
+ *
+ * Decisions: single flight - the first reader that misses the cache
+ * fetches an object, and every other reader of the same object in this
+ * process waits for that fetch and copies its bytes instead of asking
+ * the origin again (50 VMs restoring from one snapshot on one daemon
+ * share one source, so one store: each object is fetched once).  The
+ * fetcher puts the object in the cache before it lets the waiters go, so
+ * a reader that comes later hits the cache (unless the cache's size
+ * limit evicted it meanwhile: then it is fetched again, and the limit
+ * holds).  Objects are immutable (named by their hash), so there is no
+ * validator and no If-Match; what a GET returns is checked by the image
+ * reader (SHA-256 of the decoded chunk), and a cached copy that fails it
+ * is dropped (bad()).  With the origin down, every object the cache
+ * holds is served from it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "faultline.h"
+#include "format/chunk_store.h"
+#include "format/image.h"
+#include "source/http_cache.h"
+#include "source/http_state.h"
+#include "source/impl.h"
+#include "util/clock.h"
+#include "util/error.h"
+
+/* One object being fetched, and the readers waiting for it. */
+struct flight {
+	struct flight *next;
+	uint8_t hash[IMAGE_HASH_LEN];
+	void *buf;		/* the fetcher's: valid once done */
+	size_t len;
+	unsigned int refs;	/* the fetcher and the waiters */
+	bool done;
+	int ret;
+	char err[512];		/* the fetch's message, if it failed */
+};
+
+struct http_store {
+	struct image_store base;
+	struct source_http h;	/* the transfers: url is the store's root */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct flight *flights;
+	_Atomic uint64_t fetches;	/* objects asked of the origin */
+};
+
+#define to_store(s) ((struct http_store *)(s))
+
+/*
+ * A waiter: copy a finished flight's result to buf and drop its reference
+ * (mu held); the fetcher frees the flight once every waiter has.
+ */
+static int flight_take(struct http_store *st, struct flight *f, void *buf,
+		       size_t len)
+{
+	int ret = f->ret;
+
+	if (!ret && f->len != len)
+		ret = -EBADMSG;
+	if (!ret)
+		memcpy(buf, f->buf, len);
+	else
+		fl_err(ret, "%s", f->err[0] ? f->err :
+		       "object of another size than the index says");
+	f->refs--;
+	pthread_cond_broadcast(&st->cv);	/* the fetcher waits for this */
+	return ret;
+}
+
+/* The fetch itself: one GET of the whole object into buf. */
+static int fetch(struct http_store *st, const uint8_t *hash, void *buf,
+		 size_t len)
+{
+	char name[128], *url;
+	struct xfer x;
+	int ret;
+
+	store_chunk_name(hash, name, sizeof(name));
+	if (asprintf(&url, "%s%s%s", st->h.url,
+		     st->h.url[strlen(st->h.url) - 1] == '/' ? "" : "/",
+		     name) < 0)
+		return -ENOMEM;
+	x = (struct xfer){ .url = url, .size = len, .off = 0, .dst = buf,
+			   .len = len, .whole = true };
+	atomic_fetch_add(&st->fetches, 1);
+	ret = http_fetch(&st->h, &x, 1, now_ns() + HTTP_READ_MS * 1000000ull);
+	if (ret < 0) {
+		char why[512];
+
+		snprintf(why, sizeof(why), "%s", fl_last_error());
+		fl_err(ret, "chunk store %s: %s: %s", st->h.name, name, why);
+	}
+	free(url);
+	return ret;
+}
+
+static int hs_get(struct image_store *s, const uint8_t *hash, void *buf,
+		     size_t len)
+{
+	struct http_store *st = to_store(s);
+	struct flight *f;
+	int ret;
+
+	if (st->h.cache && http_cache_get_chunk(st->h.cache, hash, buf, len)) {
+		atomic_fetch_add(&s->bytes_cached, len);
+		return 0;
+	}
+	pthread_mutex_lock(&st->mu);
+	for (f = st->flights; f; f = f->next)
+		if (!memcmp(f->hash, hash, IMAGE_HASH_LEN))
+			break;
+	if (f) {		/* someone is fetching it: wait, and copy */
+		f->refs++;
+		while (!f->done)
+			pthread_cond_wait(&st->cv, &st->mu);
+		ret = flight_take(st, f, buf, len);
+		pthread_mutex_unlock(&st->mu);
+		return ret;
+	}
+	/*
+	 * No fetch in flight: but one may have ended since the cache was
+	 * asked (its fetcher puts the object in the cache first, then ends
+	 * the flight), so ask again, now that no flight can end unseen.
+	 */
+	if (st->h.cache && http_cache_get_chunk(st->h.cache, hash, buf, len)) {
+		pthread_mutex_unlock(&st->mu);
+		atomic_fetch_add(&s->bytes_cached, len);
+		return 0;
+	}
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		pthread_mutex_unlock(&st->mu);
+		return -ENOMEM;
+	}
+	memcpy(f->hash, hash, IMAGE_HASH_LEN);
+	f->refs = 1;
+	f->buf = buf;
+	f->len = len;
+	f->next = st->flights;
+	st->flights = f;
+	pthread_mutex_unlock(&st->mu);
+
+	ret = fetch(st, hash, buf, len);
+	if (ret == 0) {
+		atomic_fetch_add(&s->bytes_fetched, len);
+		if (st->h.cache)	/* before the waiters go: later readers hit */
+			http_cache_put_chunk(st->h.cache, hash, buf, len);
+	}
+	pthread_mutex_lock(&st->mu);
+	f->ret = ret;
+	if (ret < 0)
+		snprintf(f->err, sizeof(f->err), "%s", fl_last_error());
+	f->done = true;
+	pthread_cond_broadcast(&st->cv);
+	/* the waiters copy out of buf: wait for them before returning it */
+	while (f->refs > 1)
+		pthread_cond_wait(&st->cv, &st->mu);
+	for (struct flight **p = &st->flights; *p; p = &(*p)->next)
+		if (*p == f) {
+			*p = f->next;
+			break;
+		}
+	pthread_mutex_unlock(&st->mu);
+	free(f);
+	return ret;
+}
+
+static void hs_bad(struct image_store *s, const uint8_t *hash)
+{
+	struct http_store *st = to_store(s);
+
+	if (st->h.cache)
+		http_cache_drop_chunk(st->h.cache, hash);
+}
+
+static void hs_close(struct image_store *s)
+{
+	struct http_store *st = to_store(s);
+
+	http_cache_close(st->h.cache);
+	pthread_mutex_destroy(&st->h.mu);
+	pthread_mutex_destroy(&st->mu);
+	pthread_cond_destroy(&st->cv);
+	free(st->h.url);
+	free(st);
+}
+
+static const struct image_store_ops http_store_ops = {
+	.get = hs_get,
+	.bad = hs_bad,
+	.close = hs_close,
+};
+
+int http_store_open(const char *url, const struct fl_source_opts *o,
+		    struct image_store **out)
+{
+	struct http_store *st;
+	int ret = http_init();
+
+	if (ret < 0)
+		return fl_err(ret, "%s: cannot initialise libcurl", url);
+	st = calloc(1, sizeof(*st));
+	if (!st || !(st->h.url = strdup(url))) {
+		free(st);
+		return -ENOMEM;
+	}
+	st->base.ops = &http_store_ops;
+	st->base.remote = true;
+	snprintf(st->h.name, sizeof(st->h.name), "%.*s", (int)strcspn(url, "?#"),
+		 url);
+	pthread_mutex_init(&st->h.mu, NULL);
+	pthread_mutex_init(&st->mu, NULL);
+	pthread_cond_init(&st->cv, NULL);
+	source_init(&st->h.base, NULL, 0, st->h.name);
+	st->h.base.remote = true;
+	source_set_note(&st->h.base, o);
+	if (o && o->cache_dir) {
+		ret = http_cache_open(o->cache_dir, o->cache_max_bytes ?
+				      o->cache_max_bytes : FL_DEFAULT_CACHE_MAX,
+				      &st->h.cache);
+		if (ret < 0) {
+			hs_close(&st->base);
+			return ret;
+		}
+	}
+	*out = &st->base;
+	return 0;
+}
