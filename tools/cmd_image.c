@@ -37,6 +37,7 @@ static void image_usage(FILE *f)
 	fprintf(f,
 		"usage: faultline image create RAW IMAGE [--store DIR] [--chunk SIZE] [--level N]\n"
 		"       faultline image create DIFF IMAGE --parent PARENT [--store DIR] [--chunk SIZE] [--level N]\n"
+		"       faultline image create RAW s3://BUCKET/PREFIX/images/NAME --store s3://BUCKET/PREFIX [--parent PARENT] ...\n"
 		"       faultline image create --criu DIR IMAGE [--chunk SIZE] [--level N]\n"
 		"       faultline image inspect IMAGE\n"
 		"       faultline image verify IMAGE\n"
@@ -56,8 +57,14 @@ static void image_usage(FILE *f)
 		"DIR/chunks/ (named by its SHA-256), IMAGE is an index of them and\n"
 		"finds DIR from its own directory or URL prefix; what the store\n"
 		"had already is not written again.\n"
+		"--store s3://BUCKET/PREFIX: the store in a bucket (credentials\n"
+		"from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION...):\n"
+		"each chunk the bucket lacks (a signed HEAD) is uploaded (a signed\n"
+		"PUT) under PREFIX/chunks/, then the index to IMAGE, an s3:// key\n"
+		"in that bucket (e.g. PREFIX/images/NAME); --parent may be s3:// too.\n"
 		"gc: delete the chunks of DIR that none of the IMAGEs (nor their\n"
 		"parents) references; it waits for a create writing into DIR.\n"
+		"A store in a bucket has no gc here: expire its chunks yourself.\n"
 		"inspect: the header, the content id, a diff's parent and its\n"
 		"chain as serving would resolve it.\n"
 		"unpack: the raw memory again, into RAW (a new file), for what\n"
@@ -300,8 +307,23 @@ static int do_create(int argc, char **argv)
 	if (o.store && (!strncasecmp(o.store, "http://", 7) ||
 			!strncasecmp(o.store, "https://", 8))) {
 		fprintf(stderr, "faultline image: --store %s: create writes "
-			"into a directory (serve that directory over http(s) "
-			"to read the store by URL)\n", o.store);
+			"into a directory or s3://BUCKET/PREFIX (serve that "
+			"directory over http(s) to read the store by URL)\n",
+			o.store);
+		return CLI_USAGE;
+	}
+	if (!o.store && store_is_s3(pos[npos - 1])) {
+		fprintf(stderr, "faultline image: %s: an image in a bucket is "
+			"the index of a chunk store there: give --store "
+			"s3://BUCKET/PREFIX\n", pos[npos - 1]);
+		return CLI_USAGE;
+	}
+	if (o.store && store_is_s3(o.store) != store_is_s3(pos[npos - 1])) {
+		fprintf(stderr, "faultline image: --store %s: %s\n", o.store,
+			store_is_s3(o.store) ? "the image goes into the bucket "
+			"too: IMAGE as s3://BUCKET/PREFIX/images/NAME (its "
+			"index, put after its chunks)" : "an s3:// image needs "
+			"its store in its bucket: --store s3://BUCKET/PREFIX");
 		return CLI_USAGE;
 	}
 	if (criu && o.store) {
@@ -331,14 +353,16 @@ static int do_create(int argc, char **argv)
 	}
 	t = now_s() - t;
 	print_info(pos[1], &info);
-	if (o.parent)
+	if (o.parent && !store_is_s3(pos[1]))
 		note_parent_dir(pos[1], o.parent);
 	if (o.store)
-		printf("new chunks:  %llu of %llu stored, %llu bytes written "
-		       "into %s\n", (unsigned long long)info.new_chunks,
+		printf("new chunks:  %llu of %llu stored, %llu bytes %s %s\n",
+		       (unsigned long long)info.new_chunks,
 		       (unsigned long long)(info.count[IMAGE_RAW] +
 					    info.count[IMAGE_ZSTD]),
-		       (unsigned long long)info.new_bytes, o.store);
+		       (unsigned long long)info.new_bytes,
+		       store_is_s3(o.store) ? "uploaded to" : "written into",
+		       o.store);
 	printf("created in:  %.3f s (%.0f MiB/s)\n", t,
 	       t > 0 ? info.hdr.total_size / t / (1 << 20) : 0.0);
 	return 0;
@@ -372,7 +396,7 @@ static int do_unpack(const char *image, const char *raw)
 	uint64_t size;
 	int fd, ret;
 
-	if (!image_has_magic(image)) {
+	if (!strstr(image, "://") && !image_has_magic(image)) {
 		fprintf(stderr, "faultline image: %s: not a faultline image\n",
 			image);
 		return CLI_FAILED;
@@ -436,6 +460,14 @@ static int do_gc(int argc, char **argv)
 		fprintf(stderr, "faultline image: gc needs --store DIR and "
 			"every image to keep (deleting every chunk takes "
 			"rm -r DIR/chunks)\n");
+		free(imgs);
+		return CLI_USAGE;
+	}
+	if (store_is_s3(store) || !strncasecmp(store, "http://", 7) ||
+	    !strncasecmp(store, "https://", 8)) {
+		fprintf(stderr, "faultline image: gc --store %s: gc sweeps a "
+			"directory store only; a bucket's chunks are not "
+			"deleted by faultline (nothing deleted)\n", store);
 		free(imgs);
 		return CLI_USAGE;
 	}

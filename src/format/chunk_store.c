@@ -32,6 +32,8 @@
 #include "faultline.h"
 #include "format/image.h"
 #include "format/chunk_store.h"
+#include "source/s3.h"
+#include "source/s3_store.h"
 #include "util/error.h"
 #include "util/io.h"
 
@@ -43,9 +45,16 @@ void store_chunk_name(const uint8_t *hash, char *buf, size_t n)
 	snprintf(buf, n, STORE_CHUNKS "/%.2s/%s", hex, hex);
 }
 
+/* A URL, or s3://BUCKET/KEY (its bucket as a URL's host) */
 static bool is_url(const char *s)
 {
-	return !strncasecmp(s, "http://", 7) || !strncasecmp(s, "https://", 8);
+	return !strncasecmp(s, "http://", 7) || !strncasecmp(s, "https://", 8) ||
+	       s3_is_spec(s);
+}
+
+bool store_is_s3(const char *dir)
+{
+	return s3_is_spec(dir);
 }
 
 /* Remove "." and ".." segments from the path that starts at p (in place). */
@@ -154,6 +163,50 @@ out:
 	return ret;
 }
 
+int store_relative_s3(const char *image, const char *store, char *out,
+		      size_t n)
+{
+	char root[1024];
+	const char *ib = image + 5, *ik = strchr(ib, '/'), *sk, *c;
+	size_t common = 0, at = 0, dir;
+	int ret = s3_root_spec(store, root, sizeof(root));
+
+	if (ret < 0)
+		return ret;
+	sk = strchr(root + 5, '/') + 1;		/* "PREFIX/" or "" */
+	if (!ik || (size_t)(ik - ib) != (size_t)(sk - 1 - (root + 5)) ||
+	    strncmp(ib, root + 5, (size_t)(ik - ib)))
+		return fl_err(-EINVAL, "%s: the image must be in the bucket of "
+			      "its store %s", image, store);
+	ik++;
+	if (strstr(ik, "//") || strstr(sk, "//"))
+		return fl_err(-EINVAL, "%s: an empty path segment ('//') in "
+			      "the image's or the store's key", image);
+	dir = strrchr(ik, '/') ? (size_t)(strrchr(ik, '/') - ik) + 1 : 0;
+	/* the longest common prefix of whole segments of "DIR/", "PREFIX/" */
+	for (size_t i = 0; i < dir && ik[i] == sk[i]; i++)
+		if (ik[i] == '/')
+			common = i + 1;
+	out[0] = 0;
+	for (c = ik + common; c < ik + dir; c++)	/* up from the image */
+		if (*c == '/')
+			at += (size_t)snprintf(out + at, n > at ? n - at : 0,
+					       "%s..", at ? "/" : "");
+	if (sk[common])				/* down to the store */
+		at += (size_t)snprintf(out + at, n > at ? n - at : 0, "%s%.*s",
+				       at ? "/" : "",
+				       (int)strlen(sk + common) - 1,
+				       sk + common);
+	if (!at)
+		at = (size_t)snprintf(out, n, ".");
+	if (at >= n || !image_store_path_ok(out))
+		return fl_err(-ENAMETOOLONG, "--store %s: its path from the "
+			      "image's prefix cannot be recorded (at most %d "
+			      "bytes, no control characters)", store,
+			      IMAGE_STORE_PATH_MAX);
+	return 0;
+}
+
 /* ---- reading ------------------------------------------------------------ */
 
 struct dir_store {
@@ -242,6 +295,15 @@ int store_open_write(const char *dir, struct store_writer *w)
 	memset(w, 0, sizeof(*w));
 	w->dfd = w->lock = -1;
 	snprintf(w->dir, sizeof(w->dir), "%s", dir);
+	if (store_is_s3(dir)) {
+		int ret = s3_store_open(dir, &w->s3);
+
+		if (!ret)	/* "s3://BUCKET/PREFIX/" in messages: + name */
+			snprintf(w->dir, sizeof(w->dir), "%.*s",
+				 (int)strlen(s3_store_spec(w->s3)) - 1,
+				 s3_store_spec(w->s3));
+		return ret;
+	}
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 		return fl_err(-errno, "--store %s: cannot create: %m", dir);
 	w->dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -266,6 +328,8 @@ int store_has(struct store_writer *w, const uint8_t *hash, uint64_t *size)
 	struct stat st;
 
 	store_chunk_name(hash, name, sizeof(name));
+	if (w->s3)
+		return s3_store_head(w->s3, name, size);
 	if (fstatat(w->dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    !S_ISREG(st.st_mode))
 		return -ENOENT;
@@ -281,6 +345,11 @@ int store_put(struct store_writer *w, const uint8_t *hash, const void *buf,
 
 	*wrote = false;
 	store_chunk_name(hash, name, sizeof(name));
+	if (w->s3) {
+		ret = s3_store_put(w->s3, name, buf, len, size);
+		*wrote = !ret && *size == len;
+		return ret;
+	}
 	name[sizeof(STORE_CHUNKS) + 2] = 0;		/* chunks/HH */
 	if (mkdirat(w->dfd, name, 0755) < 0 && errno != EEXIST)
 		return fl_err(-errno, "%s/%s: cannot create: %m", w->dir, name);
@@ -314,6 +383,8 @@ int store_put(struct store_writer *w, const uint8_t *hash, const void *buf,
 
 int store_sync(struct store_writer *w)
 {
+	if (w->s3)
+		return 0;	/* a PUT answered 200 is stored */
 	if (syncfs(w->dfd) < 0)
 		return fl_err(-errno, "--store %s: sync: %m", w->dir);
 	return 0;
@@ -321,6 +392,8 @@ int store_sync(struct store_writer *w)
 
 void store_close(struct store_writer *w)
 {
+	s3_store_close(w->s3);
+	w->s3 = NULL;
 	if (w->lock >= 0)
 		close(w->lock);		/* and the lock with it */
 	if (w->dfd >= 0)

@@ -23,7 +23,8 @@
 void store_chunk_name(const uint8_t *hash, char *buf, size_t n);
 
 /*
- * Where the store of the image at spec (a path or an http(s) URL) is:
+ * Where the store of the image at spec (a path, an http(s) URL or an
+ * s3:// spec, whose bucket is taken as a URL's host) is:
  * rel (its store path) from spec's directory or URL prefix, a URL's dot
  * segments resolved (and its query dropped).  0 or -ENAMETOOLONG.
  */
@@ -37,6 +38,14 @@ int store_resolve(const char *spec, const char *rel, char *out, size_t n);
 int store_relative(const char *image_path, const char *dir, char *out,
 		   size_t n);
 
+/*
+ * The store path an image at s3://BUCKET/KEY records for the store at
+ * s3://BUCKET[/PREFIX] (the same bucket): the prefix relative to KEY's
+ * "directory", "." if the same.  0 or -errno with a message.
+ */
+int store_relative_s3(const char *image, const char *store, char *out,
+		      size_t n);
+
 /* A directory store for reading: 0 or -errno with a message. */
 int store_dir_open(const char *dir, struct image_store **out);
 
@@ -45,19 +54,31 @@ int store_attach_dir(struct image *img, const char *path);
 
 /* ---- writing ------------------------------------------------------------ */
 
+struct s3_store;
+
 struct store_writer {
 	char dir[4096];
 	int dfd;		/* the store's root */
 	int lock;		/* DIR/.lock, held shared while writing */
 	unsigned int seq;
+	struct s3_store *s3;	/* s3://BUCKET/PREFIX: a bucket's, else NULL */
 };
+
+/* Is dir a store in a bucket, s3://BUCKET[/PREFIX]? */
+bool store_is_s3(const char *dir);
 
 /*
  * Open (creating DIR and DIR/chunks if need be) and take the store's lock
- * shared, so no gc runs until store_close.  0 or -errno with a message.
+ * shared, so no gc runs until store_close.  For s3://BUCKET[/PREFIX]:
+ * the credentials from the environment, nothing asked of the bucket
+ * yet, no lock.  0 or -errno with a message.
  */
 int store_open_write(const char *dir, struct store_writer *w);
-/* The size of the object hash if the store has it, else -ENOENT. */
+/*
+ * The size of the object hash if the store has it, else -ENOENT; in a
+ * bucket, any other answer to the HEAD is an error (-EIO with one line).
+ * Safe from several threads.
+ */
 int store_has(struct store_writer *w, const uint8_t *hash, uint64_t *size);
 /*
  * Write the object hash (len bytes) unless it is there already: then

@@ -28,6 +28,10 @@
 #include "format/image.h"
 #include "format/layout.h"
 #include "format/chunk_store.h"
+#include "source/layers.h"
+#include "source/s3.h"
+#include "source/s3_store.h"
+#include "source/source.h"
 #include "util/error.h"
 #include "util/io.h"
 #include "util/zero.h"
@@ -100,7 +104,7 @@ struct job {
 	uint64_t hash;
 	uint8_t sha[IMAGE_HASH_LEN];	/* into a store */
 	bool exists;		/* into a store: there already, out_len bytes */
-	int err;		/* into a store: cannot hash */
+	int err;		/* into a store: cannot hash, or ask the store */
 };
 
 struct pool {
@@ -115,6 +119,10 @@ struct pool {
 	size_t out_cap;
 	int level;
 	struct store_writer *store;	/* into a store, or NULL */
+	/* the first store error of a worker (a bucket's): the others stop */
+	atomic_bool failed;
+	int err;		/* under mu */
+	char why[512];
 };
 
 struct compressor {
@@ -128,6 +136,7 @@ static void compress_job(struct pool *p, struct job *j, ZSTD_CCtx *cctx)
 {
 	size_t n;
 
+	j->kind = IMAGE_RAW;	/* until known */
 	j->out_len = 0;
 	j->exists = false;
 	j->err = 0;
@@ -139,10 +148,28 @@ static void compress_job(struct pool *p, struct job *j, ZSTD_CCtx *cctx)
 	if (p->store) {
 		uint64_t size;
 
+		int ret;
+
+		if (atomic_load(&p->failed)) {	/* the create fails anyway */
+			j->err = -ECANCELED;
+			return;
+		}
 		j->err = image_sha256(j->in, j->len, j->sha);
 		/* There already (another snapshot's): not compressed again. */
-		if (!j->err && store_has(p->store, j->sha, &size) == 0 &&
-		    size && size <= j->len) {
+		ret = j->err ? -ENOENT : store_has(p->store, j->sha, &size);
+		if (ret < 0 && ret != -ENOENT) {	/* a bucket's error */
+			j->err = ret;
+			pthread_mutex_lock(&p->mu);
+			if (!p->err) {
+				p->err = ret;
+				snprintf(p->why, sizeof(p->why), "%s",
+					 fl_last_error());
+			}
+			pthread_mutex_unlock(&p->mu);
+			atomic_store(&p->failed, true);
+			return;
+		}
+		if (ret == 0 && size && size <= j->len) {
 			j->exists = true;
 			j->out_len = (size_t)size;
 			j->kind = size == j->len ? IMAGE_RAW : IMAGE_ZSTD;
@@ -265,6 +292,7 @@ struct writer {
 	struct store_writer sw;		/* into a store (o.store) */
 	bool store_open;
 	uint64_t new_chunks, new_bytes;
+	bool upload;			/* image_path is s3://: put the index */
 };
 
 /* Defaults filled in, and what a user can get wrong refused. */
@@ -293,7 +321,7 @@ static int writer_opts(struct writer *w, const struct image_create_opts *opts)
 
 /* The header as far as the raw file's size tells it, and the index. */
 static int writer_layout(struct writer *w, uint64_t size,
-			 const struct image *parent)
+			 const struct image_header *parent)
 {
 	struct image_header *h = &w->h;
 
@@ -312,14 +340,18 @@ static int writer_layout(struct writer *w, uint64_t size,
 		const char *slash = strrchr(w->o.parent, '/');
 
 		h->flags = IMAGE_FLAG_DIFF;
-		h->parent_size = parent->hdr.total_size;
-		memcpy(h->parent_id, parent->hdr.id, IMAGE_ID_LEN);
+		h->parent_size = parent->total_size;
+		memcpy(h->parent_id, parent->id, IMAGE_ID_LEN);
 		snprintf(h->parent_name, sizeof(h->parent_name), "%s",
 			 slash ? slash + 1 : w->o.parent);
 		h->map_len = (image_pages(h) + 7) / 8;
 	}
 	if (w->o.store) {
-		int ret = store_relative(w->image_path, w->o.store,
+		int ret = store_is_s3(w->o.store) ?
+			  store_relative_s3(w->image_path, w->o.store,
+					    h->store_path,
+					    sizeof(h->store_path)) :
+			  store_relative(w->image_path, w->o.store,
 					 h->store_path, sizeof(h->store_path));
 
 		if (ret < 0)
@@ -421,7 +453,13 @@ static int writer_pool(struct writer *w)
 /* The temporary the image is written to, renamed into place at the end. */
 static int writer_open_tmp(struct writer *w)
 {
-	if (asprintf(&w->tmp, "%s.tmp.XXXXXX", w->image_path) < 0) {
+	const char *td = getenv("TMPDIR");
+	int n = w->upload ?	/* s3://: the index is made here, then put */
+		asprintf(&w->tmp, "%s/faultline-index.XXXXXX",
+			 td && *td ? td : "/tmp") :
+		asprintf(&w->tmp, "%s.tmp.XXXXXX", w->image_path);
+
+	if (n < 0) {
 		w->tmp = NULL;
 		return -ENOMEM;
 	}
@@ -479,6 +517,8 @@ static int store_batch_one(struct writer *w, const struct job *j,
 	bool wrote = false;
 	int ret;
 
+	if (j->err && w->p.err)		/* the store's, said by a worker */
+		return fl_err(w->p.err, "%s", w->p.why);
 	if (j->err)
 		return fl_err(j->err, "%s: chunk %llu: cannot hash",
 			      w->raw_path, (unsigned long long)j->idx);
@@ -538,6 +578,25 @@ static int write_batch(struct writer *w)
 	return 0;
 }
 
+/*
+ * An s3:// image: the index (header and entries: the whole file, since
+ * its chunks are in the store) put at image_path, after every chunk it
+ * names is in the bucket; the local temporary removed by writer_free.
+ */
+static int upload_index(struct writer *w)
+{
+	size_t len = w->h.header_size + w->ilen;
+	void *buf = malloc(len ? len : 1);
+	int ret = buf ? pread_full(w->wfd, buf, len, 0) : -ENOMEM;
+
+	if (ret < 0)
+		ret = fl_err(ret, "%s: read back: %s", w->tmp, strerror(-ret));
+	else
+		ret = s3_store_put_spec(w->sw.s3, w->image_path, buf, len);
+	free(buf);
+	return ret;
+}
+
 /* Index and header in, synced, closed, renamed over image_path. */
 static int writer_finish(struct writer *w)
 {
@@ -562,6 +621,8 @@ static int writer_finish(struct writer *w)
 		ret = -errno;
 	if (ret < 0)
 		return fl_err(ret, "%s: write: %s", w->tmp, strerror(-ret));
+	if (w->upload)
+		return upload_index(w);
 	ret = close(w->wfd);
 	w->wfd = -1;
 	if (ret < 0)
@@ -612,6 +673,28 @@ static void writer_free(struct writer *w)
 		store_close(&w->sw);	/* after the index's rename: gc may go */
 }
 
+/*
+ * An s3:// image goes with an s3:// store (in its bucket: checked with
+ * the layout), the index put last; an s3:// store wants an s3:// image,
+ * since the index finds its store from its own place.
+ */
+static int check_s3(struct writer *w)
+{
+	bool img = store_is_s3(w->image_path);
+	bool st = w->o.store && store_is_s3(w->o.store);
+
+	w->upload = img;
+	if (img && !st)
+		return fl_err(-EINVAL, "%s: an image in a bucket is an index "
+			      "of a chunk store there: give --store "
+			      "s3://BUCKET/PREFIX", w->image_path);
+	if (st && !img)
+		return fl_err(-EINVAL, "--store %s: the image goes into the "
+			      "bucket too, as s3://BUCKET/PREFIX/images/NAME "
+			      "(its index, put after its chunks)", w->o.store);
+	return img ? s3_check_spec(w->image_path) : 0;
+}
+
 /* The image would replace its own input (the same file by another name). */
 static int check_not_same(const char *raw_path, const char *image_path,
 			  const struct stat *raw)
@@ -626,11 +709,43 @@ static int check_not_same(const char *raw_path, const char *image_path,
 }
 
 /*
+ * An s3:// parent: its header, read through the source that serves it
+ * (the chain below it is opened, and not read).
+ */
+static int open_parent_s3(const struct writer *w, const struct stat *raw,
+			  struct image_header *out)
+{
+	const char *pp = w->o.parent;
+	const struct image *img;
+	struct fl_source *s;
+	int ret;
+
+	if (!strcmp(pp, w->image_path))
+		return fl_err(-EINVAL, "%s is the parent %s itself: the image "
+			      "would replace its parent", w->image_path, pp);
+	ret = fl_source_open(pp, &s);
+	if (ret < 0)
+		return ret;
+	img = source_image(source_layers_at(s, source_layers_count(s) - 1));
+	if (!img)
+		ret = fl_err(-EINVAL, "--parent %s: not a faultline image", pp);
+	else if (img->hdr.total_size != (uint64_t)raw->st_size)
+		ret = fl_err(-EINVAL, "%s is %llu bytes, its parent %s is "
+			     "%llu bytes: not a diff of that image",
+			     w->raw_path, (unsigned long long)raw->st_size, pp,
+			     (unsigned long long)img->hdr.total_size);
+	else
+		*out = img->hdr;
+	fl_source_put(s);
+	return ret;
+}
+
+/*
  * The parent of a diff image: an image (of any version, a diff too) of
  * the diff's size, and not the file the new image will replace.
  */
 static int open_parent(const struct writer *w, const struct stat *raw,
-		       struct image **out)
+		       struct image_header *out)
 {
 	const char *pp = w->o.parent, *slash = strrchr(pp, '/');
 	struct image *p;
@@ -645,6 +760,8 @@ static int open_parent(const struct writer *w, const struct stat *raw,
 	    st.st_dev == img_st.st_dev && st.st_ino == img_st.st_ino)
 		return fl_err(-EINVAL, "%s is the parent %s itself: the image "
 			      "would replace its parent", w->image_path, pp);
+	if (store_is_s3(pp))
+		return open_parent_s3(w, raw, out);
 	ret = image_open(pp, &p);
 	if (ret < 0)
 		return ret;
@@ -656,7 +773,8 @@ static int open_parent(const struct writer *w, const struct stat *raw,
 		image_close(p);
 		return ret;
 	}
-	*out = p;
+	*out = p->hdr;
+	image_close(p);
 	return 0;
 }
 
@@ -665,7 +783,7 @@ int image_create(const char *raw_path, const char *image_path,
 {
 	struct writer w = { .raw_path = raw_path, .image_path = image_path,
 			    .rfd = -1, .wfd = -1 };
-	struct image *parent = NULL;
+	struct image_header parent;
 	struct stat st[1];
 	uint64_t i = 0;
 	bool work;
@@ -673,6 +791,8 @@ int image_create(const char *raw_path, const char *image_path,
 
 	if (ret == 0)
 		ret = image_refuse(raw_path, "image create", false);
+	if (ret == 0)
+		ret = check_s3(&w);
 	if (ret < 0)
 		return ret;
 	w.rfd = open_regular(raw_path, &st[0], false);
@@ -691,8 +811,8 @@ int image_create(const char *raw_path, const char *image_path,
 		w.store_open = true;
 	}
 	if (!ret)
-		ret = writer_layout(&w, (uint64_t)st[0].st_size, parent);
-	image_close(parent);
+		ret = writer_layout(&w, (uint64_t)st[0].st_size,
+				    w.o.parent ? &parent : NULL);
 	if (!ret && w.held)
 		ret = writer_map(&w);
 	if (!ret)

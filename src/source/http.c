@@ -516,7 +516,9 @@ opened:
 	size = h->base.size;
 	if (size >= IMAGE_MAGIC_LEN && x.got >= IMAGE_MAGIC_LEN &&
 	    !memcmp(first, IMAGE_MAGIC, IMAGE_MAGIC_LEN))
-		return source_image_over(&h->base, h->name, h->url, o, out);
+		/* an s3:// image's store is found from its spec: signed too */
+		return source_image_over(&h->base, h->name,
+					 h->s3 ? h->name : h->url, o, out);
 	*out = &h->base;
 	return 0;
 fail:

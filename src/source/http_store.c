@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * http_store.c - the chunk store of a version 3 image read by URL
- * (docs/image-format.md, "Chunk store"): URL/chunks/HH/HASH, one GET per
+ * (docs/image-format.md, "Chunk store"): URL/chunks/HH/HASH (or
+ * s3://BUCKET/PREFIX/chunks/HH/HASH, each GET signed), one GET per
  * object through http_xfer.c, kept in the local cache (`--cache`) by its
  * hash, so one fetched for one image serves every image that holds it.
  *
@@ -191,6 +192,10 @@ static void hs_close(struct image_store *s)
 	struct http_store *st = to_store(s);
 
 	http_cache_close(st->h.cache);
+	if (st->h.s3) {
+		s3_target_free(st->h.s3);
+		free(st->h.s3);
+	}
 	pthread_mutex_destroy(&st->h.mu);
 	pthread_mutex_destroy(&st->mu);
 	pthread_cond_destroy(&st->cv);
@@ -204,6 +209,38 @@ static const struct image_store_ops http_store_ops = {
 	.close = hs_close,
 };
 
+/*
+ * An s3://BUCKET/PREFIX store: h.url the prefix's URL (a '/' at its end),
+ * h.s3 how each GET is signed, h.name the spec.  0 or -errno.
+ */
+static int s3_open(struct http_store *st, const char *spec)
+{
+	char root[1024];
+	int ret = s3_root_spec(spec, root, sizeof(root));
+
+	if (ret < 0)
+		return ret;
+	st->h.s3 = malloc(sizeof(*st->h.s3));
+	if (!st->h.s3)
+		return -ENOMEM;
+	ret = s3_target_root(root, st->h.s3);
+	if (ret < 0) {
+		free(st->h.s3);
+		st->h.s3 = NULL;
+		return ret;
+	}
+	st->h.url = strdup(st->h.s3->url);
+	if (!st->h.url) {
+		s3_target_free(st->h.s3);
+		free(st->h.s3);
+		st->h.s3 = NULL;
+		return -ENOMEM;
+	}
+	snprintf(st->h.name, sizeof(st->h.name), "%.*s",
+		 (int)strlen(root) - 1, root);
+	return 0;
+}
+
 int http_store_open(const char *url, const struct fl_source_opts *o,
 		    struct image_store **out)
 {
@@ -213,14 +250,21 @@ int http_store_open(const char *url, const struct fl_source_opts *o,
 	if (ret < 0)
 		return fl_err(ret, "%s: cannot initialise libcurl", url);
 	st = calloc(1, sizeof(*st));
-	if (!st || !(st->h.url = strdup(url))) {
+	if (st && s3_is_spec(url)) {
+		ret = s3_open(st, url);
+		if (ret < 0) {
+			free(st);
+			return ret;
+		}
+	} else if (!st || !(st->h.url = strdup(url))) {
 		free(st);
 		return -ENOMEM;
+	} else {
+		snprintf(st->h.name, sizeof(st->h.name), "%.*s",
+			 (int)strcspn(url, "?#"), url);
 	}
 	st->base.ops = &http_store_ops;
 	st->base.remote = true;
-	snprintf(st->h.name, sizeof(st->h.name), "%.*s", (int)strcspn(url, "?#"),
-		 url);
 	pthread_mutex_init(&st->h.mu, NULL);
 	pthread_mutex_init(&st->mu, NULL);
 	pthread_cond_init(&st->cv, NULL);

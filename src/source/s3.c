@@ -33,13 +33,17 @@ static bool bucket_char(char c)
 	       (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
 }
 
-int s3_check_spec(const char *spec)
+/* s3://BUCKET/KEY, or for a root s3://BUCKET[/PREFIX] (the key may be empty) */
+static int check_spec(const char *spec, bool root)
 {
 	const char *b = spec + 5, *slash = strchr(b, '/');
 	size_t blen = slash ? (size_t)(slash - b) : strlen(b);
 
-	if (!slash || !blen || !slash[1])
-		return fl_err(-EINVAL, "%s: not s3://BUCKET/KEY", spec);
+	if (!blen || (!root && (!slash || !slash[1])))
+		return fl_err(-EINVAL, "%s: not s3://BUCKET/%s", spec,
+			      root ? "PREFIX" : "KEY");
+	if (!slash)
+		slash = b + blen;	/* a root: the bucket alone */
 	if (blen > 255)
 		return fl_err(-EINVAL, "%s: bucket name longer than 255", spec);
 	for (size_t i = 0; i < blen; i++)
@@ -47,11 +51,29 @@ int s3_check_spec(const char *spec)
 			return fl_err(-EINVAL, "%s: bucket name with '%c' "
 				      "(letters, digits, '.', '-', '_')", spec,
 				      b[i]);
-	for (const char *k = slash + 1; *k; k++)
+	for (const char *k = slash; *k; k++)
 		if ((unsigned char)*k < 0x20 || *k == 0x7f)
 			return fl_err(-EINVAL, "%s: a control character in "
 				      "the key", spec);
 	return 0;
+}
+
+int s3_check_spec(const char *spec)
+{
+	return check_spec(spec, false);
+}
+
+int s3_root_spec(const char *spec, char *out, size_t n)
+{
+	size_t len = strlen(spec);
+	int ret;
+
+	while (len > 5 && spec[len - 1] == '/')
+		len--;
+	if ((size_t)snprintf(out, n, "%.*s/", (int)len, spec) >= n)
+		return fl_err(-ENAMETOOLONG, "%s: too long", spec);
+	ret = check_spec(out, true);
+	return ret < 0 ? ret : 0;
 }
 
 /* The variable's value, or NULL if unset or empty. */
@@ -152,13 +174,13 @@ static int add_header(struct s3_target *t, const char *name, const char *v)
 	return 0;
 }
 
-int s3_target_get(const char *spec, struct s3_target *t)
+static int target_get(const char *spec, bool root, struct s3_target *t)
 {
 	const char *id = env("AWS_ACCESS_KEY_ID");
 	const char *secret = env("AWS_SECRET_ACCESS_KEY");
 	const char *token = env("AWS_SESSION_TOKEN");
 	const char *region = env("AWS_REGION"), *b = spec + 5, *slash;
-	int ret = s3_check_spec(spec);
+	int ret = check_spec(spec, root);
 
 	memset(t, 0, sizeof(*t));
 	if (ret < 0)
@@ -189,7 +211,9 @@ int s3_target_get(const char *spec, struct s3_target *t)
 		return fl_err(-EINVAL, "%s: AWS_SESSION_TOKEN holds a control "
 			      "character", spec);
 	slash = strchr(b, '/');
-	ret = make_url(spec, t, b, (int)(slash - b), slash + 1, region);
+	/* a root without '/': the bucket alone, the key "" */
+	ret = make_url(spec, t, b, slash ? (int)(slash - b) : (int)strlen(b),
+		       slash ? slash + 1 : "", region);
 	if (ret < 0)
 		goto fail;
 	snprintf(t->sigv4, sizeof(t->sigv4), "aws:amz:%s:s3", region);
@@ -204,6 +228,16 @@ int s3_target_get(const char *spec, struct s3_target *t)
 fail:
 	s3_target_free(t);
 	return ret;
+}
+
+int s3_target_get(const char *spec, struct s3_target *t)
+{
+	return target_get(spec, false, t);
+}
+
+int s3_target_root(const char *root, struct s3_target *t)
+{
+	return target_get(root, true, t);
 }
 
 void s3_target_free(struct s3_target *t)

@@ -38,6 +38,19 @@ int s3_check_spec(const char *spec);
  */
 int s3_target_get(const char *spec, struct s3_target *t);
 
+/*
+ * The root of a store, s3://BUCKET or s3://BUCKET/PREFIX with any number
+ * of trailing '/', as "s3://BUCKET/" or "s3://BUCKET/PREFIX/" into out.
+ * 0, or -EINVAL / -ENAMETOOLONG with a message.
+ */
+int s3_root_spec(const char *spec, char *out, size_t n);
+
+/*
+ * s3_target_get() for such a root ("s3://BUCKET/PREFIX/"): t->url is the
+ * prefix's URL, ending in '/', to which an object's name is appended.
+ */
+int s3_target_root(const char *root, struct s3_target *t);
+
 /* Free t's parts, the secret wiped first. */
 void s3_target_free(struct s3_target *t);
 

@@ -1,0 +1,345 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * s3_store.c - a chunk store in a bucket, written by `image create --store
+ * s3://BUCKET/PREFIX` (docs/object-storage.md, "Uploading"): a signed HEAD
+ * asks whether an object is there, a signed PUT uploads one.
+ *
+ * Decisions: requests are signed as reads are (libcurl's SigV4, s3.c), a
+ * PUT's x-amz-content-sha256 the body's real SHA-256 (never
+ * UNSIGNED-PAYLOAD), so S3 rejects a body damaged on the way.  A chunk's
+ * PUT carries If-None-Match: * - objects are named by the hash of what
+ * they hold and never replaced, so two creates racing for one object
+ * both end with it in place, and with a store that honours the condition
+ * (AWS since 2024) the loser's 412 makes it take the winner's object (its
+ * size) as a directory store's RENAME_NOREPLACE does.  A HEAD's error has
+ * no body, so on a status other than 200 or 404 the object is asked once
+ * more with a GET of one byte, whose body holds S3's <Code> for the line.
+ * Network errors, 5xx and 429 are retried with backoff, as reads are.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+#include "format/image.h"
+#include "source/http_state.h"
+#include "source/s3.h"
+#include "source/s3_store.h"
+#include "util/error.h"
+
+#define S3S_IDLE	8	/* curl handles kept for reuse */
+
+struct s3_store {
+	char spec[1024];	/* "s3://BUCKET/PREFIX/" */
+	struct s3_target t;	/* t.url: the prefix's URL, ending in '/' */
+	pthread_mutex_t mu;
+	CURL *idle[S3S_IDLE];
+	int nidle;
+};
+
+enum req { REQ_HEAD, REQ_PUT, REQ_GET1 };
+
+static const char *const req_name[] = { "HEAD", "PUT", "GET" };
+
+struct resp {
+	long status;
+	curl_off_t clen;
+	char body[512];		/* the start of an error's body */
+	size_t blen;
+};
+
+static size_t on_body(char *p, size_t size, size_t n, void *arg)
+{
+	struct resp *r = arg;
+	size_t len = size * n, keep = sizeof(r->body) - 1 - r->blen;
+
+	keep = len < keep ? len : keep;
+	memcpy(r->body + r->blen, p, keep);
+	r->blen += keep;
+	return len;
+}
+
+static CURL *easy_get(struct s3_store *s)
+{
+	CURL *e = NULL;
+
+	pthread_mutex_lock(&s->mu);
+	if (s->nidle)
+		e = s->idle[--s->nidle];
+	pthread_mutex_unlock(&s->mu);
+	return e ? e : curl_easy_init();
+}
+
+static void easy_put(struct s3_store *s, CURL *e)
+{
+	pthread_mutex_lock(&s->mu);
+	if (s->nidle < S3S_IDLE) {
+		s->idle[s->nidle++] = e;
+		e = NULL;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (e)
+		curl_easy_cleanup(e);
+}
+
+static bool retryable(CURLcode cc, long status)
+{
+	if (cc == CURLE_OK)
+		return status >= 500 || status == 429;
+	return cc == CURLE_COULDNT_RESOLVE_HOST || cc == CURLE_COULDNT_CONNECT ||
+	       cc == CURLE_OPERATION_TIMEDOUT || cc == CURLE_SEND_ERROR ||
+	       cc == CURLE_RECV_ERROR || cc == CURLE_GOT_NOTHING ||
+	       cc == CURLE_PARTIAL_FILE || cc == CURLE_SSL_CONNECT_ERROR;
+}
+
+/* The request's headers: t's, the payload's hash, the method's own. */
+static struct curl_slist *headers(const struct s3_target *t, enum req q,
+				  const void *buf, size_t len, bool cond)
+{
+	struct curl_slist *h = NULL, *l;
+	uint8_t sha[IMAGE_HASH_LEN];
+	char line[128], hex[IMAGE_HASH_HEX];
+
+	for (l = t->headers; l; l = l->next) {
+		if (q == REQ_PUT &&
+		    !strncasecmp(l->data, "x-amz-content-sha256:", 21))
+			continue;
+		if (!(h = curl_slist_append(h, l->data)))
+			return NULL;
+	}
+	if (q == REQ_PUT) {
+		if (image_sha256(buf, len, sha) < 0)
+			goto fail;
+		image_hash_hex(sha, hex);
+		snprintf(line, sizeof(line), "x-amz-content-sha256: %s", hex);
+		/*
+		 * libcurl 7.88 signs a header it is told to remove (as
+		 * "name:"), so none is: the Content-Type is set, not the
+		 * form's, and Expect: 100-continue (unsigned) stays.
+		 */
+		if (!(h = curl_slist_append(h, line)) ||
+		    !(h = curl_slist_append(h, "Content-Type: "
+					    "application/octet-stream")) ||
+		    (cond && !(h = curl_slist_append(h, "If-None-Match: *"))))
+			goto fail;
+	} else if (q == REQ_GET1 &&
+		   !(h = curl_slist_append(h, "Range: bytes=0-0"))) {
+		goto fail;
+	}
+	return h;
+fail:
+	curl_slist_free_all(h);
+	return NULL;
+}
+
+/*
+ * One request of url (what: its spec, for messages), signed with t, tried
+ * up to HTTP_TRIES times: 0 with r filled in, or -errno with a message
+ * (the transfer itself failed, no status).
+ */
+static int request(struct s3_store *s, const struct s3_target *t,
+		   const char *url, const char *what, enum req q,
+		   const void *buf, size_t len, bool cond, struct resp *r)
+{
+	char err[CURL_ERROR_SIZE];
+	struct curl_slist *h;
+	CURLcode cc = CURLE_OK;
+	CURL *e = easy_get(s);
+	int tries = 0;
+
+	h = headers(t, q, buf, len, cond);
+	if (!e || !h) {
+		curl_slist_free_all(h);
+		if (e)
+			curl_easy_cleanup(e);
+		return fl_err(-ENOMEM, "%s: cannot set up libcurl", what);
+	}
+	for (;;) {
+		memset(r, 0, sizeof(*r));
+		r->clen = -1;
+		err[0] = 0;
+		curl_easy_reset(e);
+		curl_easy_setopt(e, CURLOPT_URL, url);
+		curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
+		curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+		curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+		curl_easy_setopt(e, CURLOPT_AWS_SIGV4, t->sigv4);
+		curl_easy_setopt(e, CURLOPT_USERNAME, t->key_id);
+		curl_easy_setopt(e, CURLOPT_PASSWORD, t->secret);
+		curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+		curl_easy_setopt(e, CURLOPT_ERRORBUFFER, err);
+		curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+		curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+		curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, HTTP_TRY_MS);
+		curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+		curl_easy_setopt(e, CURLOPT_USERAGENT, "faultline/" "0.1");
+		if (q == REQ_HEAD) {
+			curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+		} else if (q == REQ_PUT) {
+			/* POSTFIELDS: what libcurl's SigV4 hashes, sent as PUT */
+			curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
+					 (curl_off_t)len);
+			curl_easy_setopt(e, CURLOPT_POSTFIELDS, buf);
+			curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, "PUT");
+		}
+		cc = curl_easy_perform(e);
+		curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &r->status);
+		curl_easy_getinfo(e, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T,
+				  &r->clen);
+		if (!retryable(cc, r->status) || ++tries >= HTTP_TRIES)
+			break;
+		nanosleep(&(struct timespec){ 0, (long)HTTP_BACKOFF_MS *
+			  1000000L << (tries - 1) }, NULL);
+	}
+	curl_slist_free_all(h);		/* a session token's copy too */
+	easy_put(s, e);
+	if (cc != CURLE_OK)
+		return fl_err(-EIO, "%s: %s: %s (%d %s)", what, req_name[q],
+			      err[0] ? err : curl_easy_strerror(cc), tries,
+			      tries == 1 ? "try" : "tries");
+	return 0;
+}
+
+/* One line for r's status: "SPEC: PUT: HTTP status 403, Code (hint)". */
+static int status_err(const char *what, enum req q, const struct resp *r)
+{
+	char code[64];
+	const char *hint;
+
+	if (!s3_error_code(r->body, r->blen, code, sizeof(code)))
+		return fl_err(-EIO, "%s: %s: HTTP status %ld", what,
+			      req_name[q], r->status);
+	hint = s3_error_hint(code);
+	return fl_err(-EIO, "%s: %s: HTTP status %ld, %s%s%s%s", what,
+		      req_name[q], r->status, code, hint ? " (" : "",
+		      hint ? hint : "", hint ? ")" : "");
+}
+
+int s3_store_open(const char *spec, struct s3_store **out)
+{
+	struct s3_store *s;
+	int ret = http_init();
+
+	if (ret < 0)
+		return fl_err(ret, "%s: cannot initialise libcurl", spec);
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	ret = s3_root_spec(spec, s->spec, sizeof(s->spec));
+	if (!ret)
+		ret = s3_target_root(s->spec, &s->t);
+	if (ret < 0) {
+		free(s);
+		return ret;
+	}
+	pthread_mutex_init(&s->mu, NULL);
+	*out = s;
+	return 0;
+}
+
+const char *s3_store_spec(const struct s3_store *s)
+{
+	return s->spec;
+}
+
+/* The URL and the spec of the object name: 0 or -ENOMEM. */
+static int object(const struct s3_store *s, const char *name, char **url,
+		  char *what, size_t n)
+{
+	snprintf(what, n, "%s%s", s->spec, name);
+	if (asprintf(url, "%s%s", s->t.url, name) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+int s3_store_head(struct s3_store *s, const char *name, uint64_t *size)
+{
+	char what[1200], *url;
+	struct resp r;
+	int ret = object(s, name, &url, what, sizeof(what));
+
+	if (ret < 0)
+		return ret;
+	ret = request(s, &s->t, url, what, REQ_HEAD, NULL, 0, false, &r);
+	if (!ret && r.status == 200 && r.clen >= 0) {
+		*size = (uint64_t)r.clen;
+	} else if (!ret && r.status == 404) {
+		ret = -ENOENT;
+	} else if (!ret && r.status == 200) {
+		ret = fl_err(-EIO, "%s: HEAD: HTTP status 200 without a "
+			     "Content-Length", what);
+	} else if (!ret) {
+		/* a HEAD's error has no body: its <Code> from a GET's */
+		long st = r.status;
+
+		ret = request(s, &s->t, url, what, REQ_GET1, NULL, 0, false,
+			      &r);
+		if (!ret && r.status == st)
+			ret = status_err(what, REQ_HEAD, &r);
+		else if (!ret)
+			ret = fl_err(-EIO, "%s: HEAD: HTTP status %ld", what,
+				     st);
+	}
+	free(url);
+	return ret;
+}
+
+int s3_store_put(struct s3_store *s, const char *name, const void *buf,
+		 size_t len, uint64_t *size)
+{
+	char what[1200], *url;
+	struct resp r;
+	int ret = object(s, name, &url, what, sizeof(what));
+
+	if (ret < 0)
+		return ret;
+	ret = request(s, &s->t, url, what, REQ_PUT, buf, len, true, &r);
+	free(url);
+	if (ret < 0)
+		return ret;
+	if (r.status == 200) {
+		*size = len;
+		return 0;
+	}
+	/* put beside us meanwhile (the condition held): use that one */
+	if ((r.status == 412 || r.status == 409) &&
+	    s3_store_head(s, name, size) == 0)
+		return 0;
+	return status_err(what, REQ_PUT, &r);
+}
+
+int s3_store_put_spec(struct s3_store *s, const char *spec, const void *buf,
+		      size_t len)
+{
+	struct s3_target t;
+	struct resp r;
+	int ret = s3_target_get(spec, &t);
+
+	if (ret < 0)
+		return ret;
+	ret = request(s, &t, t.url, spec, REQ_PUT, buf, len, false, &r);
+	s3_target_free(&t);
+	if (!ret && r.status != 200)
+		ret = status_err(spec, REQ_PUT, &r);
+	return ret;
+}
+
+void s3_store_close(struct s3_store *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < s->nidle; i++)
+		curl_easy_cleanup(s->idle[i]);
+	pthread_mutex_destroy(&s->mu);
+	s3_target_free(&s->t);
+	free(s);
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * s3_store.h - writing a chunk store in a bucket (s3_store.c): a signed
+ * HEAD to ask whether an object is there, a signed PUT to upload one.
+ */
+#ifndef FAULTLINE_SOURCE_S3_STORE_H
+#define FAULTLINE_SOURCE_S3_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct s3_store;
+
+/*
+ * The store at s3://BUCKET[/PREFIX] for writing, credentials from the
+ * environment as for reading (s3.c).  0, or -errno with a message naming
+ * what is missing.
+ */
+int s3_store_open(const char *spec, struct s3_store **out);
+
+/*
+ * Is the object name (relative to the store's prefix) there?  0 with its
+ * size (HEAD: 200), -ENOENT if not (404), else -EIO with one line naming
+ * the object, the status and S3's <Code>.  Safe from several threads.
+ */
+int s3_store_head(struct s3_store *s, const char *name, uint64_t *size);
+
+/*
+ * Upload buf as the object name unless it is there (If-None-Match: *):
+ * 0 and *size len, or the size of the one already there; else -errno
+ * with one line naming the object, the status and S3's <Code>.
+ */
+int s3_store_put(struct s3_store *s, const char *name, const void *buf,
+		 size_t len, uint64_t *size);
+
+/*
+ * Upload buf as the object spec (s3://BUCKET/KEY, which may replace one):
+ * the index of an image.  0 or -errno with one line.
+ */
+int s3_store_put_spec(struct s3_store *s, const char *spec, const void *buf,
+		      size_t len);
+
+/* The store's spec, "s3://BUCKET/PREFIX/" (with a '/'). */
+const char *s3_store_spec(const struct s3_store *s);
+
+void s3_store_close(struct s3_store *s);
+
+#endif
