@@ -13,6 +13,16 @@
  * read right, an expired one fails with AccessDenied; the secret and
  * the token are in no message, log line or `faultline status` output.
  *
+ * A chunk store in the bucket (`image create --store s3://BUCKET/PREFIX`,
+ * the image's index at PREFIX/images/NAME): two snapshots sharing all but
+ * two chunks, the second uploading only those two and its index (PUTs
+ * counted in the access log), a third of the same bytes no chunk at all;
+ * every HEAD and PUT signed; the second served with --cache by a
+ * Firecracker-style client, every byte right, its chunk GETs signed; a
+ * wrong secret stops the create at its first HEAD with one line (403,
+ * SignatureDoesNotMatch, no secret) and nothing put, no index; a missing
+ * variable is named before any request.
+ *
  * What the server does not check is checked here instead: its access log
  * shows every request of faultline signed (it would serve unsigned ones)
  * with host;range;x-amz-content-sha256;x-amz-date among the signed
@@ -710,6 +720,209 @@ static void test_daemon(void)
 	env_set(SECRET, NULL);
 }
 
+/* ---- a chunk store in the bucket ------------------------------------------- */
+
+#define STORE	"s3://" BUCKET "/fleet"
+
+/*
+ * `faultline image create RAW IMG --store STORE [extra]`: its exit status,
+ * its output (stdout and stderr) in out.
+ */
+static int create(const char *raw, const char *img, const char *extra,
+		  char *out, size_t len)
+{
+	char cmd[1024];
+	size_t n = 0;
+	FILE *p;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "'%s' image create '%s' '%s' --store "
+		 STORE " %s 2>&1", serve_bin(), raw, img, extra);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	n = fread(out, 1, len - 1, p);
+	out[n] = 0;
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/*
+ * Requests in the access log after line from with method m (NULL: any)
+ * whose path starts with prefix; *unsigned_ counts those not signed by
+ * header (sigv4) over host;x-amz-content-sha256;x-amz-date.
+ */
+static long count_requests(long from, const char *m, const char *prefix,
+			   long *unsigned_)
+{
+	FILE *f = fopen(srv.access, "r");
+	char line[1024], mm[16], p[512], st[8], range[64], auth[16], sh[256];
+	long i = 0, n = 0;
+
+	*unsigned_ = 0;
+	while (f && fgets(line, sizeof(line), f)) {
+		if (i++ < from ||
+		    sscanf(line, "%15s %511s %7s %63s %15s %255s", mm, p, st,
+			   range, auth, sh) != 6 ||
+		    (m && strcmp(mm, m)) || strncmp(p, prefix, strlen(prefix)))
+			continue;
+		n++;
+		if (strcmp(auth, "sigv4") || !strstr(sh, "host;") ||
+		    !strstr(sh, "x-amz-content-sha256;x-amz-date")) {
+			diag("not signed so: %s", line);
+			(*unsigned_)++;
+		}
+	}
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* Is the object key in the server's directory (s3rver's layout)? */
+static bool stored(const char *key)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s/%s._S3rver_object", srv.dir,
+		 BUCKET, key);
+	return access(path, F_OK) == 0;
+}
+
+static void test_store(void)
+{
+	static char out[8192];
+	char a[128], c[128], d[128], cache[128], cmd[1024];
+	const char *const cached[] = { "--cache", cache, NULL };
+	const char *chunks = "/" BUCKET "/fleet/chunks/";
+	long from, uns, n;
+	int st, fd;
+
+	snprintf(a, sizeof(a), "%s/a.mem", tmp);
+	snprintf(c, sizeof(c), "%s/c.mem", tmp);
+	snprintf(cache, sizeof(cache), "%s/store-cache", tmp);
+	/* a: the memory with chunks 3 and 17 (of 32) changed; c: chunk 9 */
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && cp '%s' '%s'", mem.path,
+		 a, mem.path, c);
+	ok(system(cmd) == 0, "store: two variants of the memory");
+	fd = open(a, O_WRONLY);
+	ok(fd >= 0 && pwrite(fd, "changed", 7, 3 * (512 << 10) + 100) == 7 &&
+	   pwrite(fd, "changed", 7, 17 * (512 << 10)) == 7, "store: a.mem");
+	close(fd);
+	fd = open(c, O_WRONLY);
+	ok(fd >= 0 && pwrite(fd, "other", 5, 9 * (512 << 10) + 7) == 5,
+	   "store: c.mem");
+	close(fd);
+	env_set(SECRET, NULL);
+
+	from = access_lines();
+	st = create(a, STORE "/images/a.fli", "", out, sizeof(out));
+	ok(st == 0 && strstr(out, "new chunks:  32 of 32 stored"),
+	   "store: the first snapshot uploads its 32 chunks (exit %d)", st);
+	if (st)
+		diag("%s", out);
+	is_int(count_requests(from, "PUT", chunks, &uns), 32,
+	       "... 32 PUTs of chunks in the access log");
+	is_int(uns, 0, "... every one signed");
+	ok(stored("fleet/images/a.fli"), "... and its index at "
+	   "fleet/images/a.fli");
+
+	from = access_lines();
+	st = create(mem.path, STORE "/images/b.fli", "", out, sizeof(out));
+	ok(st == 0 && strstr(out, "new chunks:  2 of 32 stored, ") &&
+	   strstr(out, " bytes uploaded to " STORE "\n"),
+	   "store: the second snapshot uploads only its 2 new chunks "
+	   "(exit %d)", st);
+	if (st || !strstr(out, "new chunks:  2 of"))
+		diag("%s", out);
+	is_int(count_requests(from, "PUT", chunks, &uns), 2,
+	       "... 2 PUTs of chunks in the access log");
+	is_int(count_requests(from, "PUT", "/" BUCKET "/fleet/images/b.fli",
+			      &uns), 1, "... and 1 of its index");
+	n = count_requests(from, "HEAD", chunks, &uns);
+	ok(n == 32 && !uns, "... after a signed HEAD of each of its 32 "
+	   "chunks (%ld)", n);
+
+	from = access_lines();
+	st = create(mem.path, STORE "/images/b2.fli", "", out, sizeof(out));
+	ok(st == 0 && strstr(out, "new chunks:  0 of 32 stored"),
+	   "store: the same bytes again upload no chunk (exit %d)", st);
+	is_int(count_requests(from, "PUT", chunks, &uns), 0,
+	       "... no PUT of a chunk");
+
+	/* served: its store found from its key, every GET signed */
+	env_set(SECRET, TOKEN);
+	from = access_lines();
+	restore("serve s3:// store image, cold cache",
+		STORE "/images/b.fli", cached);
+	n = count_requests(from, "GET", chunks, &uns);
+	ok(n > 0 && n <= 32 && !uns, "... %ld chunk GETs, every one signed",
+	   n);
+	from = access_lines();
+	restore("serve s3:// store image, warm cache",
+		STORE "/images/b.fli", cached);
+	is_int(count_requests(from, "GET", chunks, &uns), 0,
+	       "... warm cache: no chunk fetched again");
+
+	/*
+	 * A diff over a (in the bucket): the two pages a changed, as the
+	 * memory has them; served over its parent, it is the memory.
+	 */
+	snprintf(d, sizeof(d), "%s/d.mem", tmp);
+	fd = open(d, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ok(fd >= 0 && ftruncate(fd, (off_t)SIZE) == 0 &&
+	   pwrite(fd, mem.map + 384 * 4096, 4096, 384 * 4096) == 4096 &&
+	   pwrite(fd, mem.map + 2176 * 4096, 4096, 2176 * 4096) == 4096,
+	   "store: a diff of two pages");
+	close(fd);
+	from = access_lines();
+	st = create(d, STORE "/images/d.fli", "--parent " STORE "/images/a.fli",
+		    out, sizeof(out));
+	ok(st == 0 && strstr(out, "parent:      ") && strstr(out, "(a.fli)") &&
+	   strstr(out, "new chunks:  2 of 2 stored"),
+	   "store: a diff with --parent s3://: its 2 chunks (exit %d)", st);
+	if (st)
+		diag("%s", out);
+	is_int(count_requests(from, "PUT", chunks, &uns), 2,
+	       "... 2 PUTs of chunks");
+	restore("serve s3:// diff over its s3:// parent", STORE "/images/d.fli",
+		cached);
+
+	/* a wrong secret: the first HEAD's 403, one line, nothing put */
+	env_set("wrong-" SECRET, NULL);
+	from = access_lines();
+	st = create(c, STORE "/images/c.fli", "", out, sizeof(out));
+	out[strcspn(out, "\n")] = 0;
+	ok(st == 1 && strstr(out, "403") &&
+	   strstr(out, "SignatureDoesNotMatch") && strstr(out, STORE "/chunks/"),
+	   "store: wrong secret: exit %d, \"%s\"", st, out);
+	ok(!leaks(out), "... the message holds no secret");
+	is_int(count_requests(from, "PUT", "/", &uns), 0, "... nothing put");
+	ok(!stored("fleet/images/c.fli"), "... and no index");
+
+	env_set(SECRET, NULL);
+	unsetenv("AWS_SECRET_ACCESS_KEY");
+	from = access_lines();
+	st = create(c, STORE "/images/c.fli", "", out, sizeof(out));
+	ok(st == 1 && strstr(out, "AWS_SECRET_ACCESS_KEY is not set"),
+	   "store: no secret: exit %d, \"%.*s\"", st,
+	   (int)strcspn(out, "\n"), out);
+	is_int(access_lines() - from, 0, "... and no request made");
+
+	env_set(SECRET, NULL);
+	st = create(c, "/tmp/local.fli", "", out, sizeof(out));
+	ok(st == 2 && strstr(out, "s3://BUCKET/PREFIX/images/NAME"),
+	   "store: a local image with an s3:// store is refused (exit %d)",
+	   st);
+	snprintf(cmd, sizeof(cmd), "'%s' image gc --store " STORE " "
+		 STORE "/images/a.fli >/dev/null 2>&1", serve_bin());
+	st = system(cmd);
+	ok(WIFEXITED(st) && WEXITSTATUS(st) == 2,
+	   "store: gc refuses a store in a bucket");
+	unlink(a);
+	unlink(c);
+	unlink(d);
+}
+
 int main(void)
 {
 	char img[128], cmd[512];
@@ -739,6 +952,7 @@ int main(void)
 	test_library();
 	test_presigned();
 	test_daemon();
+	test_store();
 
 	server_stop();
 	mem_file_destroy(&mem);
