@@ -17,7 +17,7 @@
  *    scattered pages would touch, and the same ten days go into a second
  *    store of 64 KiB chunks (the default is 512 KiB);
  *  - the data is a mix like a guest's memory: per 64 KiB of the base a
- *    quarter zeros, 45 % text-like (compresses about 3x), 30 % random;
+ *    quarter zeros, 45 % text-like (about 2.5x with zstd), 30 % random;
  *    a written page is text-like or random, half and half;
  *  - bytes on disk are st_blocks * 512 of every file (and, for the store,
  *    its directories); bytes from the origin are nginx's $body_bytes_sent
