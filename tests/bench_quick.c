@@ -103,6 +103,15 @@ static const char *const reset_keys[] = {
 	"plain_perpage_1pct", NULL,
 };
 
+static const char *const storage_keys[] = {
+	"whole", "diffs", "store", "store_64k", "merged", "chain3", NULL,
+};
+
+/* storage's rows over HTTP (with nginx installed). */
+static const char *const storage_http_keys[] = {
+	"s1_cold", "s10_warm", "sess1", "sess16", NULL,
+};
+
 static const struct {
 	const char *name;
 	const char *const *keys;
@@ -116,6 +125,7 @@ static const struct {
 	{ "remote", remote_keys, "http_warm_requests_per_restore" },
 	{ "policy", policy_keys, "linear_pages_prefetched" },
 	{ "reset", reset_keys, "lazy_64p_p50_us" },
+	{ "storage", storage_keys, "store_vs_image" },
 };
 
 static json_object *get(json_object *o, const char *k)
@@ -151,6 +161,35 @@ static void check_guest(json_object *j)
 	   json_object_get_double(get(r, "bytes_copied")) > 0,
 	   "kvm-restore: rows count faults (%g) and bytes copied",
 	   f ? json_object_get_double(f) : -1.0);
+}
+
+/*
+ * storage: bytes on disk for every way of storing, and with nginx the
+ * HTTP rows with the bytes the origin sent (each chunk once at least).
+ */
+static void check_storage(json_object *j)
+{
+	json_object *res = get(j, "results");
+	bool http = !access("/usr/sbin/nginx", X_OK) ||
+		    !access("/usr/bin/nginx", X_OK);
+
+	for (int i = 0; i < 4; i++)	/* whole ... store_64k */
+		ok(json_object_get_double(get(get(res, storage_keys[i]),
+					      "disk_mib")) > 0,
+		   "storage: %s has its bytes on disk", storage_keys[i]);
+	if (!http) {
+		skip(4, "nginx is not installed: no HTTP rows");
+		return;
+	}
+	for (const char *const *k = storage_http_keys; *k; k++) {
+		json_object *r = get(res, *k);
+
+		ok(json_object_get_double(get(r, "seconds")) > 0 &&
+		   json_object_get_boolean(get(r, "checksum_ok")) &&
+		   json_object_get_double(get(r, "origin_vs_stored")) > 0,
+		   "storage: %s restored the right bytes, with origin bytes "
+		   "counted", *k);
+	}
 }
 
 /* Check one benchmark's JSON object. */
@@ -190,6 +229,8 @@ static void check_bench(json_object *j, int b)
 	ok(get(j, "machine") != NULL, "%s: machine described", name);
 	if (!strcmp(name, "kvm-restore"))
 		check_guest(j);
+	if (!strcmp(name, "storage"))
+		check_storage(j);
 }
 
 static bool is_png(const char *path)

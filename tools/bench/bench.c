@@ -55,6 +55,8 @@ static const struct bench_def benches[] = {
 	  "1 GiB process: criu restore, criu lazy-pages, faultline lazy-pages" },
 	{ "reset", bench_reset,
 	  "1 GiB back to its snapshot: fl_engine_reset vs per-page drops, +busy" },
+	{ "storage", bench_storage,
+	  "10 daily snapshots: whole/diffs/chunk store bytes, cache, 16 sessions" },
 };
 
 #define NBENCH (sizeof(benches) / sizeof(*benches))
@@ -172,6 +174,7 @@ static int option_value(struct bench_args *b, const char *a, const char *v)
 			return 2;
 		}
 		b->o.runs = (int)n;
+		b->o.runs_set = true;
 	} else if (!strcmp(a, "--size")) {
 		if (parse_size(v, &b->o.size) < 0 || b->o.size < 2 * MIB ||
 		    b->o.size % (2 * MIB)) {

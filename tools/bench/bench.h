@@ -33,6 +33,7 @@ struct bench_opts {
 	bool json;		/* print one JSON object instead of a table */
 	bool quick;		/* tiny sizes, one run (make check) */
 	int runs;		/* medians of this many runs */
+	bool runs_set;		/* --runs given (else a bench may pick) */
 	uint64_t size;		/* bytes per benchmark (0: default) */
 	const char *only;	/* comma-separated key prefixes, or NULL */
 	const char *criu;	/* --criu PATH (bench criu), or NULL */
@@ -215,6 +216,7 @@ int bench_remote(const struct bench_opts *o, struct bench_table *t);
 int bench_policy(const struct bench_opts *o, struct bench_table *t);
 int bench_criu(const struct bench_opts *o, struct bench_table *t);
 int bench_reset(const struct bench_opts *o, struct bench_table *t);
+int bench_storage(const struct bench_opts *o, struct bench_table *t);
 /* criu.c: the process `bench criu` dumps (argv: --criu-workload DIR SIZE). */
 int bench_criu_workload(int argc, char **argv);
 

@@ -1,0 +1,909 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * storage.c - `faultline bench storage`: a fleet's ten daily snapshots of
+ * one base, each day writing 2 % of the pages (new pages every day, so
+ * they accumulate from the base): the bytes they take as ten whole
+ * images, as the base and a chain of diff images, and in a chunk store;
+ * the tenth restored over HTTP from a cache the first warmed; a
+ * three-layer chain against the same memory in one image; and 16
+ * sessions of one daemon restoring one snapshot at once from a cold
+ * cache.
+ *
+ * Decisions (docs/benchmarks.md, "storage"):
+ *  - a day writes runs of 64 KiB to 2 MiB at random page offsets, never
+ *    a page an earlier day wrote: memory is written in runs (heaps, page
+ *    cache, THP), and a chunk store dedups whole chunks, so what it saves
+ *    depends on it; the chunks a day touches are a fact, beside what
+ *    scattered pages would touch, and the same ten days go into a second
+ *    store of 64 KiB chunks (the default is 512 KiB);
+ *  - the data is a mix like a guest's memory: per 64 KiB of the base a
+ *    quarter zeros, 45 % text-like (about 2.5x with zstd), 30 % random;
+ *    a written page is text-like or random, half and half;
+ *  - bytes on disk are st_blocks * 512 of every file (and, for the store,
+ *    its directories); bytes from the origin are nginx's $body_bytes_sent
+ *    of the requests a restore made (its access log, as the tests read
+ *    it); a snapshot's stored bytes are its index file and the objects
+ *    it names;
+ *  - every restore is `faultline serve` (this binary) with
+ *    Firecracker-style clients that touch nothing, timed from the first
+ *    connect until every client's memory is resident, then each page's
+ *    XXH3 compared with the snapshot's;
+ *  - 16 sessions of 1 GiB would need 16 GiB of memory: the sessions
+ *    restore a snapshot of the first 256 MiB of the tenth (its chunks are
+ *    the tenth's, in the same store);
+ *  - the images are built once (their times are one sample); restores
+ *    run --runs times (3 without it), each with new cache directories.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "bench.h"
+#include "faultline.h"
+#include "fc_client.h"
+#include "format/image.h"
+#include "http_util.h"
+
+#define DAYS		10
+#define DIRTY_PCT	2
+#define RUN_MIN		16	/* pages: 64 KiB */
+#define RUN_MAX		512	/* pages: 2 MiB */
+#define BLOCK_PAGES	16	/* the base's kind of data changes per 64 KiB */
+#define SESSIONS	16
+#define PG		4096ULL
+
+enum { R_WHOLE, R_DIFFS, R_STORE, R_STORE64, R_S1, R_S10, R_MERGED, R_CHAIN, R_SESS1,
+       R_SESS16, R_N };
+
+static const struct st_row {
+	const char *key, *label;
+	int cmp;		/* the row its ratio is to */
+	bool http;		/* needs nginx */
+} rows[R_N] = {
+	[R_WHOLE] = { "whole", "10 whole images: write", R_WHOLE, false },
+	[R_DIFFS] = { "diffs", "base + 10 diff images: write", R_WHOLE, false },
+	[R_STORE] = { "store", "chunk store, 10 images: write", R_WHOLE,
+		      false },
+	[R_STORE64] = { "store_64k", "chunk store, 64 KiB chunks: write",
+			R_WHOLE, false },
+	[R_S1] = { "s1_cold", "day 1 over HTTP, cold cache", R_S1, true },
+	[R_S10] = { "s10_warm", "day 10 over HTTP, cache warmed by day 1",
+		    R_S1, true },
+	[R_MERGED] = { "merged", "day 2 as one image (local)", R_MERGED,
+		       false },
+	[R_CHAIN] = { "chain3", "day 2 as a 3-layer chain (local)", R_MERGED,
+		      false },
+	[R_SESS1] = { "sess1", "1 session, cold cache", R_SESS1, true },
+	[R_SESS16] = { "sess16", "16 sessions at once, cold cache", R_SESS1,
+		       true },
+};
+
+enum { C_DISK, C_XIMG, C_ORIG, C_XSTORED, C_N };
+
+static const struct bench_col cols[C_N] = {
+	[C_DISK] = { "disk_mib", "MiB disk", "%*.1f", 9 },
+	[C_XIMG] = { "vs_image", "x image", "%*.2f", 7 },
+	[C_ORIG] = { "origin_mib", "MiB origin", "%*.1f", 10 },
+	[C_XSTORED] = { "origin_vs_stored", "x stored", "%*.3f", 8 },
+};
+
+struct st_ctx {
+	uint64_t len, npages, sess_len;
+	int runs;
+	uint8_t *day;		/* the day each page was written, 0: the base */
+	uint64_t *want[DAYS + 1];	/* XXH3 of each page of days 1, 2, 10 */
+	struct nginx ng;	/* its directory holds everything */
+	bool http;
+	char raw[200], local[200], images[200], store[200];
+	char url1[256], url10[256], url_sess[256];
+	int daemons;		/* daemons started (their socket names) */
+	/* the images */
+	double t_build[4];	/* whole, diffs, store, store64: seconds */
+	uint64_t disk[4];	/* their bytes on disk */
+	char store64[200];	/* the store with 64 KiB chunks (not served) */
+	uint64_t one_image;	/* mean bytes of one whole image */
+	uint64_t raw_nonzero;	/* the base's bytes in non-zero 64 KiB */
+	uint64_t stored1, stored10, stored_sess;
+	uint64_t floor10;	/* day 10's stored bytes day 1 does not hold */
+	double touched;		/* 512 KiB chunks a day writes into, mean */
+	/* per run and restore row */
+	double *sec[R_N];
+	double *orig[R_N];
+	bool ok[R_N];
+};
+
+/* ---- the data ------------------------------------------------------------ */
+
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+static uint64_t xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+enum kind { K_ZERO, K_TEXT, K_RANDOM };
+
+static enum kind page_kind(uint64_t p, int day)
+{
+	uint64_t h;
+
+	if (!day) {
+		h = mix64(p / BLOCK_PAGES) % 100;
+		return h < 25 ? K_ZERO : h < 70 ? K_TEXT : K_RANDOM;
+	}
+	return mix64(p ^ (uint64_t)day << 40) & 1 ? K_TEXT : K_RANDOM;
+}
+
+static const char *const words[32] = {
+	"the ", "page ", "memory ", "of ", "a ", "snapshot ", "guest ",
+	"kernel ", "and ", "to ", "request ", "user ", "cache ", "file ",
+	"struct ", "{\"id\": ", "null, ", "error ", "0x0000 ", "in ",
+	"session ", "buffer ", "http/1.1 ", "200 ", "GET /api/v1/ ", "is ",
+	"value ", "for ", "\n", "    ", "time=", "ok ",
+};
+
+/* Page p as day wrote it (day 0: the base). */
+static void gen_page(uint8_t *buf, uint64_t p, int day)
+{
+	uint64_t s = mix64(p * 0x100000001b3ULL + (uint64_t)day) | 1;
+	size_t off = 0;
+
+	switch (page_kind(p, day)) {
+	case K_ZERO:
+		memset(buf, 0, PG);
+		return;
+	case K_RANDOM:
+		for (size_t i = 0; i < PG / 8; i++) {
+			uint64_t v = xorshift(&s);
+
+			memcpy(buf + i * 8, &v, 8);
+		}
+		return;
+	case K_TEXT:
+		break;
+	}
+	while (off < PG) {
+		uint64_t v = xorshift(&s);
+		char tmp[24];
+		const char *w = words[v & 31];
+		size_t n;
+
+		if (!(v >> 5 & 7)) {	/* a number now and then */
+			snprintf(tmp, sizeof(tmp), "%08x ",
+				 (unsigned int)(v >> 32));
+			w = tmp;
+		}
+		n = strlen(w);
+		if (n > PG - off)
+			n = PG - off;
+		memcpy(buf + off, w, n);
+		off += n;
+	}
+}
+
+/* Pages [p, p + n) as of day into fd (and into fd2 if >= 0). */
+static int write_pages(int fd, int fd2, uint64_t p, uint64_t n, int day,
+		       uint8_t *buf)
+{
+	for (uint64_t i = 0; i < n; i++)
+		gen_page(buf + i * PG, p + i, day);
+	if (pwrite(fd, buf, n * PG, (off_t)(p * PG)) != (ssize_t)(n * PG) ||
+	    (fd2 >= 0 &&
+	     pwrite(fd2, buf, n * PG, (off_t)(p * PG)) != (ssize_t)(n * PG)))
+		return errno ? -errno : -EIO;
+	return 0;
+}
+
+/*
+ * Day k's runs: 2 % of the pages in runs of RUN_MIN to RUN_MAX pages at
+ * random offsets, none over a page written before (day[] says which).
+ */
+static int pick_runs(struct st_ctx *c, int k)
+{
+	uint64_t budget = c->npages * DIRTY_PCT / 100;
+	uint64_t s = mix64(0xda7 + (uint64_t)k) | 1;
+	long tries = 0;
+
+	while (budget) {
+		uint64_t start = xorshift(&s) % c->npages;
+		uint64_t n = RUN_MIN + xorshift(&s) % (RUN_MAX - RUN_MIN + 1);
+		bool free_run = true;
+
+		if (n > budget)
+			n = budget;
+		if (++tries > 10000000)
+			return -EDEADLK;
+		if (start + n > c->npages)
+			continue;
+		for (uint64_t p = start; p < start + n && free_run; p++)
+			free_run = !c->day[p];
+		if (!free_run)
+			continue;
+		memset(c->day + start, k, n);
+		budget -= n;
+	}
+	return 0;
+}
+
+/* XXH3 of every page of the file at fd into want. */
+static int hash_pages(struct st_ctx *c, int fd, uint64_t *want)
+{
+	size_t bs = 2 * MIB;
+	uint8_t *buf = malloc(bs);
+	int ret = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (uint64_t off = 0; off < c->len && !ret; off += bs) {
+		size_t n = c->len - off < bs ? c->len - off : bs;
+
+		if (pread(fd, buf, n, (off_t)off) != (ssize_t)n)
+			ret = -EIO;
+		for (size_t i = 0; i < n / PG && !ret; i++)
+			want[off / PG + i] = XXH3_64bits(buf + i * PG, PG);
+	}
+	free(buf);
+	return ret;
+}
+
+/* ---- bytes --------------------------------------------------------------- */
+
+static uint64_t disk_bytes(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) ? 0 : (uint64_t)st.st_blocks * 512;
+}
+
+static uint64_t tree_sum;
+
+static int tree_add(const char *path, const struct stat *st, int flag,
+		    struct FTW *f)
+{
+	(void)path;
+	(void)flag;
+	(void)f;
+	tree_sum += (uint64_t)st->st_blocks * 512;
+	return 0;
+}
+
+/* Bytes on disk of a directory tree: its files and directories. */
+static uint64_t tree_bytes(const char *dir)
+{
+	tree_sum = 0;
+	nftw(dir, tree_add, 16, FTW_PHYS);
+	return tree_sum;
+}
+
+static int tree_rm(const char *path, const struct stat *st, int flag,
+		   struct FTW *f)
+{
+	(void)st;
+	(void)flag;
+	(void)f;
+	remove(path);
+	return 0;
+}
+
+static void rm_tree(const char *dir)
+{
+	nftw(dir, tree_rm, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Bytes nginx sent for the requests logged after its first from lines. */
+static uint64_t origin_bytes(const struct nginx *n, long from)
+{
+	FILE *f = fopen(n->log, "r");
+	unsigned long long b;
+	uint64_t sum = 0;
+	char line[1024];
+	long i = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (i++ >= from &&
+		    sscanf(line, "%*s %*s %*s %llu", &b) == 1)
+			sum += b;
+	fclose(f);
+	return sum;
+}
+
+/* What a store image's restore must fetch: its index and its objects. */
+static uint64_t stored_bytes(const struct image_info *in)
+{
+	return in->file_size + in->stored[IMAGE_RAW] + in->stored[IMAGE_ZSTD];
+}
+
+static int cmp_sha(const void *a, const void *b)
+{
+	return memcmp(a, b, IMAGE_HASH_LEN);
+}
+
+/*
+ * The least a restore of day 10 must fetch with day 1's objects cached:
+ * its index and the objects day 1 does not name.
+ */
+static int floor_bytes(struct st_ctx *c, const char *img1, const char *img10)
+{
+	struct image *a = NULL, *b = NULL;
+	uint8_t *shas = NULL;
+	uint64_t n = 0;
+	int ret;
+
+	if ((ret = image_open(img1, &a)) < 0 ||
+	    (ret = image_open(img10, &b)) < 0)
+		goto out;
+	shas = malloc(a->hdr.chunk_count * IMAGE_HASH_LEN + 1);
+	if (!shas) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (uint64_t i = 0; i < a->hdr.chunk_count; i++)
+		if (a->index[i].kind != IMAGE_ZERO)
+			memcpy(shas + n++ * IMAGE_HASH_LEN, a->index[i].sha,
+			       IMAGE_HASH_LEN);
+	qsort(shas, n, IMAGE_HASH_LEN, cmp_sha);
+	c->floor10 = b->file_size;
+	for (uint64_t i = 0; i < b->hdr.chunk_count; i++)
+		if (b->index[i].kind != IMAGE_ZERO &&
+		    !bsearch(b->index[i].sha, shas, n, IMAGE_HASH_LEN, cmp_sha))
+			c->floor10 += b->index[i].stored_len;
+out:
+	free(shas);
+	if (a)
+		image_close(a);
+	if (b)
+		image_close(b);
+	return ret;
+}
+
+/* ---- building the images ------------------------------------------------- */
+
+static int create(const char *raw, const char *img, const char *parent,
+		  const char *store, uint32_t chunk, double *t,
+		  struct image_info *in)
+{
+	struct image_create_opts o = { .parent = parent, .store = store,
+				       .chunk_size = chunk };
+	double t0 = bench_now();
+	int ret = image_create(raw, img, &o, in);
+
+	*t += bench_now() - t0;
+	if (ret < 0)
+		fprintf(stderr, "faultline bench storage: image create %s: "
+			"%s\n", img, fl_last_error());
+	return ret;
+}
+
+/* Day k: its runs into the raw file and a sparse diff, then the images. */
+static int build_day(struct st_ctx *c, int fd, int k, uint8_t *buf)
+{
+	char diff[256], img[256], parent[256];
+	struct image_info in;
+	int dfd, ret;
+
+	ret = pick_runs(c, k);
+	if (ret < 0)
+		return ret;
+	snprintf(diff, sizeof(diff), "%s/day%d.raw", c->ng.dir, k);
+	dfd = open(diff, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (dfd < 0)
+		return -errno;
+	if (ftruncate(dfd, (off_t)c->len) < 0)
+		ret = -errno;
+	for (uint64_t p = 0, n; p < c->npages && !ret; p += n ? n : 1) {
+		n = 0;
+		while (p + n < c->npages && c->day[p + n] == k &&
+		       n < 2 * MIB / PG)
+			n++;
+		if (n)
+			ret = write_pages(fd, dfd, p, n, k, buf);
+	}
+	close(dfd);
+	if (ret < 0)
+		goto out;
+	if (c->want[k]) {
+		ret = hash_pages(c, fd, c->want[k]);
+		if (ret < 0)
+			goto out;
+	}
+
+	/* A whole image of the day (kept for day 2: the merged restore). */
+	snprintf(img, sizeof(img), "%s/whole%d.fli", c->local, k);
+	ret = create(c->raw, img, NULL, NULL, 0, &c->t_build[0], &in);
+	if (ret < 0)
+		goto out;
+	c->disk[0] += disk_bytes(img);
+	if (k != 2)
+		unlink(img);
+
+	/* A diff image over yesterday's (day 1: over the base's). */
+	if (k == 1)
+		snprintf(parent, sizeof(parent), "%s/base.fli", c->local);
+	else
+		snprintf(parent, sizeof(parent), "%s/d%d.fli", c->local, k - 1);
+	snprintf(img, sizeof(img), "%s/d%d.fli", c->local, k);
+	ret = create(diff, img, parent, NULL, 0, &c->t_build[1], &in);
+	if (ret < 0)
+		goto out;
+	c->disk[1] += disk_bytes(img);
+
+	/* The day into the chunk store. */
+	snprintf(img, sizeof(img), "%s/snap%d.fli", c->images, k);
+	ret = create(c->raw, img, NULL, c->store, 0, &c->t_build[2], &in);
+	if (ret < 0)
+		goto out;
+	if (k == 1)
+		c->stored1 = stored_bytes(&in);
+	if (k == DAYS)
+		c->stored10 = stored_bytes(&in);
+
+	/* And into a store of 64 KiB chunks (its images beside it). */
+	snprintf(img, sizeof(img), "%s/snap%d.fli", c->store64, k);
+	ret = create(c->raw, img, NULL, c->store64, 64 * KIB, &c->t_build[3],
+		     &in);
+out:
+	unlink(diff);
+	return ret;
+}
+
+/* The first sess_len bytes of day 10 as an image in the store. */
+static int build_sess(struct st_ctx *c, int fd, uint8_t *buf)
+{
+	char raw[256], img[256];
+	struct image_info in;
+	double t = 0;
+	int sfd, ret = 0;
+
+	snprintf(raw, sizeof(raw), "%s/sess.raw", c->ng.dir);
+	snprintf(img, sizeof(img), "%s/sess.fli", c->images);
+	sfd = open(raw, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (sfd < 0)
+		return -errno;
+	for (uint64_t off = 0; off < c->sess_len && !ret; off += 2 * MIB) {
+		size_t n = c->sess_len - off < 2 * MIB ? c->sess_len - off :
+			   2 * MIB;
+
+		if (pread(fd, buf, n, (off_t)off) != (ssize_t)n ||
+		    pwrite(sfd, buf, n, (off_t)off) != (ssize_t)n)
+			ret = -EIO;
+	}
+	close(sfd);
+	if (!ret)
+		ret = create(raw, img, NULL, c->store, 0, &t, &in);
+	if (!ret)
+		c->stored_sess = stored_bytes(&in);
+	unlink(raw);
+	return ret;
+}
+
+static int build(struct st_ctx *c)
+{
+	uint8_t *buf = malloc(2 * MIB);
+	char img[256];
+	struct image_info in;
+	uint64_t nchunks = c->len / IMAGE_DEFAULT_CHUNK, touched = 0;
+	int fd, ret = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	snprintf(c->raw, sizeof(c->raw), "%s/memory.raw", c->ng.dir);
+	fd = open(c->raw, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		free(buf);
+		return -errno;
+	}
+	/* The base: written where not zero (zeros stay holes). */
+	if (ftruncate(fd, (off_t)c->len) < 0)
+		ret = -errno;
+	for (uint64_t p = 0; p < c->npages && !ret; p += BLOCK_PAGES) {
+		if (page_kind(p, 0) == K_ZERO)
+			continue;
+		c->raw_nonzero += BLOCK_PAGES * PG;
+		ret = write_pages(fd, -1, p, BLOCK_PAGES, 0, buf);
+	}
+	snprintf(img, sizeof(img), "%s/base.fli", c->local);
+	if (!ret)
+		ret = create(c->raw, img, NULL, NULL, 0, &c->t_build[1],
+			     &in);
+	c->disk[1] += disk_bytes(img);
+	for (int k = 1; k <= DAYS && !ret; k++)
+		ret = build_day(c, fd, k, buf);
+	if (!ret)
+		ret = build_sess(c, fd, buf);
+	close(fd);
+	unlink(c->raw);
+	free(buf);
+	if (ret < 0)
+		return ret;
+	c->one_image = c->disk[0] / DAYS;
+	c->disk[2] = tree_bytes(c->store);
+	c->disk[3] = tree_bytes(c->store64);	/* its images are in it */
+	for (int k = 1; k <= DAYS; k++) {
+		snprintf(img, sizeof(img), "%s/snap%d.fli", c->images, k);
+		c->disk[2] += disk_bytes(img);
+	}
+	/* The 512 KiB chunks each day wrote into, on average. */
+	for (int k = 1; k <= DAYS; k++)
+		for (uint64_t i = 0; i < nchunks; i++)
+			for (uint64_t p = 0; p < IMAGE_DEFAULT_CHUNK / PG; p++)
+				if (c->day[i * IMAGE_DEFAULT_CHUNK / PG + p] ==
+				    k) {
+					touched++;
+					break;
+				}
+	c->touched = (double)touched / DAYS / (double)nchunks;
+	snprintf(img, sizeof(img), "%s/snap%d.fli", c->images, DAYS);
+	{
+		char img1[256];
+
+		snprintf(img1, sizeof(img1), "%s/snap1.fli", c->images);
+		ret = floor_bytes(c, img1, img);
+	}
+	return ret;
+}
+
+/* ---- restoring ------------------------------------------------------------ */
+
+/* Does mem hold the pages want names?  Says where not. */
+static bool verify(const uint8_t *mem, uint64_t len, const uint64_t *want,
+		   const char *what)
+{
+	for (uint64_t p = 0; p < len / PG; p++) {
+		if (XXH3_64bits(mem + p * PG, PG) == want[p])
+			continue;
+		fprintf(stderr, "faultline bench storage: %s: page %llu is "
+			"not the snapshot's\n", what, (unsigned long long)p);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * `faultline serve ARGS` and n Firecracker clients of mlen bytes at once:
+ * seconds from the first connect until all their memory is resident, each
+ * client's pages checked against want, and the bytes nginx sent meanwhile
+ * (the daemon's start included).  0 or -errno.
+ */
+static int serve_restore(struct st_ctx *c, int row, const char *const *args,
+			 int n, uint64_t mlen, const uint64_t *want,
+			 double *sec, uint64_t *orig)
+{
+	struct bench_daemon d = { 0 };
+	struct fc_client *fc = calloc((size_t)n, sizeof(*fc));
+	long from = c->http ? nginx_requests(&c->ng) : 0;
+	double t0, t1;
+	int ret = 0;
+
+	if (!fc)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++)
+		fc_client_init(&fc[i]);
+	for (int i = 0; i < n && !ret; i++)
+		ret = fc_client_map(&fc[i], 1, &mlen, 4096);
+	if (!ret)
+		ret = bench_daemon_start(&d, "storage", c->daemons++, args);
+	if (ret < 0)
+		goto out;
+	t0 = bench_now();
+	for (int i = 0; i < n && !ret; i++)
+		ret = bench_daemon_connect(&fc[i], d.sock);
+	for (int i = 0; i < n && !ret; i++)
+		ret = bench_wait_resident(fc[i].regions[0].addr, mlen);
+	t1 = bench_now();
+	if (ret < 0) {
+		fprintf(stderr, "faultline bench storage: %s: %s\n",
+			rows[row].label, strerror(-ret));
+		goto out;
+	}
+	*sec = t1 - t0;
+	for (int i = 0; i < n; i++) {
+		close(fc[i].sock);	/* end the session; the memory stays */
+		fc[i].sock = -1;
+		c->ok[row] &= verify(fc[i].regions[0].addr, mlen, want,
+				     rows[row].label);
+	}
+out:
+	for (int i = 0; i < n; i++)
+		fc_client_close(&fc[i]);
+	free(fc);
+	bench_daemon_stop(&d);
+	*orig = c->http ? origin_bytes(&c->ng, from) : 0;
+	return ret;
+}
+
+static int restore_row(struct st_ctx *c, int r, int row, const char *spec,
+		       const char *cache)
+{
+	const char *const args[] = { "--mem-file", spec, cache ? "--cache" :
+				     NULL, cache, NULL };
+	bool sess = row == R_SESS1 || row == R_SESS16;
+	uint64_t o = 0;
+	int ret;
+
+	ret = serve_restore(c, row, args, row == R_SESS16 ? SESSIONS : 1,
+			    sess ? c->sess_len : c->len,
+			    c->want[row == R_S1 ? 1 : row == R_MERGED ||
+				    row == R_CHAIN ? 2 : DAYS],
+			    &c->sec[row][r], &o);
+	c->orig[row][r] = (double)o;
+	return ret;
+}
+
+static int run_restores(struct st_ctx *c)
+{
+	char cache[256], merged[256], chain[256];
+	int ret = 0;
+
+	snprintf(cache, sizeof(cache), "%s/cache", c->ng.dir);
+	snprintf(merged, sizeof(merged), "%s/whole2.fli", c->local);
+	snprintf(chain, sizeof(chain), "%s/d2.fli", c->local);
+	for (int r = 0; r < c->runs && !ret; r++) {
+		/* the merged image and the chain, in turn first */
+		for (int i = 0; i < 2 && !ret; i++)
+			ret = restore_row(c, r, (i ^ r) & 1 ? R_CHAIN :
+					  R_MERGED, (i ^ r) & 1 ? chain :
+					  merged, NULL);
+		if (!c->http)
+			continue;
+		if (!ret && mkdir(cache, 0700) < 0)
+			ret = -errno;
+		if (!ret)
+			ret = restore_row(c, r, R_S1, c->url1, cache);
+		if (!ret)
+			ret = restore_row(c, r, R_S10, c->url10, cache);
+		rm_tree(cache);
+		for (int row = R_SESS1; row <= R_SESS16 && !ret; row++) {
+			if (mkdir(cache, 0700) < 0)
+				ret = -errno;
+			if (!ret)
+				ret = restore_row(c, r, row, c->url_sess,
+						  cache);
+			rm_tree(cache);
+		}
+	}
+	return ret;
+}
+
+/* ---- the table ------------------------------------------------------------ */
+
+static double median_of(const double *v, int n)
+{
+	double w[n > 0 ? n : 1];
+
+	memcpy(w, v, sizeof(*v) * (size_t)n);
+	return bench_median(w, n);
+}
+
+static double paired(struct st_ctx *c, int a, int b)
+{
+	return bench_paired_ratio(c->sec[a], c->sec[b], c->runs);
+}
+
+static const char *met(bool ok)
+{
+	return ok ? "met" : "NOT met";
+}
+
+static void add_targets(struct st_ctx *c, struct bench_table *t)
+{
+	size_t len = strlen(t->notes), cap = sizeof(t->notes);
+	double xs = (double)c->disk[2] / (double)c->one_image;
+	double chain = paired(c, R_CHAIN, R_MERGED);
+	char *n = t->notes;
+
+#define NOTE(...)	do { if (len < cap) len += snprintf(n + len, \
+				cap - len, __VA_ARGS__); } while (0)
+	NOTE("targets: chunk store / one image <= 1.3x: %.2fx, %s;", xs,
+	     met(xs <= 1.3));
+	if (c->http) {
+		double w = median_of(c->orig[R_S10], c->runs) /
+			   (double)c->stored10;
+		double s = median_of(c->orig[R_SESS16], c->runs) /
+			   (double)c->stored_sess;
+		double tt = paired(c, R_SESS16, R_SESS1);
+
+		NOTE(" day 10 from the cache day 1 warmed, origin / its "
+		     "stored bytes <= 5%%: %.1f%%, %s (its objects day 1 "
+		     "lacks and its index: %.1f%%);", w * 100, met(w <= 0.05),
+		     100.0 * (double)c->floor10 / (double)c->stored10);
+		NOTE(" 3-layer chain / one image, restore <= 1.1x: %.2fx, "
+		     "%s;", chain, met(chain <= 1.1));
+		NOTE(" 16 sessions, origin / stored bytes <= 1.05x: %.3fx, "
+		     "%s; restore / one session's <= 1.5x: %.2fx, %s\n", s,
+		     met(s <= 1.05), tt, met(tt <= 1.5));
+	} else {
+		NOTE(" 3-layer chain / one image, restore <= 1.1x: %.2fx, "
+		     "%s; the HTTP targets not measured (no nginx)\n", chain,
+		     met(chain <= 1.1));
+	}
+	NOTE("Ten days, each writing %d%% of the pages in runs of 64 KiB to "
+	     "2 MiB, none written before; the base: per 64 KiB zeros, "
+	     "text-like or random (25/45/30%%), a written page text-like or "
+	     "random.  write: image create, the images built once (64 KiB chunks: "
+	     "the same ten into a store of 64 KiB chunks, not served; the "
+	     "others 512 KiB).  MiB disk: "
+	     "st_blocks*512 of the files (the store: and its directories).  "
+	     "MiB origin: nginx's $body_bytes_sent while the daemon ran; x "
+	     "stored: over the snapshot's index and objects.  Restores: "
+	     "faultline serve, Firecracker-style clients touching nothing, "
+	     "from the first connect until all is resident, every page "
+	     "checked.  Sessions: a snapshot of the first %llu MiB of day "
+	     "10.", DIRTY_PCT, (unsigned long long)(c->sess_len / MIB));
+#undef NOTE
+}
+
+static void fill_table(struct st_ctx *c, struct bench_table *t)
+{
+	snprintf(t->title_buf, sizeof(t->title_buf), "ten daily snapshots "
+		 "of one base: whole images, base + diffs, a chunk store; "
+		 "restores over HTTP with a cache, a chain, 16 sessions");
+	t->title = t->title_buf;
+	t->unit = "s";
+	t->bytes = c->len;
+	t->runs = c->runs;
+	t->ncols = C_N;
+	memcpy(t->cols, cols, sizeof(cols));
+	for (int i = 0; i < R_N; i++) {
+		bool build = i <= R_STORE64;
+		double v[c->runs];
+		int row;
+
+		if (rows[i].http && !c->http)
+			continue;
+		if (build)
+			v[0] = c->t_build[i];
+		else
+			memcpy(v, c->sec[i], sizeof(v));
+		row = bench_add_row(t, rows[i].key, rows[i].label, v,
+				    build ? 1 : c->runs, c->ok[i], -1);
+		for (int j = 0; j < t->nrows; j++)
+			if (!strcmp(t->rows[j].key, rows[rows[i].cmp].key))
+				t->rows[row].cmp = j == row ? -1 : j;
+		if (t->rows[row].cmp >= 0 && !build)
+			t->rows[row].ratio = paired(c, i, rows[i].cmp);
+		if (build) {
+			t->rows[row].col[C_DISK] = (double)c->disk[i] / MIB;
+			t->rows[row].col[C_XIMG] = (double)c->disk[i] /
+						   (double)c->one_image;
+		}
+		if (rows[i].http) {
+			uint64_t st = i == R_S1 ? c->stored1 : i == R_S10 ?
+				      c->stored10 : c->stored_sess;
+			double o = median_of(c->orig[i], c->runs);
+
+			t->rows[row].col[C_ORIG] = o / MIB;
+			t->rows[row].col[C_XSTORED] = o / (double)st;
+		}
+	}
+	/* The reference row of the ratios that need one: the whole images. */
+	t->ref = 0;
+	for (int j = 0; j < t->nrows; j++)
+		if (t->rows[j].cmp < 0 && j != t->ref)
+			t->rows[j].cmp = j;
+	bench_add_kv(t, "one_image_bytes", (double)c->one_image);
+	bench_add_kv(t, "store_vs_image", (double)c->disk[2] /
+		     (double)c->one_image);
+	bench_add_kv(t, "store_64k_vs_image", (double)c->disk[3] /
+		     (double)c->one_image);
+	bench_add_kv(t, "diffs_vs_image", (double)c->disk[1] /
+		     (double)c->one_image);
+	bench_add_kv(t, "image_compression", (double)c->len /
+		     (double)c->one_image);
+	bench_add_kv(t, "chunks_written_per_day", c->touched);
+	bench_add_kv(t, "chunks_written_per_day_if_scattered",
+		     1 - pow(1 - DIRTY_PCT / 100.0,
+			     (double)(IMAGE_DEFAULT_CHUNK / PG)));
+	bench_add_kv(t, "chain_vs_merged", paired(c, R_CHAIN, R_MERGED));
+	if (c->http) {
+		bench_add_kv(t, "day10_stored_bytes", (double)c->stored10);
+		bench_add_kv(t, "day10_warm_origin_fraction",
+			     median_of(c->orig[R_S10], c->runs) /
+			     (double)c->stored10);
+		bench_add_kv(t, "day10_floor_fraction", (double)c->floor10 /
+			     (double)c->stored10);
+		bench_add_kv(t, "sessions_stored_bytes",
+			     (double)c->stored_sess);
+		bench_add_kv(t, "sessions16_origin_vs_stored",
+			     median_of(c->orig[R_SESS16], c->runs) /
+			     (double)c->stored_sess);
+		bench_add_kv(t, "sessions16_vs_one", paired(c, R_SESS16,
+							    R_SESS1));
+	} else {
+		snprintf(t->notes, sizeof(t->notes), "nginx is not installed "
+			 "(nginx-light): no HTTP rows.  ");
+	}
+	add_targets(c, t);
+}
+
+/* ---- the benchmark -------------------------------------------------------- */
+
+int bench_storage(const struct bench_opts *o, struct bench_table *t)
+{
+	struct st_ctx *c = calloc(1, sizeof(*c));
+	int ret = -ENOMEM;
+
+	if (!c)
+		return -ENOMEM;
+	c->len = o->size ? o->size : o->quick ? 64 * MIB : GIB;
+	c->npages = c->len / PG;
+	c->sess_len = o->quick ? 16 * MIB : 256 * MIB;
+	if (c->sess_len > c->len)
+		c->sess_len = c->len;
+	c->runs = o->runs_set ? o->runs : o->quick ? 1 : 3;
+	c->ng.pid = -1;
+	c->day = calloc(c->npages, 1);
+	c->want[1] = calloc(c->npages, sizeof(uint64_t));
+	c->want[2] = calloc(c->npages, sizeof(uint64_t));
+	c->want[DAYS] = calloc(c->npages, sizeof(uint64_t));
+	if (!c->day || !c->want[1] || !c->want[2] || !c->want[DAYS])
+		goto out;
+	for (int i = 0; i < R_N; i++) {
+		c->ok[i] = true;
+		c->sec[i] = calloc((size_t)c->runs, sizeof(double));
+		c->orig[i] = calloc((size_t)c->runs, sizeof(double));
+		if (!c->sec[i] || !c->orig[i])
+			goto out;
+	}
+	/* Everything lives in nginx's directory, removed at the end. */
+	if (nginx_setup(&c->ng) < 0) {
+		ret = -EIO;
+		fprintf(stderr, "faultline bench storage: cannot set up %s\n",
+			c->ng.dir);
+		goto out;
+	}
+	snprintf(c->local, sizeof(c->local), "%s/local", c->ng.dir);
+	snprintf(c->images, sizeof(c->images), "%s/images", c->ng.www);
+	snprintf(c->store, sizeof(c->store), "%s/store", c->ng.www);
+	snprintf(c->store64, sizeof(c->store64), "%s/store64", c->ng.dir);
+	if (mkdir(c->local, 0700) < 0 || mkdir(c->images, 0755) < 0 ||
+	    mkdir(c->store, 0755) < 0 || mkdir(c->store64, 0700) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	ret = build(c);
+	if (ret < 0)
+		goto out;
+	c->http = nginx_binary() && nginx_start(&c->ng) == 0;
+	snprintf(c->url1, sizeof(c->url1), "http://127.0.0.1:%d/images/"
+		 "snap1.fli", c->ng.port);
+	snprintf(c->url10, sizeof(c->url10), "http://127.0.0.1:%d/images/"
+		 "snap%d.fli", c->ng.port, DAYS);
+	snprintf(c->url_sess, sizeof(c->url_sess), "http://127.0.0.1:%d/"
+		 "images/sess.fli", c->ng.port);
+	ret = run_restores(c);
+	if (ret < 0)
+		goto out;
+	fill_table(c, t);
+out:
+	if (c->ng.dir[0])
+		nginx_cleanup(&c->ng);
+	for (int i = 0; i < R_N; i++) {
+		free(c->sec[i]);
+		free(c->orig[i]);
+	}
+	free(c->day);
+	for (int k = 0; k <= DAYS; k++)
+		free(c->want[k]);
+	free(c);
+	return ret;
+}
