@@ -127,6 +127,7 @@ static bool cli_said(const char *needle)
 int main(void)
 {
 	static unsigned char r1[SIZE], r2[SIZE], d[SIZE];
+	static char store_path[512];	/* path_of() reuses its own */
 	struct image_create_opts o = { .chunk_size = CHUNK };
 	const char *store;
 	struct image_info in;
@@ -137,7 +138,8 @@ int main(void)
 	snprintf(dir, sizeof(dir), "/tmp/fl-store-%d", (int)getpid());
 	if (mkdir(dir, 0755) < 0 || mkdir(path_of("img"), 0755) < 0)
 		BAIL("mkdir %s: %s", dir, strerror(errno));
-	store = strdup(path_of("store"));
+	snprintf(store_path, sizeof(store_path), "%s", path_of("store"));
+	store = store_path;
 	o.store = store;
 
 	/* r1: random and compressible chunks, 8 of them zero. */
