@@ -127,7 +127,7 @@ static bool cli_said(const char *needle)
 int main(void)
 {
 	static unsigned char r1[SIZE], r2[SIZE], d[SIZE];
-	static char store_path[512];	/* path_of() reuses its own */
+	static char store_path[80];	/* path_of() reuses its own */
 	struct image_create_opts o = { .chunk_size = CHUNK };
 	const char *store;
 	struct image_info in;
@@ -138,7 +138,7 @@ int main(void)
 	snprintf(dir, sizeof(dir), "/tmp/fl-store-%d", (int)getpid());
 	if (mkdir(dir, 0755) < 0 || mkdir(path_of("img"), 0755) < 0)
 		BAIL("mkdir %s: %s", dir, strerror(errno));
-	snprintf(store_path, sizeof(store_path), "%s", path_of("store"));
+	snprintf(store_path, sizeof(store_path), "%s/store", dir);
 	store = store_path;
 	o.store = store;
 

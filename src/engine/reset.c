@@ -23,8 +23,8 @@
  * page at a time (each drop is a TLB flush, an IPI per CPU the process
  * runs on).  Each MADV_DONTNEED raises a REMOVE event an engine thread
  * must read before the call goes on, a round trip that costs more than
- * the flush (52 us here against 2 us without the event), so small runs
- * are moved out (UFFDIO_MOVE, no event) into a scratch area emptied by
+ * the flush (bench reset: 43 us a page, 1.7 without the event), so small
+ * runs are moved out (UFFDIO_MOVE, no event) into a scratch area emptied by
  * one drop per RESET_SCRATCH bytes; the rest go DROP_BATCH ranges per
  * process_madvise() where the kernel takes MADV_DONTNEED for this
  * process (Linux 6.13).  docs/architecture.md, "Write tracking and reset".
@@ -62,6 +62,31 @@ int64_t engine_reset_begin(struct fl_engine *e, uint64_t addr, uint64_t len)
 	return (int64_t)n;
 }
 
+/*
+ * RESET pages become MISSING: those of rs's runs, or with rs NULL every
+ * one of every region; each region that had some is woken once (a fault
+ * on a RESET page was left asleep).  Engine lock held exclusively.
+ * Returns the pages changed.
+ */
+static uint64_t end_pages(struct fl_engine *e, const struct runs *rs)
+{
+	uint64_t n = 0;
+
+	for (int j = 0; j < e->regions.n; j++) {
+		struct region *r = e->regions.v[j];
+		uint64_t k = rs ? 0 : region_reset_end(r, r->addr,
+						      r->addr + r->len);
+
+		for (size_t i = 0; rs && i < rs->n; i++)
+			k += region_reset_end(r, rs->v[i].addr,
+					      rs->v[i].addr + rs->v[i].len);
+		if (k)
+			engine_wake(e, r->addr, r->len);
+		n += k;
+	}
+	return n;
+}
+
 int64_t engine_reset_end(struct fl_engine *e, uint64_t addr, uint64_t len)
 {
 	uint64_t n = 0;
@@ -69,22 +94,23 @@ int64_t engine_reset_end(struct fl_engine *e, uint64_t addr, uint64_t len)
 	(void)addr;
 	(void)len;
 	pthread_rwlock_wrlock(&e->lock);
-	if (e->resets > 0 && --e->resets == 0) {
-		for (int i = 0; i < e->regions.n; i++) {
-			struct region *r = e->regions.v[i];
-			uint64_t k = region_reset_end(r, r->addr,
-						      r->addr + r->len);
-
-			/* A fault on a RESET page was left asleep: again. */
-			if (k)
-				engine_wake(e, r->addr, r->len);
-			n += k;
-		}
-	}
+	if (e->resets > 0 && --e->resets == 0)
+		n = end_pages(e, NULL);
 	pthread_rwlock_unlock(&e->lock);
 	if (n)	/* missing again: background restore is not done */
 		prefetch_regions_changed(e);
 	return (int64_t)n;
+}
+
+static int drop_one(const struct run *r)
+{
+	if (madvise((void *)(uintptr_t)r->addr, r->len, MADV_DONTNEED) == 0)
+		return 0;
+	int err = -errno;
+
+	return fl_err(err, "reset 0x%llx+%llu: MADV_DONTNEED: %s",
+		      (unsigned long long)r->addr, (unsigned long long)r->len,
+		      strerror(-err));
 }
 
 static bool in_process(const struct fl_engine *e)
@@ -98,18 +124,11 @@ int64_t engine_reset_range(struct fl_engine *e, uint64_t addr, uint64_t len)
 		return fl_err(-EOPNOTSUPP, "reset: the memory is another "
 			      "process's (only an in-process engine can drop it)");
 	int64_t n = engine_reset_begin(e, addr, len);
+	int err = drop_one(&(struct run){ addr, len });
 
-	if (madvise((void *)(uintptr_t)addr, len, MADV_DONTNEED) < 0) {
-		int err = -errno;
-
-		/* Not dropped: still mapped, a fill meets EEXIST (present). */
-		engine_reset_end(e, addr, len);
-		return fl_err(err, "reset 0x%llx+%llu: MADV_DONTNEED: %s",
-			      (unsigned long long)addr,
-			      (unsigned long long)len, strerror(-err));
-	}
+	/* Not dropped: still mapped, a fill meets EEXIST (present). */
 	engine_reset_end(e, addr, len);
-	return n;
+	return err < 0 ? err : n;
 }
 
 /*
@@ -145,7 +164,7 @@ static int64_t begin_runs(struct fl_engine *e, const struct runs *rs,
  * End the reset of rs.  Alone from its beginning to its end, with no
  * REMAP or UNMAP meanwhile, its RESET pages are where its runs say: only
  * those are made MISSING (a walk of the runs, not of every page of every
- * region: 0.17 ms per GiB here).  Otherwise engine_reset_end() ends them
+ * region).  Otherwise engine_reset_end() ends them
  * wherever they went, and any other reset's with them.
  */
 static void end_runs(struct fl_engine *e, const struct runs *rs,
@@ -161,32 +180,10 @@ static void end_runs(struct fl_engine *e, const struct runs *rs,
 		return;
 	}
 	e->resets = 0;
-	for (int j = 0; j < e->regions.n; j++) {
-		struct region *r = e->regions.v[j];
-		uint64_t k = 0;
-
-		for (size_t i = 0; i < rs->n; i++)
-			k += region_reset_end(r, rs->v[i].addr,
-					      rs->v[i].addr + rs->v[i].len);
-		/* A fault on a RESET page was left asleep: one wake each. */
-		if (k)
-			engine_wake(e, r->addr, r->len);
-		n += k;
-	}
+	n = end_pages(e, rs);
 	pthread_rwlock_unlock(&e->lock);
 	if (n)	/* missing again: background restore is not done */
 		prefetch_regions_changed(e);
-}
-
-static int drop_one(const struct run *r)
-{
-	if (madvise((void *)(uintptr_t)r->addr, r->len, MADV_DONTNEED) == 0)
-		return 0;
-	int err = -errno;
-
-	return fl_err(err, "reset 0x%llx+%llu: MADV_DONTNEED: %s",
-		      (unsigned long long)r->addr, (unsigned long long)r->len,
-		      strerror(-err));
 }
 
 /*
