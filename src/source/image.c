@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * image.c - a source backed by a compressed chunked image
- * (src/image.c, docs/image-format.md).
+ * (src/format/image.c, docs/image-format.md).
  *
  * Decisions: a read that covers a whole chunk decompresses straight into the
  * caller's buffer (the engine's usual case: no extra copy, no cache); a
  * read of part of a chunk goes through a small LRU cache of decompressed
- * chunks so neighbouring partial reads decompress once.  Cache slots are
+ * chunks so neighbouring partial reads decompress once.  Once some chunk is
+ * read whole a second time (sessions of one daemon restoring one snapshot),
+ * whole reads go through the cache too, and a chunk being decompressed is
+ * waited for (single flight): each is decompressed once for all.  Slots are
  * pinned while in use, so copies in and out run outside the mutex, which
  * only guards slot bookkeeping.  Decompression state is per thread (in
  * image.c), so engine threads read concurrently.  Every decompression is
@@ -29,15 +32,17 @@
 #include "format/chunk_store.h"
 #include "source/impl.h"
 
-#define CACHE_BYTES	(32u << 20)
-#define CACHE_MAX_SLOTS	16
+#define CACHE_BYTES	(32u << 20)	/* the most, once shared */
+#define CACHE_MAX_SLOTS	64
 #define CACHE_MIN_SLOTS	2
+#define CACHE_ONE_SLOTS	16		/* the most for one reader */
 
 struct chunk_slot {
 	void *buf;		/* chunk_size bytes, allocated on first use */
-	uint64_t idx;		/* chunk held, valid if ready */
+	uint64_t idx;		/* chunk held or being decompressed */
 	uint64_t used;		/* LRU clock */
 	unsigned int pins;	/* readers copying out, or the filler */
+	bool filling;		/* the filler is decompressing idx */
 	bool ready;
 };
 
@@ -46,63 +51,141 @@ struct source_image {
 	struct image *img;
 	struct fl_source *lower;	/* holds the image's bytes, or NULL */
 	pthread_mutex_t mu;
+	pthread_cond_t filled;		/* a slot's filling ended */
 	uint64_t clock;
 	unsigned int nslots;
 	struct chunk_slot slots[CACHE_MAX_SLOTS];
+	atomic_uchar *seen;		/* per chunk: read whole before */
+	atomic_bool shared;		/* a chunk was read whole twice */
 };
 
 #define to_image(s) ((struct source_image *)(s))
 
-/* Copy [from, from+n) of chunk i to dst, through the cache. */
-static int read_partial(struct source_image *si, uint64_t i, void *dst,
-			size_t from, size_t n)
+/*
+ * Should a whole read of chunk i go through the cache?  Once any chunk has
+ * been read whole twice (sessions of one daemon restoring the same
+ * snapshot), every chunk does, so that it is decompressed once for all.
+ */
+static bool chunk_shared(struct source_image *si, uint64_t i)
 {
-	struct chunk_slot *hit = NULL, *victim = NULL;
-	void *tmp;
-	int ret;
+	if (atomic_load_explicit(&si->shared, memory_order_relaxed))
+		return true;
+	if (!si->seen || !atomic_exchange(&si->seen[i], 1))
+		return false;
+	atomic_store(&si->shared, true);
+	return true;
+}
 
-	pthread_mutex_lock(&si->mu);
+/* A slot holding or filling chunk i, or NULL.  Called with mu held. */
+static struct chunk_slot *slot_find(struct source_image *si, uint64_t i)
+{
 	for (unsigned int k = 0; k < si->nslots; k++) {
 		struct chunk_slot *sl = &si->slots[k];
 
-		if (sl->ready && sl->idx == i) {
-			hit = sl;
-			break;
-		}
+		if ((sl->ready || sl->filling) && sl->idx == i)
+			return sl;
+	}
+	return NULL;
+}
+
+/*
+ * The least recently used unpinned slot, or NULL.  Called with mu held.
+ * One reader's partial reads rarely come back to a chunk, so until the
+ * source is shared only the first CACHE_ONE_SLOTS slots are used (each
+ * slot's buffer is allocated, and its pages faulted in, on first use).
+ */
+static struct chunk_slot *slot_victim(struct source_image *si)
+{
+	unsigned int n = si->nslots;
+	struct chunk_slot *victim = NULL;
+
+	if (!atomic_load_explicit(&si->shared, memory_order_relaxed) &&
+	    n > CACHE_ONE_SLOTS)
+		n = CACHE_ONE_SLOTS;
+	for (unsigned int k = 0; k < n; k++) {
+		struct chunk_slot *sl = &si->slots[k];
+
 		if (!sl->pins && (!victim || !sl->ready ||
 				  (victim->ready && sl->used < victim->used)))
 			victim = sl;
 	}
-	if (hit) {
-		hit->pins++;
-		hit->used = ++si->clock;
-		pthread_mutex_unlock(&si->mu);
-		memcpy(dst, (char *)hit->buf + from, n);
-		pthread_mutex_lock(&si->mu);
-		hit->pins--;
-		pthread_mutex_unlock(&si->mu);
+	return victim;
+}
+
+/* Decompress chunk i into the victim sl, pinned; mu held, dropped inside. */
+static int slot_fill(struct source_image *si, struct chunk_slot *sl,
+		     uint64_t i)
+{
+	int ret;
+
+	sl->pins = 1;
+	sl->idx = i;
+	sl->ready = false;
+	sl->filling = true;
+	pthread_mutex_unlock(&si->mu);
+	if (!sl->buf)
+		sl->buf = malloc(si->img->hdr.chunk_size);
+	ret = sl->buf ? image_read_chunk(si->img, i, sl->buf) : -ENOMEM;
+	pthread_mutex_lock(&si->mu);
+	sl->filling = false;
+	sl->ready = !ret;
+	sl->used = ++si->clock;
+	pthread_cond_broadcast(&si->filled);
+	return ret;
+}
+
+/*
+ * A pinned slot holding chunk i, or NULL with *err set: 0 if every slot is
+ * pinned (the caller decompresses privately), or the fill's -errno.  One
+ * reader decompresses a chunk; the others wait for it (single flight).
+ */
+static struct chunk_slot *slot_get(struct source_image *si, uint64_t i,
+				   int *err)
+{
+	struct chunk_slot *sl;
+
+	*err = 0;
+	pthread_mutex_lock(&si->mu);
+	while ((sl = slot_find(si, i)) && sl->filling)
+		pthread_cond_wait(&si->filled, &si->mu);
+	if (sl) {
+		sl->pins++;
+		sl->used = ++si->clock;
+	} else if ((sl = slot_victim(si))) {
+		*err = slot_fill(si, sl, i);
+		if (*err) {
+			sl->pins--;
+			sl = NULL;
+		}
+	}
+	pthread_mutex_unlock(&si->mu);
+	return sl;
+}
+
+static void slot_put(struct source_image *si, struct chunk_slot *sl)
+{
+	pthread_mutex_lock(&si->mu);
+	sl->pins--;
+	pthread_mutex_unlock(&si->mu);
+}
+
+/* Copy [from, from+n) of chunk i to dst, through the cache. */
+static int read_cached(struct source_image *si, uint64_t i, void *dst,
+		       size_t from, size_t n)
+{
+	struct chunk_slot *sl;
+	void *tmp;
+	int ret;
+
+	sl = slot_get(si, i, &ret);
+	if (sl) {
+		memcpy(dst, (char *)sl->buf + from, n);
+		slot_put(si, sl);
 		return 0;
 	}
-	if (victim) {
-		victim->pins = 1;
-		victim->ready = false;
-		pthread_mutex_unlock(&si->mu);
-		if (!victim->buf)
-			victim->buf = malloc(si->img->hdr.chunk_size);
-		ret = victim->buf ? image_read_chunk(si->img, i, victim->buf) :
-				    -ENOMEM;
-		if (!ret)
-			memcpy(dst, (char *)victim->buf + from, n);
-		pthread_mutex_lock(&si->mu);
-		victim->pins = 0;
-		victim->idx = i;
-		victim->ready = !ret;
-		victim->used = ++si->clock;
-		pthread_mutex_unlock(&si->mu);
+	if (ret)
 		return ret;
-	}
 	/* Every slot busy: decompress privately. */
-	pthread_mutex_unlock(&si->mu);
 	tmp = malloc(si->img->hdr.chunk_size);
 	if (!tmp)
 		return -ENOMEM;
@@ -133,10 +216,10 @@ static int image_src_read(struct fl_source *s, void *buf, size_t len,
 		if (img->index[i].kind == IMAGE_ZERO) {
 			memset(dst, 0, n);
 			ret = 0;
-		} else if (n == clen) {
+		} else if (n == clen && !chunk_shared(si, i)) {
 			ret = image_read_chunk(img, i, dst);
 		} else {
-			ret = read_partial(si, i, dst, from, n);
+			ret = read_cached(si, i, dst, from, n);
 		}
 		if (ret < 0)
 			return ret;
@@ -245,6 +328,8 @@ static void image_src_destroy(struct fl_source *s)
 
 	for (unsigned int k = 0; k < si->nslots; k++)
 		free(si->slots[k].buf);
+	free(si->seen);
+	pthread_cond_destroy(&si->filled);
 	pthread_mutex_destroy(&si->mu);
 	image_close(si->img);
 	fl_source_put(si->lower);
@@ -275,7 +360,10 @@ static int image_src_new(struct image *img, struct fl_source *lower,
 	n = CACHE_BYTES / img->hdr.chunk_size;
 	si->nslots = n < CACHE_MIN_SLOTS ? CACHE_MIN_SLOTS :
 		     n > CACHE_MAX_SLOTS ? CACHE_MAX_SLOTS : n;
+	/* a missing map only costs sharing: every whole read decodes */
+	si->seen = calloc(img->hdr.total_size / img->hdr.chunk_size + 1, 1);
 	pthread_mutex_init(&si->mu, NULL);
+	pthread_cond_init(&si->filled, NULL);
 	source_init(&si->base, &image_ops, img->hdr.total_size, desc);
 	si->base.below = lower;
 	*out = &si->base;
