@@ -424,8 +424,8 @@ static void *conn_thread(void *arg)
 
 	if (!buf)
 		goto out;
-	peer_tune_socket(fd);
-	peer_set_timeout(fd, SO_RCVTIMEO, HELLO_TIMEOUT_MS);
+	sock_tune_tcp(fd);
+	sock_set_timeout(fd, SO_RCVTIMEO, HELLO_TIMEOUT_MS);
 	if (recv_full(fd, &h, sizeof(h)) < 0)
 		goto out;
 	uint32_t len = le32toh(h.len);
@@ -463,7 +463,7 @@ static void *conn_thread(void *arg)
 		fd = -1;	/* the session closes it */
 		if (send_welcome(snd, s, s->dfd, role) < 0)
 			goto end;
-		peer_set_timeout(s->dfd, SO_RCVTIMEO, 0);
+		sock_set_timeout(s->dfd, SO_RCVTIMEO, 0);
 		serve_demand(s, s->dfd, buf);
 		goto end;
 	}
@@ -496,7 +496,7 @@ static void *conn_thread(void *arg)
 			atomic_fetch_add(&s->held, 1);
 	if (send_welcome(snd, s, s->sfd, role) < 0)
 		goto end;
-	peer_set_timeout(s->sfd, SO_RCVTIMEO, 0);
+	sock_set_timeout(s->sfd, SO_RCVTIMEO, 0);
 	if (atomic_load(&s->ended))
 		shutdown(s->sfd, SHUT_RDWR);	/* ended while attaching */
 	serve_stream(s, s->sfd, buf);

@@ -61,7 +61,7 @@ int peer_dial(struct peer *p, int role, struct peer_hello *welcome)
 
 	if (fd < 0)
 		return fd;
-	peer_tune_socket(fd);
+	sock_tune_tcp(fd);
 
 	size_t bmlen = role == PEER_ROLE_STREAM ? (p->nblocks + 7) / 8 : 0;
 	size_t mlen = sizeof(struct peer_hdr) + sizeof(struct peer_hello) + bmlen;
@@ -87,8 +87,8 @@ int peer_dial(struct peer *p, int role, struct peer_hello *welcome)
 		if (atomic_load(&p->state[b]) == B_HAVE)
 			bm[b / 8] |= (uint8_t)(1u << (b % 8));
 
-	peer_set_timeout(fd, SO_RCVTIMEO, 2 * DIAL_TIMEOUT_MS);
-	peer_set_timeout(fd, SO_SNDTIMEO, 2 * DIAL_TIMEOUT_MS);
+	sock_set_timeout(fd, SO_RCVTIMEO, 2 * DIAL_TIMEOUT_MS);
+	sock_set_timeout(fd, SO_SNDTIMEO, 2 * DIAL_TIMEOUT_MS);
 	ret = send_full(fd, msg, mlen);
 	free(msg);
 
@@ -126,8 +126,8 @@ int peer_dial(struct peer *p, int role, struct peer_hello *welcome)
 		close(fd);
 		return ret;
 	}
-	peer_set_timeout(fd, SO_RCVTIMEO, 0);
-	peer_set_timeout(fd, SO_SNDTIMEO, 0);
+	sock_set_timeout(fd, SO_RCVTIMEO, 0);
+	sock_set_timeout(fd, SO_SNDTIMEO, 0);
 	welcome->size = le64toh(welcome->size);
 	welcome->block_size = le32toh(welcome->block_size);
 	welcome->file_id = le64toh(welcome->file_id);
@@ -239,7 +239,7 @@ static void say_have_all(struct peer *p, int fd, char *scratch)
 	if (send_full(fd, &h, sizeof(h)) < 0)
 		return;
 	shutdown(fd, SHUT_WR);
-	peer_set_timeout(fd, SO_RCVTIMEO, 2 * DIAL_TIMEOUT_MS);
+	sock_set_timeout(fd, SO_RCVTIMEO, 2 * DIAL_TIMEOUT_MS);
 	while (recv(fd, scratch, p->bsize, 0) > 0)
 		;
 }
@@ -281,7 +281,7 @@ static int receive(struct peer *p, int fd, bool demand)
 			ret = recv_error(p, fd, &h);
 		} else if (h.type == PEER_DONE && !h.len && !demand) {
 			done = true;
-			peer_set_timeout(fd, SO_RCVTIMEO, DONE_POLL_MS);
+			sock_set_timeout(fd, SO_RCVTIMEO, DONE_POLL_MS);
 			ret = 0;
 		} else {
 			ret = -EPROTO;
@@ -325,7 +325,7 @@ static int run_link(struct peer *p, int dfd, int sfd)
 	int ret;
 
 	/* A stuck sender: REQ writes give up too (then the link redials). */
-	peer_set_timeout(dfd, SO_SNDTIMEO,
+	sock_set_timeout(dfd, SO_SNDTIMEO,
 			 p->retry_ms > MIN_WAIT_MS ? p->retry_ms : MIN_WAIT_MS);
 	atomic_store(&p->demand_rx_ns, now_ns());
 	pthread_mutex_lock(&p->wlock);

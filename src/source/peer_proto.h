@@ -143,13 +143,6 @@ struct peer_stats {
 	int changed;			/* gave up: the sender's file changed */
 };
 
-/*
- * TCP options both ends use: no Nagle, and a dead link noticed within
- * seconds (keepalive and TCP_USER_TIMEOUT), also when nothing is sent.
- */
-void peer_tune_socket(int fd);
-/* SO_RCVTIMEO or SO_SNDTIMEO of ms milliseconds (0: none). */
-void peer_set_timeout(int fd, int opt, unsigned int ms);
 
 struct fl_source;
 /* Fill *out for a source opened from tcp://; -EINVAL for any other. */

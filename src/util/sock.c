@@ -11,12 +11,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -434,4 +437,26 @@ void sock_fds_close(struct sock_fds *f)
 {
 	while (f->n)
 		close(f->fd[--f->n]);
+}
+
+#define USER_TIMEOUT_MS	3000
+
+void sock_tune_tcp(int fd)
+{
+	int one = 1, idle = 1, cnt = 3;
+	unsigned int uto = USER_TIMEOUT_MS;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &idle, sizeof(idle));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &uto, sizeof(uto));
+}
+
+void sock_set_timeout(int fd, int opt, unsigned int ms)
+{
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+	setsockopt(fd, SOL_SOCKET, opt, &tv, sizeof(tv));
 }

@@ -89,6 +89,15 @@ int sock_peer_pidfd(int fd, bool fallback);
 int sock_send_fds(int fd, const void *buf, size_t len, const int *fds,
 		  int nfds);
 
+/*
+ * TCP options for a link that must not hang: no Nagle, and a dead peer
+ * noticed within seconds (keepalive and TCP_USER_TIMEOUT), also when
+ * nothing is sent.
+ */
+void sock_tune_tcp(int fd);
+/* SO_RCVTIMEO or SO_SNDTIMEO of ms milliseconds (0: none). */
+void sock_set_timeout(int fd, int opt, unsigned int ms);
+
 /* Send all len bytes (MSG_NOSIGNAL): 0 or -errno. */
 int send_full(int fd, const void *buf, size_t len);
 /*
