@@ -8,8 +8,8 @@
  * a fork after the restore while pages are still lazy (the child reads
  * inherited memory) and a fork of that fork, MADV_DONTNEED, mremap and
  * munmap on lazy memory, THP, a pages file cut, pages from a faultline
- * image (local, over HTTP), and the server killed mid-restore (its
- * supervisor takes the sessions over).
+ * image (local, over HTTP) or from CRIU's own page server, and the
+ * server killed mid-restore (its supervisor takes the sessions over).
  *
  * Decision: root only, CRIU_FAULT=130 for every criu run, --status-fd to
  * know the daemon listens, a dumped pid reaped before the restore, and no
@@ -30,7 +30,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "criu_images.pb-c.h"
 #include "criu_util.h"
+#include "format/criu.h"
 #include "http_util.h"
 #include "tap.h"
 
@@ -47,6 +49,8 @@ struct scenario {
 	int image;		/* --pages: a faultline image of the dump, 1
 				 * in the test's directory, 2 over HTTP */
 	bool record;		/* --record, then restored again, --prefetch */
+	bool ps;		/* --page-server: `criu page-server --lazy-pages` */
+	bool left;		/* the images as `criu dump --lazy-pages` writes */
 };
 
 static struct nginx ngx;	/* for image 2 */
@@ -188,6 +192,192 @@ static void kill_server(pid_t sup, pid_t task, const char *name,
 	kill(sup, SIGCONT);
 }
 
+/*
+ * `criu page-server --lazy-pages` serving img's pages on loopback, as a
+ * daemon (listening once criu returns): its pid, or -1.
+ */
+static pid_t page_server(const char *dir, const char *img, const char *log,
+			 char *port, size_t plen)
+{
+	char pidf[300], buf[32] = "";
+	const char *args[] = { "page-server", "--lazy-pages", "-D", img,
+			       "--address", "127.0.0.1", "--port", port, "-d",
+			       "--pidfile", pidf, NULL };
+
+	snprintf(pidf, sizeof(pidf), "%s/ps.pid", dir);
+	int fp = free_port();
+
+	if (fp <= 0)
+		return -1;
+	snprintf(port, plen, "%d", fp);
+	if (cu_run_criu(log, args) != 0 ||
+	    cu_read_file(dir, "ps.pid", buf, sizeof(buf)) <= 0)
+		return -1;
+	return atoi(buf) > 0 ? atoi(buf) : -1;
+}
+
+/*
+ * CRIU's page server tees up to 4 MiB through a pipe it sizes with
+ * F_SETPIPE_SZ (PIPE_MAX_SIZE pages, rounded to 4 MiB), which needs
+ * CAP_SYS_RESOURCE or fs.pipe-max-size that large: these machines lack
+ * the first and default to 1 MiB, and then any request reaching past
+ * 64 KiB into one of its buffers fails (`tee: 65536`) and it hangs up.
+ * Set to at least 4 MiB: the value before, to put back (or -1).
+ */
+#define PIPE_MAX_PATH	"/proc/sys/fs/pipe-max-size"
+#define PS_PIPE_BYTES	(4L << 20)
+
+static void pipe_max_write(long v)
+{
+	FILE *f = fopen(PIPE_MAX_PATH, "w");
+
+	if (f) {
+		fprintf(f, "%ld\n", v);
+		fclose(f);
+	}
+}
+
+static long pipe_max_set(long want)
+{
+	FILE *f = fopen(PIPE_MAX_PATH, "r");
+	long old = -1;
+
+	if (f && fscanf(f, "%ld", &old) != 1)
+		old = -1;
+	if (f)
+		fclose(f);
+	if (old >= 0 && old < want)
+		pipe_max_write(want);
+	return old;
+}
+
+/* The whole of path: its bytes (malloc'd) and *len, or NULL. */
+static uint8_t *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "r");
+	uint8_t *b = NULL;
+	long n;
+
+	if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 &&
+	    fseek(f, 0, SEEK_SET) == 0 && (b = malloc((size_t)n + 1)) &&
+	    fread(b, 1, (size_t)n, f) != (size_t)n) {
+		free(b);
+		b = NULL;
+	}
+	if (b)
+		*len = (size_t)n;
+	if (f)
+		fclose(f);
+	return b;
+}
+
+/*
+ * One task's pagemap and pages file in dir rewritten as `criu dump
+ * --lazy-pages` leaves them: each lazy entry loses PE_PRESENT and its
+ * bytes leave the pages file (they stay with the page server, which
+ * serves them from the original images).  0, or -1.
+ */
+static int leave_lazy(const char *dir, int pid)
+{
+	char pm[400], pg[400];
+	size_t pl, gl, pos = 8, goff = 0;
+	uint8_t *p, *g = NULL;
+	FILE *opm = NULL, *opg = NULL;
+	uint32_t n, id = 0;
+	int ret = -1;
+
+	snprintf(pm, sizeof(pm), "%s/pagemap-%d.img", dir, pid);
+	if (!(p = slurp(pm, &pl)) || pl < 12)
+		goto out;
+	memcpy(&n, p + pos, 4);
+	FlCriuPagemapHead *h = pos + 4 + n <= pl ?
+		fl_criu_pagemap_head__unpack(NULL, n, p + pos + 4) : NULL;
+
+	if (!h)
+		goto out;
+	id = h->pages_id;
+	fl_criu_pagemap_head__free_unpacked(h, NULL);
+	snprintf(pg, sizeof(pg), "%s/pages-%u.img", dir, id);
+	if (!(g = slurp(pg, &gl)) || !(opm = fopen(pm, "w")) ||
+	    !(opg = fopen(pg, "w")))
+		goto out;
+	fwrite(p, 1, pos + 4 + n, opm);		/* magics and head */
+	for (pos += 4 + n; pos + 4 <= pl; pos += 4 + n) {
+		memcpy(&n, p + pos, 4);
+		FlCriuPagemapEntry *e = pos + 4 + n <= pl ?
+			fl_criu_pagemap_entry__unpack(NULL, n, p + pos + 4) :
+			NULL;
+		uint8_t out[256];
+
+		if (!e)
+			goto out;
+		uint64_t len = (e->has_nr_pages ? e->nr_pages :
+				e->compat_nr_pages) * 4096ull;
+		bool present = !e->has_flags || e->flags & CRIU_PE_PRESENT;
+
+		if (present && goff + len > gl) {
+			fl_criu_pagemap_entry__free_unpacked(e, NULL);
+			goto out;
+		}
+		if (present && !(e->has_flags && e->flags & CRIU_PE_LAZY))
+			fwrite(g + goff, 1, len, opg);
+		if (e->has_flags && e->flags & CRIU_PE_LAZY)
+			e->flags &= ~CRIU_PE_PRESENT;
+		goff += present ? len : 0;
+		uint32_t m = (uint32_t)fl_criu_pagemap_entry__get_packed_size(e);
+
+		if (m <= sizeof(out)) {
+			fl_criu_pagemap_entry__pack(e, out);
+			fwrite(&m, 4, 1, opm);
+			fwrite(out, 1, m, opm);
+		}
+		fl_criu_pagemap_entry__free_unpacked(e, NULL);
+		if (m > sizeof(out))
+			goto out;
+	}
+	ret = pos == pl ? 0 : -1;
+out:
+	if (opm && fclose(opm))
+		ret = -1;
+	if (opg && fclose(opg))
+		ret = -1;
+	free(p);
+	free(g);
+	return ret;
+}
+
+/* faultline lazy-pages refuses a lazy dump without --page-server. */
+static void refused_without_ps(const char *dir, const char *img,
+			       const char *name)
+{
+	char cmd[900], out[1024] = "";
+
+	snprintf(cmd, sizeof(cmd), "%s lazy-pages -D '%s' >'%s/refused' 2>&1",
+		 faultline_bin(), img, dir);
+	int st = system(cmd);
+
+	cu_read_file(dir, "refused", out, sizeof(out));
+	if (!ok(st != 0 && strstr(out, "--page-server"), "%s: without "
+		"--page-server, refused saying so", name))
+		diag("exit 0x%x: %s", st, out);
+}
+
+/* A copy of img beside it, its tasks' pages left lazy: 0 or -1. */
+static int lazy_dump_copy(const char *img, char *copy, size_t len,
+			  const pid_t *pids, int n)
+{
+	char cmd[700];
+
+	snprintf(copy, len, "%s.left", img);
+	snprintf(cmd, sizeof(cmd), "cp -a '%s' '%s'", img, copy);
+	if (system(cmd))
+		return -1;
+	for (int i = 0; i < n; i++)
+		if (leave_lazy(copy, pids[i]) < 0)
+			return -1;
+	return 0;
+}
+
 static void show_log(const char *dir, const char *name)
 {
 	char buf[4096];
@@ -306,8 +496,31 @@ static void run(const struct scenario *sc)
 	}
 	const char *args[8] = { 0 };
 	int na = 0;
-	char trace[200];
+	char trace[200], port[16] = "";
+	pid_t ps = sc->ps ? page_server(dir, img, log, port, sizeof(port)) : 0;
 
+	if (sc->ps && !ok(ps > 0, "%s: criu page-server --lazy-pages listens",
+			  sc->name)) {
+		show_log(dir, "criu.log");
+		return;
+	}
+	char left[320];
+	const char *rimg = img;	/* what restores: the dump, or as left */
+
+	if (sc->left) {
+		if (!ok(lazy_dump_copy(img, left, sizeof(left), pids, n) == 0,
+			"%s: the images rewritten as a lazy dump's", sc->name))
+			return;
+		rimg = left;
+		refused_without_ps(dir, left, sc->name);
+	}
+	if (sc->ps) {
+		args[na++] = "--page-server";
+		args[na++] = "--address";
+		args[na++] = "127.0.0.1";
+		args[na++] = "--port";
+		args[na++] = port;
+	}
 	snprintf(trace, sizeof(trace), "%s/ws.trace", dir);
 	if (sc->opt)
 		args[na++] = sc->opt;
@@ -319,12 +532,12 @@ static void run(const struct scenario *sc)
 		args[na++] = "--record";
 		args[na++] = trace;
 	}
-	daemon = lazy_pages(dir, img, args);
+	daemon = lazy_pages(dir, rimg, args);
 	if (!ok(daemon > 0, "%s: faultline lazy-pages listens", sc->name)) {
 		show_log(dir, "lazy-pages.log");
 		return;
 	}
-	const char *restore[] = { "restore", "-D", img, "-d", "--lazy-pages",
+	const char *restore[] = { "restore", "-D", rimg, "-d", "--lazy-pages",
 				  NULL };
 
 	if (!is_int(cu_run_criu(log, restore), 0, "criu restore --lazy-pages"))
@@ -338,7 +551,13 @@ static void run(const struct scenario *sc)
 	if (sc->kill)
 		kill_server(daemon, pids[0], sc->name, buf);
 	close(open(buf, O_WRONLY | O_CREAT, 0644));
-	if (sc->cut) {
+	/*
+	 * CRIU's page server serves one connection: the pages the killed
+	 * server had not fetched are gone with it.
+	 */
+	bool dies = sc->cut || (sc->kill && sc->ps);
+
+	if (dies) {
 		/*
 		 * The pages it cannot have are poisoned: it dies of that
 		 * (SIGBUS; SIGKILL when the kernel itself met the page, e.g.
@@ -356,7 +575,7 @@ static void run(const struct scenario *sc)
 		else
 			diag("killed by signal %d", WTERMSIG(st));
 	}
-	for (int i = 0; sc->roles[i] && !sc->cut; i++) {
+	for (int i = 0; sc->roles[i] && !dies; i++) {
 		char res[32], got[200] = "";
 
 		snprintf(res, sizeof(res), "result.%s", sc->roles[i]);
@@ -371,6 +590,12 @@ static void run(const struct scenario *sc)
 	if (daemon > 0 && !is_int(daemon_exit(daemon), 0, "faultline "
 				  "lazy-pages exits 0 once every task is served"))
 		show_log(dir, "lazy-pages.log");
+	/* Ours to reap: this test is the subreaper of what criu leaves. */
+	if (ps > 0 && !sc->kill)
+		is_int(daemon_exit(ps), 0, "criu page-server exits 0 once "
+		       "faultline is done with it");
+	else if (ps > 0)
+		daemon_exit(ps);
 	if (sc->kill) {
 		char lg[16384];
 
@@ -391,32 +616,43 @@ static void run(const struct scenario *sc)
 int main(int argc, char **argv)
 {
 	static const struct scenario sc[] = {
-		{ "one thread", "plain", 1, { "0" }, NULL, false, false, 0, false },
+		{ "one thread", "plain", 1, { "0" }, NULL, false, false, 0,
+		  false, false, false },
 		/* Faults only: the memory is still lazy when it is touched. */
 		{ "four threads", "plain", 4, { "0" }, "--no-background",
-		  false, false, 0, false },
+		  false, false, 0, false, false, false },
 		{ "a process tree", "tree", 1, { "0", "1", "2" }, NULL,
-		  false, false, 0, false },
+		  false, false, 0, false, false, false },
 		{ "a fork after the restore", "fork", 1, { "0", "child" },
-		  "--no-background", false, false, 0, false },
+		  "--no-background", false, false, 0, false, false, false },
 		{ "MADV_DONTNEED, mremap, munmap", "madv", 1, { "0" },
-		  "--no-background", false, false, 0, false },
+		  "--no-background", false, false, 0, false, false, false },
 		{ "THP-backed memory", "thp", 2, { "0" }, "--no-background",
-		  false, false, 0, false },
+		  false, false, 0, false, false, false },
 		{ "pages files cut under the daemon", "plain", 1, { "0" },
-		  "--no-background", true, false, 0, false },
+		  "--no-background", true, false, 0, false, false, false },
 		{ "pages from a faultline image (--pages)", "plain", 2, { "0" },
-		  "--no-background", false, false, 1, false },
+		  "--no-background", false, false, 1, false, false, false },
 		{ "its server killed mid-restore", "plain", 1, { "0" },
-		  "--no-background", false, true, 0, false },
+		  "--no-background", false, true, 0, false, false, false },
 		/* The server killed as the first fork's event waits. */
 		{ "a fork of a fork, the server killed", "fork2", 1,
 		  { "0", "child", "grandchild" }, "--no-background", false,
-		  true, 0, false },
+		  true, 0, false, false, false },
 		{ "a process tree's working set recorded, replayed", "tree", 1,
-		  { "0", "1", "2" }, "--no-background", false, false, 0, true },
+		  { "0", "1", "2" }, "--no-background", false, false, 0, true, false, false },
 		{ "pages from a faultline image over HTTP", "tree", 1,
-		  { "0", "1", "2" }, NULL, false, false, 2, false },
+		  { "0", "1", "2" }, NULL, false, false, 2, false, false, false },
+		/* CRIU's page server: the same requests as a lazy dump's. */
+		{ "pages from CRIU's page server", "tree", 1,
+		  { "0", "1", "2" }, NULL, .ps = true },
+		{ "pages from CRIU's page server, faults only", "plain", 4,
+		  { "0" }, "--no-background", .ps = true },
+		/* As a lazy migration leaves them: only there. */
+		{ "pages left on the dumping host", "tree", 1,
+		  { "0", "1", "2" }, NULL, .ps = true, .left = true },
+		{ "CRIU's page server, the server killed mid-restore", "plain",
+		  1, { "0" }, "--no-background", .kill = true, .ps = true },
 	};
 
 	cu_workload_main(argc, argv);
@@ -428,7 +664,13 @@ int main(int argc, char **argv)
 		skip_all("no faultline binary (make all)");
 	have_nginx = nginx_binary() && nginx_setup(&ngx) == 0 &&
 		     nginx_start(&ngx) == 0;
+	long pipe_old = pipe_max_set(PS_PIPE_BYTES);
+
 	for (size_t i = 0; i < sizeof(sc) / sizeof(sc[0]); i++) {
+		const char *only = getenv("CRIU_TEST_ONLY");
+
+		if (only && !strstr(sc[i].name, only))
+			continue;	/* a developer's run of some */
 		if (sc[i].image == 2 && !have_nginx)
 			diag("%s: skipped, no nginx", sc[i].name);
 		else
@@ -438,5 +680,7 @@ int main(int argc, char **argv)
 		nginx_kill(&ngx);
 		nginx_cleanup(&ngx);
 	}
+	if (pipe_old >= 0 && pipe_old < PS_PIPE_BYTES)
+		pipe_max_write(pipe_old);
 	return done_testing();
 }

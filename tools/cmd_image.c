@@ -128,6 +128,10 @@ static char *criu_raw(const char *dir, const char *image)
 	int fd = -1, ret = criu_load(dir, &set);
 	bool loaded = ret == 0;
 
+	if (ret == 0 && set.remote)
+		ret = fl_err(-EINVAL, "%s: the dump left its lazy pages on the "
+			     "dumping host (criu dump --lazy-pages): there are "
+			     "none here to pack", dir);
 	if (ret == 0 && asprintf(&raw, "%s.criu-pages.XXXXXX", image) < 0)
 		raw = NULL;
 	if (ret == 0 && raw && (fd = mkstemp(raw)) < 0)

@@ -28,6 +28,7 @@
 #include "faultline.h"
 #include "format/criu.h"
 #include "source/concat.h"
+#include "source/criu_ps.h"
 #include "source/source.h"
 #include "util/error.h"
 #include "util/sock.h"
@@ -40,7 +41,7 @@ static const char usage[] =
 	"       [--chunk SIZE] [--stats-json FILE] [--on-source-error poison|kill]\n"
 	"       [--no-prefetch] [--no-background] [--progress]\n"
 	"       [--pages FILE|IMAGE|URL|s3://BUCKET/KEY|tcp://HOST:PORT\n"
-	"        [--cache DIR]]\n"
+	"        [--cache DIR]] [--page-server --address HOST --port PORT]\n"
 	"       [--record TRACE] [--prefetch TRACE] [--metrics [ADDR:]PORT]\n"
 	"       [--log-level error|warning|info|debug]\n"
 	"  Serves `criu restore --lazy-pages -D DIR` on WORKDIR/" SOCK_NAME "\n"
@@ -52,7 +53,10 @@ static const char usage[] =
 	"  `faultline image create --criu DIR IMAGE` lays them out (a faultline\n"
 	"  image, also over http(s) or s3:// with --cache, or a `faultline\n"
 	"  send` peer);\n"
-	"  the images in -D still say what is lazy.  --record: the working set\n"
+	"  the images in -D still say what is lazy.  --page-server: the lazy\n"
+	"  pages from CRIU's page server at HOST:PORT (`criu dump --lazy-pages`,\n"
+	"  CRIU's post-copy migration, or `criu page-server --lazy-pages`), as\n"
+	"  criu lazy-pages takes them.  --record: the working set\n"
 	"  of every task (which pages each touched first, in order) in one\n"
 	"  trace; --prefetch: replayed at the next restore of the same dump.\n"
 	"  `faultline status --socket WORKDIR/" SOCK_NAME "` shows the restore\n"
@@ -115,6 +119,23 @@ static int open_spec(const char *spec, const struct criu_set *set,
 	return ret;
 }
 
+/*
+ * --page-server: the lazy pages from CRIU's page server, `criu dump
+ * --lazy-pages` (they never left the dumping host) or `criu page-server
+ * --lazy-pages` (serving a dump's images).  The server takes one
+ * connection: the supervisor never makes it, and a server restarted
+ * after a crash that finds it gone serves the tasks a source that fails,
+ * so that they get --on-source-error's answer, never zeros.
+ */
+static int open_page_server(const char *host, const char *port,
+			    const struct criu_set *set, struct serve_config *c)
+{
+	if (!getenv(STORE_FD_ENV))
+		return 0;	/* the supervisor: its server connects */
+	return source_criu_ps_open(host, port, set, getenv(LISTEN_FD_ENV) !=
+				   NULL, &c->source);
+}
+
 /* -o FILE: the log (stderr) goes there; relative names are in work. */
 static int log_to(const char *work, const char *file)
 {
@@ -151,12 +172,17 @@ int cmd_lazy_pages(int argc, char **argv)
 		{ "prefetch", required_argument, NULL, 'p' },
 		{ "metrics", required_argument, NULL, 264 },
 		{ "log-level", required_argument, NULL, 265 },
+		{ "page-server", no_argument, NULL, 266 },
+		{ "address", required_argument, NULL, 267 },
+		{ "port", required_argument, NULL, 268 },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	struct serve_config c = { .threads = 1, .one_client = true,
 				  .handshake_timeout_ms = INT_MAX };
 	const char *dir = NULL, *work = NULL, *log = NULL, *pages = NULL;
+	const char *ps_host = NULL, *ps_port = NULL;
+	bool ps = false;
 	char sock[PATH_MAX], ctl[SOCK_UNIX_PATH_MAX];
 	struct criu_set set;
 	int opt, ret;
@@ -195,6 +221,9 @@ int cmd_lazy_pages(int argc, char **argv)
 			if ((ret = cli_log_level("lazy-pages", optarg)))
 				return ret;
 			break;
+		case 266: ps = true; break;
+		case 267: ps_host = optarg; break;
+		case 268: ps_port = optarg; break;
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
@@ -211,6 +240,16 @@ int cmd_lazy_pages(int argc, char **argv)
 			"required\n%s", usage);
 		return CLI_USAGE;
 	}
+	if (ps && (!ps_host || !ps_port || pages)) {
+		fprintf(stderr, "faultline lazy-pages: --page-server needs "
+			"--address and --port (the dumping criu's), and no "
+			"--pages\n");
+		return CLI_USAGE;
+	}
+	if (!ps && (ps_host || ps_port))
+		return cli_bad("lazy-pages", ps_host ? "--address" : "--port",
+			       ps_host ? ps_host : ps_port, "only with "
+			       "--page-server");
 	if (pages && source_check_spec(pages) < 0) {
 		fprintf(stderr, "faultline lazy-pages: --pages %s\n",
 			fl_last_error());
@@ -227,9 +266,14 @@ int cmd_lazy_pages(int argc, char **argv)
 	if ((ret = cli_control_path("lazy-pages", NULL, &c, ctl, sizeof(ctl))))
 		return ret;
 	ret = criu_load(dir, &set);
-	if (ret < 0)
-		return cli_exit("lazy-pages", ret);
-	ret = pages ? open_spec(pages, &set, &c) :
+	if (ret == 0 && set.remote && !ps)
+		ret = fl_err(-EINVAL, "%s: the dump left its lazy pages on the "
+			     "dumping host (criu dump --lazy-pages): serve them "
+			     "with --page-server --address HOST --port PORT",
+			     dir);
+	else if (ret == 0)
+		ret = ps ? open_page_server(ps_host, ps_port, &set, &c) :
+		      pages ? open_spec(pages, &set, &c) :
 		      open_pages(dir, &set, &c.source);
 	/*
 	 * Checked: this process becomes the supervisor, and the server its

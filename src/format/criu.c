@@ -244,51 +244,94 @@ static int split_lazy(const struct rec *r, struct criu_task *t, int *cap,
 	return 0;
 }
 
-static int pagemap_entry(const struct rec *r, struct criu_task *t, int *cap,
-			 const struct criu_vma *v, int nv, int *vi,
-			 const FlCriuPagemapEntry *pe, uint64_t *prev_end,
-			 uint64_t *off)
+/* Where a pagemap walk is: the entry before's end, the next offsets. */
+struct pm_walk {
+	uint64_t prev_end;
+	uint64_t off;		/* in pages-<id>.img */
+	uint64_t roff;		/* in the lazy bytes left on the dumping host */
+	int cap, vi;
+};
+
+/* Check an entry's page count and order; its length in *len. */
+static int entry_len(const struct rec *r, const FlCriuPagemapEntry *pe,
+		     uint64_t prev_end, uint64_t *len)
 {
 	uint64_t nr = pe->has_nr_pages ? pe->nr_pages : pe->compat_nr_pages;
-	uint32_t fl = pe->has_flags ? pe->flags :
-		      pe->has_in_parent && pe->in_parent ? CRIU_PE_PARENT :
-		      CRIU_PE_PRESENT;
 	char why[160];
 
 	if (pe->vaddr % CRIU_PAGE_SIZE || !nr ||
 	    nr > (UINT64_MAX - pe->vaddr) / CRIU_PAGE_SIZE ||
-	    pe->vaddr < *prev_end) {
+	    pe->vaddr < prev_end) {
 		snprintf(why, sizeof(why), "entry 0x%" PRIx64 " +%" PRIu64
 			 " pages: %s", pe->vaddr, nr,
 			 pe->vaddr % CRIU_PAGE_SIZE ? "not page aligned" :
-			 !nr ? "no pages" : pe->vaddr < *prev_end ?
+			 !nr ? "no pages" : pe->vaddr < prev_end ?
 			 "overlaps or precedes the entry before" :
 			 "past the end of the address space");
 		return bad(r, why);
 	}
-	uint64_t len = nr * CRIU_PAGE_SIZE;
+	*len = nr * CRIU_PAGE_SIZE;
+	return 0;
+}
 
-	*prev_end = pe->vaddr + len;
+/*
+ * Lazy pages the dump left on its host (criu dump --lazy-pages, for a
+ * page server): numbered in address order, as the page server's source
+ * reads them.  A task's lazy pages are all there or all in its file.
+ */
+static int remote_entry(const struct rec *r, struct criu_task *t,
+			const struct criu_vma *v, int nv, struct pm_walk *w,
+			uint64_t start, uint64_t len)
+{
+	int ret;
+
+	if (t->nranges && !t->remote)
+		return bad(r, "lazy pages both in the pages file and left on "
+			   "the dumping host");
+	t->remote = true;
+	ret = split_lazy(r, t, &w->cap, v, nv, &w->vi, start, start + len,
+			 w->roff);
+	w->roff += len;
+	return ret;
+}
+
+static int pagemap_entry(const struct rec *r, struct criu_task *t,
+			 const struct criu_vma *v, int nv, struct pm_walk *w,
+			 const FlCriuPagemapEntry *pe)
+{
+	uint32_t fl = pe->has_flags ? pe->flags :
+		      pe->has_in_parent && pe->in_parent ? CRIU_PE_PARENT :
+		      CRIU_PE_PRESENT;
+	uint64_t len = 0;
+	char why[160];
+	int ret = entry_len(r, pe, w->prev_end, &len);
+
+	if (ret < 0)
+		return ret;
+	w->prev_end = pe->vaddr + len;
+	t->wide |= pe->has_nr_pages;
 	if (fl & CRIU_PE_PARENT)
 		return bad(r, "pages in a parent image (a pre-dump): not "
 			   "supported");
 	if ((fl & CRIU_PE_LAZY) && !(fl & CRIU_PE_PRESENT))
-		return bad(r, "lazy pages left on the dumping host (criu dump "
-			   "--lazy-pages, for a page server): not supported");
+		return remote_entry(r, t, v, nv, w, pe->vaddr, len);
 	if (!(fl & CRIU_PE_PRESENT))
 		return 0;
-	if (*off > t->pages_size || len > t->pages_size - *off) {
+	if (w->off > t->pages_size || len > t->pages_size - w->off) {
 		snprintf(why, sizeof(why), "entry 0x%" PRIx64 " +%" PRIu64
 			 " pages: points past the end of pages-%u.img (%"
-			 PRIu64 " bytes)", pe->vaddr, nr, t->pages_id,
-			 t->pages_size);
+			 PRIu64 " bytes)", pe->vaddr, len / CRIU_PAGE_SIZE,
+			 t->pages_id, t->pages_size);
 		return bad(r, why);
 	}
-	int ret = fl & CRIU_PE_LAZY ?
-		  split_lazy(r, t, cap, v, nv, vi, pe->vaddr, *prev_end, *off) :
-		  0;
-
-	*off += len;
+	if (fl & CRIU_PE_LAZY) {
+		if (t->remote)
+			return bad(r, "lazy pages both in the pages file and "
+				   "left on the dumping host");
+		ret = split_lazy(r, t, &w->cap, v, nv, &w->vi, pe->vaddr,
+				 w->prev_end, w->off);
+	}
+	w->off += len;
 	return ret;
 }
 
@@ -315,15 +358,17 @@ int criu_parse_pagemap(const void *buf, size_t len, const char *name,
 		       const struct criu_vma *vmas, int nvmas,
 		       struct criu_task *t)
 {
-	uint64_t prev_end = 0, off = 0;
+	struct pm_walk w = { 0 };
 	const uint8_t *m;
 	size_t ml;
 	struct rec r;
-	int ret, cap = 0, vi = 0;
+	int ret;
 
 	t->nranges = 0;
 	t->ranges = NULL;
 	t->lazy_bytes = 0;
+	t->remote = false;
+	t->wide = false;
 	if ((ret = rec_open(&r, buf, len, name, CRIU_PAGEMAP_MAGIC)) < 0 ||
 	    (ret = pagemap_head(&r, &t->pages_id)) < 0)
 		return ret;
@@ -334,8 +379,7 @@ int criu_parse_pagemap(const void *buf, size_t len, const char *name,
 			ret = bad(&r, "not a pagemap entry");
 			break;
 		}
-		ret = pagemap_entry(&r, t, &cap, vmas, nvmas, &vi, pe,
-				    &prev_end, &off);
+		ret = pagemap_entry(&r, t, vmas, nvmas, &w, pe);
 		fl_criu_pagemap_entry__free_unpacked(pe, NULL);
 		if (ret < 0)
 			break;
@@ -344,6 +388,8 @@ int criu_parse_pagemap(const void *buf, size_t len, const char *name,
 		free(t->ranges);
 		t->ranges = NULL;
 		t->nranges = 0;
+	} else if (t->remote) {
+		t->pages_size = w.roff;	/* what a page server serves */
 	}
 	return ret;
 }
@@ -433,6 +479,7 @@ int criu_load(const char *dir, struct criu_set *out)
 {
 	int32_t *pids = NULL;
 	void *buf = NULL;
+	bool local = false;
 	size_t len;
 	int n = 0, ret;
 
@@ -459,7 +506,13 @@ int criu_load(const char *dir, struct criu_set *out)
 		ret = load_task(dir, t);
 		t->base = out->pages_total;
 		out->pages_total += t->pages_size;
+		local |= t->nranges && !t->remote;
+		out->remote |= t->remote;
+		out->wide |= t->wide;
 	}
+	if (ret == 0 && local && out->remote)
+		ret = fl_err(-EINVAL, "%s: some tasks' lazy pages are in their "
+			     "pages files, others' on the dumping host", dir);
 	free(pids);
 	if (ret < 0)
 		criu_free(out);

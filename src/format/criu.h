@@ -13,6 +13,7 @@
 #ifndef FAULTLINE_FORMAT_CRIU_H
 #define FAULTLINE_FORMAT_CRIU_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,7 +28,10 @@
 #define CRIU_TASKS_MAX		65536
 #define CRIU_IMAGE_MAX		(256u << 20)	/* bytes of one image read */
 
-/* A lazy range inside one VMA: its bytes at off in the pages file. */
+/*
+ * A lazy range inside one VMA: its bytes at off in the pages file, or
+ * for a remote task at off in its lazy bytes (in address order).
+ */
 struct criu_range {
 	uint64_t addr;
 	uint64_t len;
@@ -42,18 +46,29 @@ struct criu_vma {
 struct criu_task {
 	int32_t pid;		/* as the images name it (its pid namespace) */
 	uint32_t pages_id;	/* pages-<id>.img */
-	uint64_t pages_size;	/* that file's bytes */
-	uint64_t base;		/* where that file starts in the set's pages */
+	uint64_t pages_size;	/* that file's bytes; remote: its lazy bytes */
+	uint64_t base;		/* where those start in the set's pages */
 	int nranges;
 	struct criu_range *ranges;
 	uint64_t lazy_bytes;
+	/*
+	 * Its lazy pages were left on the dumping host (`criu dump
+	 * --lazy-pages`, PE_LAZY without PE_PRESENT), for a page server.
+	 */
+	bool remote;
+	bool wide;		/* page counts in field 5: CRIU 4.2 or later */
 };
 
-/* A dump: its tasks, and their pages files in task order. */
+/*
+ * A dump: its tasks, and their pages files in task order (remote: their
+ * lazy bytes, as a page server serves them; never both kinds).
+ */
 struct criu_set {
 	int ntasks;
 	struct criu_task *tasks;
 	uint64_t pages_total;	/* the pages files' bytes, concatenated */
+	bool remote;		/* lazy pages on the dumping host */
+	bool wide;		/* some pagemap written by CRIU 4.2 or later */
 };
 
 /*
