@@ -21,7 +21,9 @@
  * Firecracker-style client, every byte right, its chunk GETs signed; a
  * wrong secret stops the create at its first HEAD with one line (403,
  * SignatureDoesNotMatch, no secret) and nothing put, no index; a missing
- * variable is named before any request.
+ * variable is named before any request.  `image inspect` of a diff in the
+ * bucket shows its chain, `image verify` finds every chunk good, then
+ * names the one whose object was replaced.
  *
  * What the server does not check is checked here instead: its access log
  * shows every request of faultline signed (it would serve unsigned ones)
@@ -39,6 +41,7 @@
 #include <regex.h>
 
 #include "faultline.h"
+#include "format/image.h"
 #include "source/s3.h"
 #include "source/source.h"
 #include "tap.h"
@@ -788,6 +791,169 @@ static bool stored(const char *key)
 	return access(path, F_OK) == 0;
 }
 
+/* `faultline image SUB ARGS`: its exit status and output (both). */
+static int image_cmd(const char *args, char *out, size_t n)
+{
+	char cmd[1024];
+	FILE *p;
+	size_t got;
+
+	snprintf(cmd, sizeof(cmd), "'%s' image %s 2>&1", serve_bin(), args);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	got = fread(out, 1, n - 1, p);
+	out[got] = 0;
+	int st = pclose(p);
+
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/*
+ * inspect and verify of images in the bucket: the diff's chain, every
+ * chunk of a.fli good; then one of its objects replaced by other bytes
+ * (a.mem is the raw memory, its chunk 3 changed): verify names it.
+ */
+static void check_remote(const char *raw)
+{
+	static char out[8192];
+	uint8_t sha[IMAGE_HASH_LEN], *chunk = malloc(512 << 10);
+	char hex[IMAGE_HASH_HEX], key[256], junk[128];
+	int fd = open(raw, O_RDONLY), st;
+
+	st = image_cmd("inspect " STORE "/images/d.fli", out, sizeof(out));
+	ok(st == 0 && strstr(out, "parent:      ") && strstr(out, "(a.fli)") &&
+	   strstr(out, "chain:       2 images"), "inspect s3://: the diff "
+	   "and its chain (exit %d)", st);
+	if (st)
+		diag("%s", out);
+	st = image_cmd("verify " STORE "/images/a.fli", out, sizeof(out));
+	ok(st == 0 && strstr(out, "all chunks good"), "verify s3://: every "
+	   "chunk of a.fli good (exit %d)", st);
+	ok(chunk && fd >= 0 && pread(fd, chunk, 512 << 10, 3 * (512 << 10)) ==
+	   512 << 10 && image_sha256(chunk, 512 << 10, sha) == 0,
+	   "the hash of a.fli's chunk 3");
+	image_hash_hex(sha, hex);
+	snprintf(key, sizeof(key), "fleet/chunks/%.2s/%s", hex, hex);
+	snprintf(junk, sizeof(junk), "%s/junk", tmp);
+	int jfd = open(junk, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	ok(jfd >= 0 && write(jfd, "not that chunk", 14) == 14 &&
+	   upload(junk, key) == 0, "... its object replaced by 14 bytes");
+	st = image_cmd("verify " STORE "/images/a.fli", out, sizeof(out));
+	ok(st == 1 && strstr(out, hex) && strstr(out, "1 bad chunk"),
+	   "verify s3://: the replaced object named, 1 bad chunk (exit %d)",
+	   st);
+	if (st != 1)
+		diag("%s", out);
+	if (jfd >= 0)
+		close(jfd);
+	if (fd >= 0)
+		close(fd);
+	unlink(junk);
+	free(chunk);
+}
+
+/* Delete the object key as a user would (signed with curl). */
+static int remove_key(const char *key)
+{
+	char cmd[1024];
+
+	snprintf(cmd, sizeof(cmd), "curl -sSf -o /dev/null --aws-sigv4 "
+		 "aws:amz:%s:s3 -u '%s:%s' -X DELETE -H "
+		 "'x-amz-content-sha256: " S3_EMPTY_SHA256 "' '%s/%s/%s'",
+		 REGION, KEY_ID, SECRET, srv.endpoint, BUCKET, key);
+	return system(cmd);
+}
+
+/* Objects under fleet/locks/ in the server's directory. */
+static int locks_left(void)
+{
+	char cmd[600], out[64] = "";
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "ls '%s/%s/fleet/locks' 2>/dev/null | "
+		 "grep -c _S3rver_object", srv.dir, BUCKET);
+	p = popen(cmd, "r");
+	if (p && !fgets(out, sizeof(out), p))
+		out[0] = 0;
+	if (p)
+		pclose(p);
+	return atoi(out);
+}
+
+/*
+ * gc of the store in the bucket, keeping b.fli (and b2.fli, the same
+ * chunks): a dry run deletes nothing; a create's lock there makes it
+ * refuse, naming the lock; then it deletes what only a.fli and d.fli
+ * had (a.fli's chunk 3 among them), and b.fli still verifies.
+ */
+static void check_gc(const char *raw)
+{
+	static char out[8192];
+	uint8_t sha[IMAGE_HASH_LEN], *chunk = malloc(512 << 10);
+	char hex[IMAGE_HASH_HEX], key[256], lock[128];
+	int fd = open(raw, O_RDONLY), st;
+	long from, uns;
+
+	ok(chunk && fd >= 0 && pread(fd, chunk, 512 << 10, 17 * (512 << 10)) ==
+	   512 << 10 && image_sha256(chunk, 512 << 10, sha) == 0,
+	   "gc: the hash of a.fli's chunk 17 (a.fli's alone)");
+	image_hash_hex(sha, hex);
+	snprintf(key, sizeof(key), "fleet/chunks/%.2s/%s", hex, hex);
+	ok(stored(key), "... its object is in the bucket");
+
+	st = image_cmd("gc --store " STORE " --dry-run " STORE "/images/b.fli",
+		       out, sizeof(out));
+	ok(st == 0 && strstr(out, "would be deleted") && stored(key),
+	   "gc --dry-run: counts, deletes nothing (exit %d)", st);
+	if (st)
+		diag("%s", out);
+
+	snprintf(lock, sizeof(lock), "%s/lock", tmp);
+	int lfd = open(lock, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	ok(lfd >= 0 && write(lfd, "a create\n", 9) == 9 &&
+	   upload(lock, "fleet/locks/create-0123456789abcdef") == 0,
+	   "gc: a create's lock in the bucket");
+	from = access_lines();
+	st = image_cmd("gc --store " STORE " " STORE "/images/b.fli", out,
+		       sizeof(out));
+	ok(st == 1 && strstr(out, "locks/create-0123456789abcdef") &&
+	   strstr(out, "nothing deleted") && stored(key),
+	   "gc: refused while a create holds its lock, nothing deleted "
+	   "(exit %d)", st);
+	if (st != 1)
+		diag("%s", out);
+	is_int(count_requests(from, "DELETE", "/" BUCKET "/fleet/chunks/",
+			      &uns), 0, "... no chunk DELETE");
+	ok(remove_key("fleet/locks/create-0123456789abcdef") == 0,
+	   "... the create's lock taken away");
+
+	from = access_lines();
+	st = image_cmd("gc --store " STORE " " STORE "/images/b.fli " STORE
+		       "/images/b2.fli", out, sizeof(out));
+	ok(st == 0 && strstr(out, " deleted (") && !stored(key),
+	   "gc: the chunks only a.fli and d.fli held deleted (exit %d)", st);
+	diag("%.*s", (int)strcspn(out, "\n"), out);
+	long n = count_requests(from, "DELETE", "/" BUCKET "/fleet/chunks/",
+				&uns);
+
+	ok(n >= 4 && !uns, "... %ld signed DELETEs of chunks", n);
+	is_int(locks_left(), 0, "... and its own lock taken away");
+	st = image_cmd("verify " STORE "/images/b.fli", out, sizeof(out));
+	ok(st == 0 && strstr(out, "all chunks good"), "gc: b.fli, kept, "
+	   "verifies (exit %d)", st);
+	st = image_cmd("verify " STORE "/images/a.fli", out, sizeof(out));
+	ok(st == 1, "gc: a.fli, not kept, lost chunks (exit %d)", st);
+	if (lfd >= 0)
+		close(lfd);
+	if (fd >= 0)
+		close(fd);
+	unlink(lock);
+	free(chunk);
+}
+
 static void test_store(void)
 {
 	static char out[8192];
@@ -887,16 +1053,20 @@ static void test_store(void)
 	restore("serve s3:// diff over its s3:// parent", STORE "/images/d.fli",
 		cached);
 
-	/* a wrong secret: the first HEAD's 403, one line, nothing put */
+	/* a wrong secret: its lock's PUT gets 403, one line, nothing put */
 	env_set("wrong-" SECRET, NULL);
 	from = access_lines();
 	st = create(c, STORE "/images/c.fli", "", out, sizeof(out));
 	out[strcspn(out, "\n")] = 0;
 	ok(st == 1 && strstr(out, "403") &&
-	   strstr(out, "SignatureDoesNotMatch") && strstr(out, STORE "/chunks/"),
+	   strstr(out, "SignatureDoesNotMatch") &&
+	   strstr(out, STORE "/locks/create-"),
 	   "store: wrong secret: exit %d, \"%s\"", st, out);
 	ok(!leaks(out), "... the message holds no secret");
-	is_int(count_requests(from, "PUT", "/", &uns), 0, "... nothing put");
+	is_int(count_requests(from, "PUT", "/", &uns), 1, "... one PUT, "
+	       "its lock's, refused");
+	is_int(count_requests(from, NULL, chunks, &uns), 0, "... no chunk "
+	       "asked for or put");
 	ok(!stored("fleet/images/c.fli"), "... and no index");
 
 	env_set(SECRET, NULL);
@@ -913,11 +1083,8 @@ static void test_store(void)
 	ok(st == 2 && strstr(out, "s3://BUCKET/PREFIX/images/NAME"),
 	   "store: a local image with an s3:// store is refused (exit %d)",
 	   st);
-	snprintf(cmd, sizeof(cmd), "'%s' image gc --store " STORE " "
-		 STORE "/images/a.fli >/dev/null 2>&1", serve_bin());
-	st = system(cmd);
-	ok(WIFEXITED(st) && WEXITSTATUS(st) == 2,
-	   "store: gc refuses a store in a bucket");
+	check_remote(a);
+	check_gc(a);
 	unlink(a);
 	unlink(c);
 	unlink(d);

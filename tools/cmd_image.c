@@ -42,7 +42,7 @@ static void image_usage(FILE *f)
 		"       faultline image inspect IMAGE\n"
 		"       faultline image verify IMAGE\n"
 		"       faultline image unpack IMAGE RAW\n"
-		"       faultline image gc --store DIR [--dry-run] IMAGE...\n"
+		"       faultline image gc --store DIR|s3://BUCKET/PREFIX [--dry-run] IMAGE...\n"
 		"SIZE is a power of two from 4K to 16M (default 512K); "
 		"N is a zstd level (default %d).\n"
 		"--criu: the pages of a CRIU dump, its pages files end to end in\n"
@@ -64,9 +64,11 @@ static void image_usage(FILE *f)
 		"in that bucket (e.g. PREFIX/images/NAME); --parent may be s3:// too.\n"
 		"gc: delete the chunks of DIR that none of the IMAGEs (nor their\n"
 		"parents) references; it waits for a create writing into DIR.\n"
-		"A store in a bucket has no gc here: expire its chunks yourself.\n"
+		"In a bucket it refuses while a create writes there (its lock,\n"
+		"PREFIX/locks/create-*), and a create waits for it.\n"
 		"inspect: the header, the content id, a diff's parent and its\n"
-		"chain as serving would resolve it.\n"
+		"chain as serving would resolve it.  inspect and verify take a\n"
+		"file or a URL (http(s)://, s3://: its chunk store too).\n"
 		"unpack: the raw memory again, into RAW (a new file), for what\n"
 		"reads only raw memory (send, vmm); of a diff, its chain merged.\n",
 		IMAGE_DEFAULT_LEVEL);
@@ -435,6 +437,77 @@ static void report_bad(void *arg, const char *msg)
 	fprintf(stderr, "faultline image: %s\n", msg);
 }
 
+/*
+ * An image behind a URL (http(s)://, s3://) as serving reads it: its
+ * source, and the image on top of it.  0 or -errno with the reason.
+ */
+static int open_remote(const char *spec, struct fl_source **s,
+		       struct image **img)
+{
+	int ret = fl_source_open(spec, s);
+
+	if (ret < 0)
+		return ret;
+	*img = (struct image *)source_image(*s);
+	if (*img)
+		return 0;
+	fl_source_put(*s);
+	*s = NULL;
+	return fl_err(-EINVAL, "%s: not a faultline image", spec);
+}
+
+/* `image inspect IMAGE`: a file, or an image behind a URL. */
+static int do_inspect(const char *spec)
+{
+	struct image_info info;
+	struct fl_source *s = NULL;
+	struct image *img;
+	int ret;
+
+	if (strstr(spec, "://")) {
+		ret = open_remote(spec, &s, &img);
+		if (ret == 0)
+			image_tally(img, &info);
+		fl_source_put(s);
+	} else {
+		ret = image_inspect(spec, &info);
+	}
+	if (ret == 0) {
+		print_info(spec, &info);
+		if (image_is_diff(&info.hdr))
+			ret = print_chain(spec);
+	}
+	if (ret < 0)
+		fprintf(stderr, "faultline image: %s\n", fl_last_error());
+	return ret < 0 ? CLI_FAILED : 0;
+}
+
+/* `image verify IMAGE`: every chunk read and checked. */
+static int do_verify(const char *spec)
+{
+	struct fl_source *s;
+	struct image *img;
+	uint64_t nbad;
+	int ret;
+
+	if (strstr(spec, "://")) {
+		ret = open_remote(spec, &s, &img);
+		if (ret == 0) {
+			ret = image_verify_chunks(img, spec, report_bad, NULL,
+						  &nbad);
+			fl_source_put(s);
+		}
+	} else {
+		ret = image_verify(spec, report_bad, NULL, &nbad);
+	}
+	if (ret < 0) {
+		fprintf(stderr, "faultline image: %s\n", fl_last_error());
+		return CLI_FAILED;
+	}
+	printf("%s: all chunks good\n", spec);
+	return 0;
+}
+
 /* `image gc --store DIR [--dry-run] IMAGE...` */
 static int do_gc(int argc, char **argv)
 {
@@ -467,19 +540,25 @@ static int do_gc(int argc, char **argv)
 		free(imgs);
 		return CLI_USAGE;
 	}
-	if (store_is_s3(store) || !strncasecmp(store, "http://", 7) ||
+	if (!strncasecmp(store, "http://", 7) ||
 	    !strncasecmp(store, "https://", 8)) {
-		fprintf(stderr, "faultline image: gc --store %s: gc sweeps a "
-			"directory store only; a bucket's chunks are not "
-			"deleted by faultline (nothing deleted)\n", store);
+		fprintf(stderr, "faultline image: gc --store %s: a store over "
+			"http(s) is read-only; gc a directory or s3:// store "
+			"(nothing deleted)\n", store);
 		free(imgs);
 		return CLI_USAGE;
 	}
 	ret = store_gc(store, imgs, n, dry, &in);
 	free(imgs);
-	if (ret < 0) {
+	if (ret < 0 && !in.deleted) {
 		fprintf(stderr, "faultline image: gc: %s (nothing deleted)\n",
 			fl_last_error());
+		return CLI_FAILED;
+	}
+	if (ret < 0) {
+		fprintf(stderr, "faultline image: gc: %s (stopped after "
+			"deleting %llu chunks no listed image references)\n",
+			fl_last_error(), (unsigned long long)in.deleted);
 		return CLI_FAILED;
 	}
 	printf("%s: %llu image%s read, %llu chunks kept (%llu bytes), "
@@ -495,9 +574,6 @@ static int do_gc(int argc, char **argv)
 int cmd_image(int argc, char **argv)
 {
 	const char *sub = argc > 1 ? argv[1] : NULL;
-	struct image_info info;
-	uint64_t nbad;
-	int ret;
 
 	if (!sub) {
 		image_usage(stderr);
@@ -517,25 +593,7 @@ int cmd_image(int argc, char **argv)
 		image_usage(stderr);
 		return CLI_USAGE;
 	}
-	if (!strcmp(sub, "inspect")) {
-		if (image_inspect(argv[2], &info) < 0) {
-			fprintf(stderr, "faultline image: %s\n",
-				fl_last_error());
-			return CLI_FAILED;
-		}
-		print_info(argv[2], &info);
-		if (image_is_diff(&info.hdr) && print_chain(argv[2]) < 0) {
-			fprintf(stderr, "faultline image: %s\n",
-				fl_last_error());
-			return CLI_FAILED;
-		}
-		return 0;
-	}
-	ret = image_verify(argv[2], report_bad, NULL, &nbad);
-	if (ret < 0) {
-		fprintf(stderr, "faultline image: %s\n", fl_last_error());
-		return CLI_FAILED;
-	}
-	printf("%s: all chunks good\n", argv[2]);
-	return 0;
+	if (!strcmp(sub, "inspect"))
+		return do_inspect(argv[2]);
+	return do_verify(argv[2]);
 }

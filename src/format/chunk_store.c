@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,8 +33,10 @@
 #include "faultline.h"
 #include "format/image.h"
 #include "format/chunk_store.h"
+#include "source/layers.h"
 #include "source/s3.h"
 #include "source/s3_store.h"
+#include "source/source.h"
 #include "util/error.h"
 #include "util/io.h"
 
@@ -302,7 +305,8 @@ int store_open_write(const char *dir, struct store_writer *w)
 			snprintf(w->dir, sizeof(w->dir), "%.*s",
 				 (int)strlen(s3_store_spec(w->s3)) - 1,
 				 s3_store_spec(w->s3));
-		return ret;
+		/* held until store_close, after the index is put */
+		return ret ? ret : s3_store_lock(w->s3, false);
 	}
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 		return fl_err(-errno, "--store %s: cannot create: %m", dir);
@@ -537,6 +541,104 @@ static int gc_sweep(int dfd, const char *sub, const struct hash_set *s,
 	return 0;
 }
 
+/* ---- gc of a store in a bucket ------------------------------------------ */
+
+/*
+ * The hashes the image at spec references, its parents' included (the
+ * chain as serving resolves it), into s; refused if a layer is no image
+ * or keeps its chunks in a store other than root ("s3://B/P/").
+ */
+static int gc_read_s3(const char *spec, const char *root, struct hash_set *s,
+		      struct store_gc_info *info)
+{
+	struct fl_source *src;
+	int ret = fl_source_open(spec, &src);
+
+	if (ret < 0)
+		return ret;
+	for (unsigned int i = 0; i < source_layers_count(src) && !ret; i++) {
+		struct fl_source *x = source_layers_at(src, i);
+		const struct image *img = source_image(x);
+		char at[4096], its[1024];
+
+		if (!img) {
+			ret = fl_err(-EINVAL, "%s: not a faultline image",
+				     x->desc);
+			break;
+		}
+		info->images++;
+		if (!image_in_store(&img->hdr))
+			continue;
+		ret = store_resolve(x->desc, img->hdr.store_path, at,
+				    sizeof(at));
+		if (!ret && (s3_root_spec(at, its, sizeof(its)) < 0 ||
+			     strcmp(its, root)))
+			ret = fl_err(-EINVAL, "%s: its chunks are in another "
+				     "store (%s)", x->desc, at);
+		if (!ret)
+			ret = set_add_image(s, img);
+	}
+	fl_source_put(src);
+	return ret;
+}
+
+struct sweep_s3 {
+	struct s3_store *st;
+	const struct hash_set *keep;
+	bool dry_run;
+	struct store_gc_info *info;
+};
+
+/* One object of PREFIX/chunks/: kept, or deleted. */
+static int sweep_s3_one(void *arg, const char *name, uint64_t size)
+{
+	struct sweep_s3 *w = arg;
+	const char *base = strrchr(name, '/');
+	uint8_t h[IMAGE_HASH_LEN];
+
+	/* chunks/HH/HASH, HH the hash's first two digits */
+	if (!base || base - name != (ptrdiff_t)strlen(STORE_CHUNKS "/HH") ||
+	    !hex_name(base + 1, h) || memcmp(base - 2, base + 1, 2))
+		return 0;
+	if (bsearch(h, w->keep->h, w->keep->n, IMAGE_HASH_LEN, cmp_hash)) {
+		w->info->kept++;
+		w->info->kept_bytes += size;
+		return 0;
+	}
+	int ret = w->dry_run ? 0 : s3_store_delete(w->st, name);
+
+	if (!ret) {
+		w->info->deleted++;
+		w->info->deleted_bytes += size;
+	}
+	return ret;
+}
+
+/* store_gc() of s3://BUCKET[/PREFIX], under its exclusive lock. */
+static int gc_s3(const char *dir, const char *const *images, int n,
+		 bool dry_run, struct store_gc_info *info)
+{
+	struct hash_set s = { 0 };
+	struct s3_store *st;
+	int ret = s3_store_open(dir, &st);
+
+	if (ret < 0)
+		return ret;
+	ret = s3_store_lock(st, true);
+	/* Under the lock: every index a create finished is in place. */
+	for (int i = 0; i < n && !ret; i++)
+		ret = gc_read_s3(images[i], s3_store_spec(st), &s, info);
+	if (!ret) {
+		struct sweep_s3 w = { st, &s, dry_run, info };
+
+		qsort(s.h, s.n, IMAGE_HASH_LEN, cmp_hash);
+		ret = s3_store_list(st, STORE_CHUNKS "/", sweep_s3_one, &w);
+	}
+	free(s.h);
+	s3_store_close(st);	/* the lock taken away with it */
+	return ret;
+}
+
 int store_gc(const char *dir, const char *const *images, int n, bool dry_run,
 	     struct store_gc_info *info)
 {
@@ -547,6 +649,8 @@ int store_gc(const char *dir, const char *const *images, int n, bool dry_run,
 	DIR *d = NULL;
 
 	memset(info, 0, sizeof(*info));
+	if (store_is_s3(dir))
+		return gc_s3(dir, images, n, dry_run, info);
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return fl_err(-errno, "--store %s: %m", dir);

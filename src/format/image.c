@@ -759,13 +759,40 @@ int image_inspect(const char *path, struct image_info *info)
 	return 0;
 }
 
+int image_verify_chunks(struct image *img, const char *name,
+			void (*report)(void *arg, const char *msg), void *arg,
+			uint64_t *nbad)
+{
+	uint64_t bad = 0;
+	void *buf = malloc(img->hdr.chunk_size);
+
+	if (nbad)
+		*nbad = 0;
+	if (!buf)
+		return fl_err(-ENOMEM, "%s: no memory", name);
+	for (uint64_t i = 0; i < img->hdr.chunk_count; i++) {
+		if (img->index[i].kind == IMAGE_ZERO)
+			continue;
+		if (image_read_chunk(img, i, buf) < 0) {
+			bad++;
+			if (report)
+				report(arg, fl_last_error());
+		}
+	}
+	free(buf);
+	if (nbad)
+		*nbad = bad;
+	if (bad)
+		return fl_err(-EBADMSG, "%s: %llu bad chunk%s", name,
+			      (unsigned long long)bad, bad == 1 ? "" : "s");
+	return 0;
+}
+
 int image_verify(const char *path,
 		 void (*report)(void *arg, const char *msg), void *arg,
 		 uint64_t *nbad)
 {
 	struct image *img;
-	uint64_t bad = 0;
-	void *buf;
 	int ret = image_open(path, &img);
 
 	if (nbad)
@@ -774,28 +801,8 @@ int image_verify(const char *path,
 		image_close(img);
 	if (ret < 0)
 		return ret;
-	buf = malloc(img->hdr.chunk_size);
-	if (!buf) {
-		image_close(img);
-		return fl_err(-ENOMEM, "%s: no memory", path);
-	}
-	for (uint64_t i = 0; i < img->hdr.chunk_count; i++) {
-		if (img->index[i].kind == IMAGE_ZERO)
-			continue;
-		ret = image_read_chunk(img, i, buf);
-		if (ret < 0) {
-			bad++;
-			if (report)
-				report(arg, fl_last_error());
-		}
-	}
-	free(buf);
+	ret = image_verify_chunks(img, path, report, arg, nbad);
 	image_close(img);
-	if (nbad)
-		*nbad = bad;
-	if (bad)
-		return fl_err(-EBADMSG, "%s: %llu bad chunk%s", path,
-			      (unsigned long long)bad, bad == 1 ? "" : "s");
-	return 0;
+	return ret;
 }
 

@@ -270,5 +270,9 @@ int image_inspect(const char *path, struct image_info *info);
 int image_verify(const char *path,
 		 void (*report)(void *arg, const char *msg), void *arg,
 		 uint64_t *nbad);
+/* image_verify() of an image already open (name: for the messages). */
+int image_verify_chunks(struct image *img, const char *name,
+			void (*report)(void *arg, const char *msg), void *arg,
+			uint64_t *nbad);
 
 #endif

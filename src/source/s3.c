@@ -308,3 +308,107 @@ const char *s3_error_hint(const char *code)
 			return hints[i][1];
 	return NULL;
 }
+
+/* ---- ListObjectsV2 answers ------------------------------------------------- */
+
+/* The text of <tag>...</tag> within [p, end), or NULL; its length in *n. */
+static const char *xml_text(const char *p, const char *end, const char *tag,
+			    size_t *n)
+{
+	char open[40], close[40];
+	const char *a, *b;
+	int ol = snprintf(open, sizeof(open), "<%s>", tag);
+	int cl = snprintf(close, sizeof(close), "</%s>", tag);
+
+	a = memmem(p, (size_t)(end - p), open, (size_t)ol);
+	if (!a)
+		return NULL;
+	a += ol;
+	b = memmem(a, (size_t)(end - a), close, (size_t)cl);
+	if (!b)
+		return NULL;
+	*n = (size_t)(b - a);
+	return a;
+}
+
+/*
+ * XML text into out (n bytes, NUL-terminated): the five named entities
+ * decoded; anything else after '&', a control character or no room is
+ * refused (false): an S3 key faultline writes has none of them.
+ */
+static bool xml_unescape(const char *s, size_t len, char *out, size_t n)
+{
+	static const char *const ent[][2] = {
+		{ "&amp;", "&" }, { "&lt;", "<" }, { "&gt;", ">" },
+		{ "&quot;", "\"" }, { "&apos;", "'" },
+	};
+	size_t k = 0;
+
+	for (size_t i = 0; i < len; k++) {
+		size_t e = 0;
+
+		if (k + 1 >= n || (unsigned char)s[i] < 0x20)
+			return false;
+		if (s[i] != '&') {
+			out[k] = s[i++];
+			continue;
+		}
+		while (e < 5 && (len - i < strlen(ent[e][0]) ||
+				 memcmp(s + i, ent[e][0], strlen(ent[e][0]))))
+			e++;
+		if (e == 5)
+			return false;
+		out[k] = ent[e][1][0];
+		i += strlen(ent[e][0]);
+	}
+	if (k >= n)
+		return false;
+	out[k] = 0;
+	return true;
+}
+
+int s3_list_parse(const char *body, size_t len, struct s3_list_page *pg,
+		  int (*key)(void *arg, const char *name, uint64_t size),
+		  void *arg)
+{
+	const char *end = body + len, *p = body, *c, *t;
+	char name[S3_KEY_MAX + 1];
+	size_t n;
+
+	pg->more = false;
+	pg->token[0] = 0;
+	if (!memmem(body, len, "<ListBucketResult", 17))
+		return fl_err(-EPROTO, "not a ListBucketResult");
+	while ((c = xml_text(p, end, "Contents", &n))) {
+		const char *ce = c + n;
+		char num[24];
+		uint64_t size = 0;
+		int ret;
+
+		t = xml_text(c, ce, "Key", &n);
+		if (!t || !xml_unescape(t, n, name, sizeof(name)))
+			return fl_err(-EPROTO, "a <Contents> without a Key "
+				      "faultline can read");
+		t = xml_text(c, ce, "Size", &n);
+		if (!t || !n || n >= sizeof(num) ||
+		    strspn(t, "0123456789") < n)
+			return fl_err(-EPROTO, "%s: no <Size>", name);
+		memcpy(num, t, n);
+		num[n] = 0;
+		errno = 0;
+		size = strtoull(num, NULL, 10);
+		if (errno)
+			return fl_err(-EPROTO, "%s: <Size> %s", name, num);
+		if ((ret = key(arg, name, size)) < 0)
+			return ret;
+		p = ce;
+	}
+	t = xml_text(body, end, "IsTruncated", &n);
+	pg->more = t && n == 4 && !memcmp(t, "true", 4);
+	t = xml_text(body, end, "NextContinuationToken", &n);
+	if (pg->more && (!t || !n ||
+			 !xml_unescape(t, n, pg->token, sizeof(pg->token))))
+		return fl_err(-EPROTO, "truncated, without a "
+			      "NextContinuationToken");
+	return 0;
+}

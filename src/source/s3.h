@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <curl/curl.h>
 
@@ -63,5 +64,23 @@ bool s3_error_code(const char *body, size_t len, char *code, size_t n);
 
 /* What an error code usually means here, or NULL. */
 const char *s3_error_hint(const char *code);
+
+/* One page of a ListObjectsV2 answer: more to ask for, and how. */
+#define S3_KEY_MAX	1024		/* bytes in a key, S3's own limit */
+struct s3_list_page {
+	bool more;			/* IsTruncated */
+	char token[1024];		/* NextContinuationToken, decoded */
+};
+/*
+ * Parse one ListObjectsV2 answer (not NUL-terminated): key() called with
+ * each <Contents>' Key (XML entities decoded) and Size, in order; a
+ * negative return stops it and is returned.  0, or -EPROTO with the
+ * error saying what is missing (a Key, a Size, the token of a truncated
+ * answer).  A bounded, tolerant scan, not an XML parser: only the
+ * elements it needs, which S3 writes without attributes.
+ */
+int s3_list_parse(const char *body, size_t len, struct s3_list_page *pg,
+		  int (*key)(void *arg, const char *name, uint64_t size),
+		  void *arg);
 
 #endif

@@ -25,10 +25,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 
+#include "faultline.h"
 #include "format/image.h"
 #include "source/http_state.h"
 #include "source/s3.h"
@@ -39,31 +42,46 @@
 
 struct s3_store {
 	char spec[1024];	/* "s3://BUCKET/PREFIX/" */
+	char lock[64];		/* our lock's name under PREFIX/, or "" */
 	struct s3_target t;	/* t.url: the prefix's URL, ending in '/' */
 	pthread_mutex_t mu;
 	CURL *idle[S3S_IDLE];
 	int nidle;
 };
 
-enum req { REQ_HEAD, REQ_PUT, REQ_GET1 };
+enum req { REQ_HEAD, REQ_PUT, REQ_GET1, REQ_LIST, REQ_DELETE };
 
-static const char *const req_name[] = { "HEAD", "PUT", "GET" };
+static const char *const req_name[] = { "HEAD", "PUT", "GET", "LIST",
+					"DELETE" };
+
+#define LIST_MAX	(16u << 20)	/* bytes of one page of keys, at most */
 
 struct resp {
 	long status;
 	curl_off_t clen;
 	char body[512];		/* the start of an error's body */
 	size_t blen;
+	char *all;		/* REQ_LIST: the whole body (malloc'd) */
+	size_t alen;
 };
 
 static size_t on_body(char *p, size_t size, size_t n, void *arg)
 {
 	struct resp *r = arg;
 	size_t len = size * n, keep = sizeof(r->body) - 1 - r->blen;
+	char *all;
 
 	keep = len < keep ? len : keep;
 	memcpy(r->body + r->blen, p, keep);
 	r->blen += keep;
+	if (!r->all)
+		return len;
+	if (r->alen + len > LIST_MAX ||
+	    !(all = realloc(r->all, r->alen + len + 1)))
+		return 0;	/* too much: the transfer fails */
+	r->all = all;
+	memcpy(r->all + r->alen, p, len);
+	r->alen += len;
 	return len;
 }
 
@@ -163,7 +181,10 @@ static int request(struct s3_store *s, const struct s3_target *t,
 		return fl_err(-ENOMEM, "%s: cannot set up libcurl", what);
 	}
 	for (;;) {
+		char *all = r->all;
+
 		memset(r, 0, sizeof(*r));
+		r->all = all;	/* the caller's buffer, for REQ_LIST */
 		r->clen = -1;
 		err[0] = 0;
 		curl_easy_reset(e);
@@ -184,6 +205,8 @@ static int request(struct s3_store *s, const struct s3_target *t,
 		curl_easy_setopt(e, CURLOPT_USERAGENT, "faultline/" "0.1");
 		if (q == REQ_HEAD) {
 			curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+		} else if (q == REQ_DELETE) {
+			curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, "DELETE");
 		} else if (q == REQ_PUT) {
 			/* POSTFIELDS: what libcurl's SigV4 hashes, sent as PUT */
 			curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
@@ -264,7 +287,7 @@ static int object(const struct s3_store *s, const char *name, char **url,
 int s3_store_head(struct s3_store *s, const char *name, uint64_t *size)
 {
 	char what[1200], *url;
-	struct resp r;
+	struct resp r = { 0 };
 	int ret = object(s, name, &url, what, sizeof(what));
 
 	if (ret < 0)
@@ -297,7 +320,7 @@ int s3_store_put(struct s3_store *s, const char *name, const void *buf,
 		 size_t len, uint64_t *size)
 {
 	char what[1200], *url;
-	struct resp r;
+	struct resp r = { 0 };
 	int ret = object(s, name, &url, what, sizeof(what));
 
 	if (ret < 0)
@@ -321,7 +344,7 @@ int s3_store_put_spec(struct s3_store *s, const char *spec, const void *buf,
 		      size_t len)
 {
 	struct s3_target t;
-	struct resp r;
+	struct resp r = { 0 };
 	int ret = s3_target_get(spec, &t);
 
 	if (ret < 0)
@@ -337,9 +360,201 @@ void s3_store_close(struct s3_store *s)
 {
 	if (!s)
 		return;
+	s3_store_unlock(s);
 	for (int i = 0; i < s->nidle; i++)
 		curl_easy_cleanup(s->idle[i]);
 	pthread_mutex_destroy(&s->mu);
 	s3_target_free(&s->t);
 	free(s);
+}
+
+/* ---- listing and deleting: gc ---------------------------------------------- */
+
+/* The key prefix of the store ("PREFIX/", or "" for a whole bucket). */
+static const char *key_prefix(const struct s3_store *s)
+{
+	const char *p = strchr(s->spec + 5, '/');	/* after s3://BUCKET */
+
+	return p ? p + 1 : "";
+}
+
+/*
+ * The bucket's URL for a request on the bucket itself: path-style
+ * "ENDPOINT/BUCKET", virtual-hosted "https://BUCKET.s3.../" (malloc'd).
+ */
+static char *bucket_url(const struct s3_store *s)
+{
+	const char *kp = key_prefix(s);
+	char root[1024], *u = NULL;
+	struct s3_target t;
+
+	snprintf(root, sizeof(root), "%.*s", (int)(kp - s->spec), s->spec);
+	if (s3_target_root(root, &t) < 0)
+		return NULL;
+	const char *host = strstr(t.url, "://");
+	const char *path = host ? strchr(host + 3, '/') : NULL;
+
+	if (path && (u = strdup(t.url)) && strlen(path) > 1 &&
+	    u[strlen(u) - 1] == '/')
+		u[strlen(u) - 1] = 0;	/* "/BUCKET/" is "/BUCKET" */
+	s3_target_free(&t);
+	return u;
+}
+
+/* The names in a list are the store's: its key prefix taken off. */
+struct list_arg {
+	const char *kp;
+	size_t kl;
+	int (*key)(void *arg, const char *name, uint64_t size);
+	void *arg;
+};
+
+static int list_key(void *arg, const char *name, uint64_t size)
+{
+	struct list_arg *l = arg;
+
+	if (strncmp(name, l->kp, l->kl))
+		return 0;	/* not under the prefix: not asked for */
+	return l->key(l->arg, name + l->kl, size);
+}
+
+int s3_store_list(struct s3_store *s, const char *sub,
+		  int (*key)(void *arg, const char *name, uint64_t size),
+		  void *arg)
+{
+	struct list_arg la = { key_prefix(s), strlen(key_prefix(s)), key,
+			       arg };
+	struct s3_list_page pg = { 0 };
+	char what[1200], *base = bucket_url(s), *pfx = NULL;
+	CURL *esc = curl_easy_init();
+	int ret = base && esc ? 0 : -ENOMEM;
+
+	snprintf(what, sizeof(what), "%s%s", s->spec, sub);
+	if (!ret && asprintf(&pfx, "%s%s", key_prefix(s), sub) < 0)
+		ret = -ENOMEM;
+	do {
+		struct resp r = { 0 };
+		char *ep = NULL, *et = NULL, *url = NULL;
+
+		if (ret)
+			break;
+		ep = curl_easy_escape(esc, pfx, 0);
+		et = pg.more ? curl_easy_escape(esc, pg.token, 0) : NULL;
+		r.all = malloc(1);
+		/* parameters in their canonical (sorted) order for SigV4 */
+		if (!ep || (pg.more && !et) || !r.all ||
+		    asprintf(&url, "%s?%s%s%slist-type=2&prefix=%s", base,
+			     et ? "continuation-token=" : "", et ? et : "",
+			     et ? "&" : "", ep) < 0)
+			url = NULL;
+		ret = url ? request(s, &s->t, url, what, REQ_LIST, NULL, 0,
+				    false, &r) : -ENOMEM;
+		if (!ret && r.status != 200)
+			ret = status_err(what, REQ_LIST, &r);
+		if (!ret && (ret = s3_list_parse(r.all, r.alen, &pg, list_key,
+						 &la)) == -EPROTO) {
+			char why[256];
+
+			snprintf(why, sizeof(why), "%s", fl_last_error());
+			ret = fl_err(ret, "%s: LIST: %s", what, why);
+		}
+		curl_free(ep);
+		curl_free(et);
+		free(url);
+		free(r.all);
+	} while (!ret && pg.more);
+	if (esc)
+		curl_easy_cleanup(esc);
+	free(base);
+	free(pfx);
+	return ret;
+}
+
+int s3_store_delete(struct s3_store *s, const char *name)
+{
+	char what[1200], *url;
+	struct resp r = { 0 };
+	int ret = object(s, name, &url, what, sizeof(what));
+
+	if (ret < 0)
+		return ret;
+	ret = request(s, &s->t, url, what, REQ_DELETE, NULL, 0, false, &r);
+	free(url);
+	if (!ret && r.status != 204 && r.status != 200)
+		ret = status_err(what, REQ_DELETE, &r);
+	return ret;
+}
+
+/* ---- locks ------------------------------------------------------------------ */
+
+/* The locks in the way of ours: their count, the first's name. */
+struct lock_scan {
+	const char *own;
+	bool exclusive;
+	int n;
+	char first[128];
+};
+
+static int lock_seen(void *arg, const char *name, uint64_t size)
+{
+	struct lock_scan *l = arg;
+
+	(void)size;
+	if (!strcmp(name, l->own) ||
+	    (!l->exclusive && strncmp(name, S3_LOCKS "gc-", 9)))
+		return 0;
+	if (!l->n++)
+		snprintf(l->first, sizeof(l->first), "%s", name);
+	return 0;
+}
+
+int s3_store_lock(struct s3_store *s, bool exclusive)
+{
+	char body[160], host[64] = "?";
+	uint64_t rnd, size;
+	unsigned int ms = 250, waited = 0;
+	int ret;
+
+	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+		return fl_err(-EIO, "%s: no random lock name", s->spec);
+	snprintf(s->lock, sizeof(s->lock), S3_LOCKS "%s-%016" PRIx64,
+		 exclusive ? "gc" : "create", rnd);
+	gethostname(host, sizeof(host) - 1);
+	snprintf(body, sizeof(body), "faultline image %s, host %s, pid %d, "
+		 "since %lld\n", exclusive ? "gc" : "create", host, getpid(),
+		 (long long)time(NULL));
+	for (;;) {
+		struct lock_scan l = { .own = s->lock, .exclusive = exclusive };
+
+		ret = s3_store_put(s, s->lock, body, strlen(body), &size);
+		if (!ret)
+			ret = s3_store_list(s, S3_LOCKS, lock_seen, &l);
+		if (ret || !l.n)
+			break;
+		s3_store_delete(s, s->lock);
+		if (exclusive || waited >= S3_LOCK_WAIT_MS) {
+			s->lock[0] = 0;
+			return fl_err(-EBUSY, "%s%s is held (%d lock%s there): %s",
+				      s->spec, l.first, l.n, l.n == 1 ? "" :
+				      "s", exclusive ? "a create or a gc is "
+				      "writing into the store; nothing was "
+				      "deleted, run gc again once it is done "
+				      "(a lock left by one that died: delete "
+				      "that object)" : "a gc is sweeping the "
+				      "store; create again once it is done");
+		}
+		usleep(ms * 1000);	/* a gc is running: it ends soon */
+		waited += ms;
+		ms = ms < 4000 ? 2 * ms : ms;
+	}
+	if (ret)
+		s->lock[0] = 0;
+	return ret;
+}
+
+void s3_store_unlock(struct s3_store *s)
+{
+	if (s->lock[0])
+		s3_store_delete(s, s->lock);
+	s->lock[0] = 0;
 }
