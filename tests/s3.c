@@ -23,7 +23,10 @@
  * SignatureDoesNotMatch, no secret) and nothing put, no index; a missing
  * variable is named before any request.  `image inspect` of a diff in the
  * bucket shows its chain, `image verify` finds every chunk good, then
- * names the one whose object was replaced.
+ * names the one whose object was replaced.  `image gc --store s3://`:
+ * a dry run deletes nothing, a create's lock object makes it refuse,
+ * then it deletes what no kept image references, its DELETEs signed,
+ * its own lock gone, and the kept image still verifies.
  *
  * What the server does not check is checked here instead: its access log
  * shows every request of faultline signed (it would serve unsigned ones)
