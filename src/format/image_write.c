@@ -105,6 +105,9 @@ struct job {
 	uint8_t sha[IMAGE_HASH_LEN];	/* into a store */
 	bool exists;		/* into a store: there already, out_len bytes */
 	int err;		/* into a store: cannot hash, or ask the store */
+	bool put;		/* into a bucket: put by the worker, as: */
+	bool wrote;		/* ours went in (not one put beside us) */
+	uint64_t put_size;	/* the object's size in the bucket */
 };
 
 struct pool {
@@ -132,6 +135,41 @@ struct compressor {
 };
 
 
+/* A worker's store error (a bucket's): said once, and the others stop. */
+static void pool_fail(struct pool *p, struct job *j, int ret)
+{
+	j->err = ret;
+	pthread_mutex_lock(&p->mu);
+	if (!p->err) {
+		p->err = ret;
+		snprintf(p->why, sizeof(p->why), "%s", fl_last_error());
+	}
+	pthread_mutex_unlock(&p->mu);
+	atomic_store(&p->failed, true);
+}
+
+/*
+ * Into a bucket, the worker puts the object itself, so that the PUTs of
+ * a batch go out side by side (a round trip each; one at a time, a
+ * distant bucket would bound the create).  A directory is written in
+ * order by write_batch().
+ */
+static void put_job(struct pool *p, struct job *j)
+{
+	bool z = j->kind == IMAGE_ZSTD;
+	int ret;
+
+	if (!p->store || !p->store->s3 || j->exists || j->err ||
+	    j->kind == IMAGE_ZERO)
+		return;
+	ret = store_put(p->store, j->sha, z ? j->out : j->in,
+			z ? j->out_len : j->len, &j->put_size, &j->wrote);
+	if (ret < 0)
+		pool_fail(p, j, ret);
+	else
+		j->put = true;
+}
+
 static void compress_job(struct pool *p, struct job *j, ZSTD_CCtx *cctx)
 {
 	size_t n;
@@ -140,6 +178,7 @@ static void compress_job(struct pool *p, struct job *j, ZSTD_CCtx *cctx)
 	j->out_len = 0;
 	j->exists = false;
 	j->err = 0;
+	j->put = j->wrote = false;
 	if (j->hole || is_zero(j->in, j->len)) {
 		j->kind = IMAGE_ZERO;
 		j->hash = 0;
@@ -158,15 +197,7 @@ static void compress_job(struct pool *p, struct job *j, ZSTD_CCtx *cctx)
 		/* There already (another snapshot's): not compressed again. */
 		ret = j->err ? -ENOENT : store_has(p->store, j->sha, &size);
 		if (ret < 0 && ret != -ENOENT) {	/* a bucket's error */
-			j->err = ret;
-			pthread_mutex_lock(&p->mu);
-			if (!p->err) {
-				p->err = ret;
-				snprintf(p->why, sizeof(p->why), "%s",
-					 fl_last_error());
-			}
-			pthread_mutex_unlock(&p->mu);
-			atomic_store(&p->failed, true);
+			pool_fail(p, j, ret);
 			return;
 		}
 		if (ret == 0 && size && size <= j->len) {
@@ -187,6 +218,7 @@ static void compress_job(struct pool *p, struct job *j, ZSTD_CCtx *cctx)
 	} else {
 		j->kind = IMAGE_RAW;
 	}
+	put_job(p, j);
 }
 
 static void run_batch(struct pool *p, ZSTD_CCtx *cctx)
@@ -523,7 +555,10 @@ static int store_batch_one(struct writer *w, const struct job *j,
 		return fl_err(j->err, "%s: chunk %llu: cannot hash",
 			      w->raw_path, (unsigned long long)j->idx);
 	memcpy(e->sha, j->sha, IMAGE_HASH_LEN);
-	if (!j->exists) {
+	if (j->put) {			/* a worker put it into the bucket */
+		size = j->put_size;
+		wrote = j->wrote;
+	} else if (!j->exists) {
 		ret = store_put(&w->sw, j->sha, src, len, &size, &wrote);
 		if (ret < 0)
 			return ret;
