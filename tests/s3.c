@@ -35,7 +35,9 @@
  * wrongly); a listener of our own takes one request as it comes off the
  * wire and checks the Authorization header's credential scope and
  * signed headers, the payload hash (the empty body's: the server never
- * compares it) and the key's encoding, and answers 403 AccessDenied.
+ * compares it) and the key's encoding, and answers 403 AccessDenied;
+ * it takes a create's first PUT too, whose x-amz-content-sha256 must be
+ * the SHA-256 of the body that came.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -431,7 +433,8 @@ static void is_text(const char *got, const char *want, const char *name)
 
 struct capture {
 	int fd;
-	char req[8192];
+	char req[8192];		/* the head, then the body (Content-Length) */
+	size_t len;
 };
 
 static void *capture_one(void *arg)
@@ -449,11 +452,19 @@ static void *capture_one(void *arg)
 		return NULL;
 	while (n + 1 < sizeof(c->req) &&
 	       (r = read(fd, c->req + n, sizeof(c->req) - 1 - n)) > 0) {
+		const char *end, *cl;
+
 		n += (size_t)r;
 		c->req[n] = 0;
-		if (strstr(c->req, "\r\n\r\n"))
+		end = strstr(c->req, "\r\n\r\n");
+		cl = strcasestr(c->req, "\r\nContent-Length:");
+		/* all of the head, and of a body as long as it says */
+		if (end && (!cl || cl > end ||
+			    n >= (size_t)(end + 4 - c->req) +
+				 strtoul(cl + 17, NULL, 10)))
 			break;
 	}
+	c->len = n;
 	snprintf(resp, sizeof(resp), "HTTP/1.1 403 Forbidden\r\n"
 		 "Content-Type: application/xml\r\nContent-Length: %zu\r\n"
 		 "Connection: close\r\n\r\n%s", sizeof(body) - 1, body);
@@ -540,6 +551,61 @@ static void test_wire(void)
 	is_text(header(c.req, "Range", v, sizeof(v)), "bytes=0-4095",
 	       "wire: Range bytes=0-4095 (the open's probe; never a suffix)");
 	env_set(SECRET, NULL);
+}
+
+/*
+ * A create's first request, its lock's PUT, as it comes off the wire: the
+ * payload hash is the SHA-256 of the body sent (the server never
+ * compares them), signed with Content-Type; the listener's 403 stops it.
+ */
+static void test_wire_put(const char *raw)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+	struct capture c = { .fd = socket(AF_INET, SOCK_STREAM, 0) };
+	char ep[64], v[1024], cmd[1024], hex[IMAGE_HASH_HEX];
+	uint8_t sha[IMAGE_HASH_LEN];
+	pthread_t t;
+	int st;
+
+	if (bind(c.fd, (struct sockaddr *)&a, sizeof(a)) ||
+	    listen(c.fd, 4) ||
+	    getsockname(c.fd, (struct sockaddr *)&a, &alen))
+		BAIL("listener: %s", strerror(errno));
+	snprintf(ep, sizeof(ep), "http://127.0.0.1:%d/", ntohs(a.sin_port));
+	env_set(SECRET, NULL);
+	setenv("AWS_ENDPOINT_URL", ep, 1);
+	pthread_create(&t, NULL, capture_one, &c);
+	snprintf(cmd, sizeof(cmd), "'%s' image create '%s' "
+		 "s3://wire-bucket/p/images/x.fli --store s3://wire-bucket/p "
+		 ">/dev/null 2>&1", serve_bin(), raw);
+	st = system(cmd);
+	pthread_join(t, NULL);
+	close(c.fd);
+	ok(WIFEXITED(st) && WEXITSTATUS(st) == 1, "wire PUT: the listener's "
+	   "403 stops the create (exit 0x%x)", st);
+	ok(!strncmp(c.req, "PUT /wire-bucket/p/locks/create-", 32),
+	   "wire PUT: its first request is its lock's PUT: \"%.*s\"",
+	   (int)strcspn(c.req, "\r"), c.req);
+	const char *body = strstr(c.req, "\r\n\r\n");
+	size_t blen = body ? c.len - (size_t)(body + 4 - c.req) : 0;
+
+	ok(body && blen > 0 && image_sha256(body + 4, blen, sha) == 0,
+	   "wire PUT: a body of %zu bytes came", blen);
+	image_hash_hex(sha, hex);
+	is_text(header(c.req, "x-amz-content-sha256", v, sizeof(v)), hex,
+		"wire PUT: x-amz-content-sha256 is the SHA-256 of the body "
+		"that came");
+	snprintf(cmd, sizeof(cmd), "%zu", blen);
+	is_text(header(c.req, "Content-Length", v, sizeof(v)), cmd,
+		"wire PUT: Content-Length is the body's");
+	header(c.req, "Authorization", v, sizeof(v));
+	ok(strstr(v, "SignedHeaders=content-type;host;if-none-match;"
+		  "x-amz-content-sha256;x-amz-date,") != NULL, "wire PUT: "
+	   "signed over content-type, host, If-None-Match, the payload hash "
+	   "and the date: \"%s\"", v);
+	unsetenv("AWS_ENDPOINT_URL");
 }
 
 /* ---- specs and URLs ---------------------------------------------------------- */
@@ -1119,6 +1185,7 @@ int main(void)
 
 	test_urls();
 	test_wire();
+	test_wire_put(mem.path);
 	test_library();
 	test_presigned();
 	test_daemon();
