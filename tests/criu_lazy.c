@@ -362,6 +362,32 @@ static void refused_without_ps(const char *dir, const char *img,
 		diag("exit 0x%x: %s", st, out);
 }
 
+/*
+ * faultline lazy-pages with a page server nobody listens on: one line
+ * saying so, exit 1, and no socket (criu restore fails at connect).
+ */
+static void refused_unreachable(const char *dir, const char *img,
+				const char *name)
+{
+	char cmd[900], out[1024] = "", sock[400];
+	int port = free_port();
+
+	snprintf(cmd, sizeof(cmd), "%s lazy-pages -D '%s' --page-server "
+		 "--address 127.0.0.1 --port %d >'%s/refused' 2>&1",
+		 faultline_bin(), img, port, dir);
+	int st = system(cmd);
+
+	cu_read_file(dir, "refused", out, sizeof(out));
+	snprintf(sock, sizeof(sock), "%s/lazy-pages.socket", img);
+	const char *nl = strchr(out, '\n');
+
+	if (!ok(WIFEXITED(st) && WEXITSTATUS(st) == 1 &&
+		strstr(out, "cannot connect") && (!nl || !nl[1]) &&
+		access(sock, F_OK) < 0, "%s: a page server not listening: "
+		"refused in one line, no socket", name))
+		diag("exit 0x%x: %s", st, out);
+}
+
 /* A copy of img beside it, its tasks' pages left lazy: 0 or -1. */
 static int lazy_dump_copy(const char *img, char *copy, size_t len,
 			  const pid_t *pids, int n)
@@ -513,6 +539,7 @@ static void run(const struct scenario *sc)
 			return;
 		rimg = left;
 		refused_without_ps(dir, left, sc->name);
+		refused_unreachable(dir, left, sc->name);
 	}
 	if (sc->ps) {
 		args[na++] = "--page-server";

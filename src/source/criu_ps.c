@@ -290,8 +290,8 @@ int source_criu_ps_open(const char *host, const char *port,
 		ps->fd = sock_connect_tcp(host, port, CONNECT_MS, why,
 					  sizeof(why));
 		if (ps->fd < 0)
-			ret = fl_err(ps->fd, "%s: cannot connect: %s", desc,
-				     why[0] ? why : strerror(-ps->fd));
+			ret = fl_err(ps->fd, "%s: %s", desc, why[0] ? why :
+				     strerror(-ps->fd));
 	}
 	if (ret < 0 && (ret == -ENOMEM || !lost_ok)) {
 		free(ps->r);
