@@ -33,10 +33,11 @@
 #include "criu_images.pb-c.h"
 #include "criu_util.h"
 #include "format/criu.h"
+#include "bench.h"
 #include "http_util.h"
 #include "tap.h"
 
-#define MIB 8
+#define TASK_MIB 8	/* each process's memory */
 
 struct scenario {
 	const char *name;
@@ -214,41 +215,6 @@ static pid_t page_server(const char *dir, const char *img, const char *log,
 	    cu_read_file(dir, "ps.pid", buf, sizeof(buf)) <= 0)
 		return -1;
 	return atoi(buf) > 0 ? atoi(buf) : -1;
-}
-
-/*
- * CRIU's page server tees up to 4 MiB through a pipe it sizes with
- * F_SETPIPE_SZ (PIPE_MAX_SIZE pages, rounded to 4 MiB), which needs
- * CAP_SYS_RESOURCE or fs.pipe-max-size that large: these machines lack
- * the first and default to 1 MiB, and then any request reaching past
- * 64 KiB into one of its buffers fails (`tee: 65536`) and it hangs up.
- * Set to at least 4 MiB: the value before, to put back (or -1).
- */
-#define PIPE_MAX_PATH	"/proc/sys/fs/pipe-max-size"
-#define PS_PIPE_BYTES	(4L << 20)
-
-static void pipe_max_write(long v)
-{
-	FILE *f = fopen(PIPE_MAX_PATH, "w");
-
-	if (f) {
-		fprintf(f, "%ld\n", v);
-		fclose(f);
-	}
-}
-
-static long pipe_max_set(long want)
-{
-	FILE *f = fopen(PIPE_MAX_PATH, "r");
-	long old = -1;
-
-	if (f && fscanf(f, "%ld", &old) != 1)
-		old = -1;
-	if (f)
-		fclose(f);
-	if (old >= 0 && old < want)
-		pipe_max_write(want);
-	return old;
 }
 
 /* The whole of path: its bytes (malloc'd) and *len, or NULL. */
@@ -481,7 +447,7 @@ static void run(const struct scenario *sc)
 	snprintf(img, sizeof(img), "%s/img", dir);
 	snprintf(log, sizeof(log), "%s/criu.log", dir);
 	mkdir(img, 0755);
-	pid_t child = cu_start(dir, sc->kind, MIB, sc->threads);
+	pid_t child = cu_start(dir, sc->kind, TASK_MIB, sc->threads);
 
 	/* Every process of the dump has filled its memory. */
 	for (int i = 0; sc->roles[i]; i++) {
@@ -691,7 +657,8 @@ int main(int argc, char **argv)
 		skip_all("no faultline binary (make all)");
 	have_nginx = nginx_binary() && nginx_setup(&ngx) == 0 &&
 		     nginx_start(&ngx) == 0;
-	long pipe_old = pipe_max_set(PS_PIPE_BYTES);
+	/* CRIU's page server needs it (bench.h says why) */
+	long pipe_old = bench_pipe_max_raise(BENCH_CRIU_PIPE);
 
 	for (size_t i = 0; i < sizeof(sc) / sizeof(sc[0]); i++) {
 		const char *only = getenv("CRIU_TEST_ONLY");
@@ -707,7 +674,6 @@ int main(int argc, char **argv)
 		nginx_kill(&ngx);
 		nginx_cleanup(&ngx);
 	}
-	if (pipe_old >= 0 && pipe_old < PS_PIPE_BYTES)
-		pipe_max_write(pipe_old);
+	bench_pipe_max_put(pipe_old);
 	return done_testing();
 }

@@ -145,6 +145,16 @@ int bench_wait_resident(const void *p, uint64_t len);
  * and its path in path (a buffer of 64 bytes), or -errno.  With unlink_it,
  * the path is removed at once. */
 int bench_memfile(uint64_t len, char *path, bool unlink_it);
+/*
+ * fs.pipe-max-size set to v (bytes).  CRIU's page server sizes its pipe
+ * to 4 MiB (F_SETPIPE_SZ), which needs CAP_SYS_RESOURCE or a limit that
+ * large: without, any request past 64 KiB into one of its buffers fails
+ * and it hangs up.  bench_pipe_max_raise() sets at least want and
+ * returns the value to put back with bench_pipe_max_put() (-1: nothing).
+ */
+#define BENCH_CRIU_PIPE	(4L << 20)
+long bench_pipe_max_raise(long want);
+void bench_pipe_max_put(long old);
 /* Bytes of AnonHugePages of the mappings inside [addr, addr+len), or -errno. */
 int64_t bench_thp_bytes(const void *addr, size_t len);
 

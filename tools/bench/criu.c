@@ -37,6 +37,7 @@
 #include "bench.h"
 #include "cli.h"
 #include "faultline.h"
+#include "http_util.h"
 
 #define BOUND_S		120.0	/* at most, for anything: a hang, not a time */
 #define PAGE		4096
@@ -150,11 +151,15 @@ static const struct cand {
 	const char *label;
 	enum kind kind;
 	bool verbose;		/* criu -v4: its log has a line per fault */
+	bool ps;		/* the pages from `criu page-server` */
 } cands[] = {
-	{ "eager", "criu restore (eager)", EAGER, false },
-	{ "criu", "criu lazy-pages", CRIU_LAZY, false },
-	{ "criu_v4", "criu lazy-pages -v4", CRIU_LAZY, true },
-	{ "faultline", "faultline lazy-pages", FL_LAZY, false },
+	{ "eager", "criu restore (eager)", EAGER, false, false },
+	{ "criu", "criu lazy-pages", CRIU_LAZY, false, false },
+	{ "criu_v4", "criu lazy-pages -v4", CRIU_LAZY, true, false },
+	{ "faultline", "faultline lazy-pages", FL_LAZY, false, false },
+	{ "criu_ps", "criu lazy-pages --page-server", CRIU_LAZY, false, true },
+	{ "faultline_ps", "faultline lazy-pages --page-server", FL_LAZY, false,
+	  true },
 };
 
 #define NCAND		(int)(sizeof(cands) / sizeof(*cands))
@@ -330,21 +335,73 @@ static int await_restored(const char *path, pid_t pid, pid_t *d, double t0,
 }
 
 /* A lazy-pages daemon of kind k, once it listens (its '\0' on fd 3). */
-static int start_daemon(const struct crun *c, const struct cand *k,
-			const char *log, const char *stats, pid_t *pid)
+/*
+ * `criu page-server --lazy-pages` over the dump on loopback, as a daemon
+ * (listening once criu returns): its pid, its port in port; or -errno.
+ */
+static pid_t page_server(const struct crun *c, char *port, size_t n)
 {
-	const char *fl[] = { bench_faultline_exe(), "lazy-pages", "-D", c->img,
-			     "--status-fd", "3", "--stats-json", stats, NULL };
-	const char *cr[] = { c->criu, "lazy-pages", "-D", c->img,
-			     "--status-fd", "3", k->verbose ? "-v4" : NULL,
-			     NULL };
+	char pidf[PATH_MAX], log[PATH_MAX], buf[32] = "";
+	const char *a[] = { c->criu, "page-server", "--lazy-pages", "-D",
+			    c->img, "--address", "127.0.0.1", "--port", port,
+			    "-d", "--pidfile", pidf, NULL };
+	int fp = free_port(), fd;
+
+	at(pidf, sizeof(pidf), c->dir, "ps.pid");
+	at(log, sizeof(log), c->dir, "page-server.log");
+	unlink(pidf);
+	snprintf(port, n, "%d", fp);
+	if (fp <= 0 || run_cmd(a, log) != 0) {
+		fprintf(stderr, "faultline bench criu: criu page-server did "
+			"not start (see %s)\n", log);
+		return -EIO;
+	}
+	fd = open(pidf, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || read(fd, buf, sizeof(buf) - 1) <= 0)
+		buf[0] = 0;
+	if (fd >= 0)
+		close(fd);
+	return atoi(buf) > 0 ? atoi(buf) : -EIO;
+}
+
+/* The page server gone (it exits when the daemon hangs up), or killed. */
+static void page_server_gone(pid_t pid)
+{
+	for (int i = 0; pid > 0 && i < (int)BOUND_S * 100; i++) {
+		waitpid(pid, NULL, WNOHANG);	/* ours, as subreaper */
+		if (kill(pid, 0) < 0 && errno == ESRCH)
+			return;
+		usleep(10000);
+	}
+	stop(pid);
+}
+
+static int start_daemon(const struct crun *c, const struct cand *k,
+			const char *log, const char *stats, const char *port,
+			pid_t *pid)
+{
+	const char *fl[16] = { bench_faultline_exe(), "lazy-pages", "-D",
+			       c->img, "--status-fd", "3", "--stats-json",
+			       stats };
+	const char *cr[16] = { c->criu, "lazy-pages", "-D", c->img,
+			       "--status-fd", "3", k->verbose ? "-v4" : NULL };
+	const char **a = k->kind == FL_LAZY ? fl : cr;
+	int n = k->kind == FL_LAZY ? 8 : 6 + k->verbose;
+
+	if (k->ps) {		/* as criu lazy-pages takes them */
+		a[n++] = "--page-server";
+		a[n++] = "--address";
+		a[n++] = "127.0.0.1";
+		a[n++] = "--port";
+		a[n++] = port;
+	}
 	struct pollfd p;
 	int fds[2];
 	char ch = 1;
 
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return -errno;
-	*pid = spawn(k->kind == FL_LAZY ? fl : cr, log, fds[1]);
+	*pid = spawn(a, log, fds[1]);
 	close(fds[1]);
 	p = (struct pollfd){ .fd = fds[0], .events = POLLIN };
 	if (*pid > 0 && (poll(&p, 1, (int)BOUND_S * 1000) != 1 ||
@@ -545,17 +602,23 @@ static int restore(struct crun *c, const struct cand *k, struct sample *s)
 	struct rfiles f;
 	const char *r[] = { c->criu, "restore", "-D", c->img, "-d",
 			    k->kind == EAGER ? NULL : "--lazy-pages", NULL };
-	pid_t d = 0;
+	pid_t d = 0, ps = 0;
 	double t0 = bench_now();
 	int ret, st = 0;
+	char port[16] = "";
 
 	*s = (struct sample){ .faults = -1, .copied = -1, .p50_us = -1,
 			      .p99_us = -1, .restore_ms = -1 };
 	restore_files(c, k, &f);
+	if (k->ps && (ps = page_server(c, port, sizeof(port))) < 0)
+		return ps;
 	if (k->kind != EAGER) {
-		ret = start_daemon(c, k, f.dlog, f.stats, &d);
-		if (ret < 0)
+		t0 = bench_now();
+		ret = start_daemon(c, k, f.dlog, f.stats, port, &d);
+		if (ret < 0) {
+			page_server_gone(ps);
 			return ret;
+		}
 		s->listen = bench_now() - t0;
 	}
 	t0 = bench_now();
@@ -585,6 +648,7 @@ static int restore(struct crun *c, const struct cand *k, struct sample *s)
 	count_served(k, &f, s);
 out:
 	stop(d);
+	page_server_gone(ps);
 	put_file(c->dir, "exit", "");
 	if (wait_exit(c->pid, ret < 0 ? 0 : BOUND_S) < 0)
 		stop(c->pid);
@@ -871,8 +935,11 @@ int bench_criu(const struct bench_opts *o, struct bench_table *t)
 		return -ENOMEM;
 	/* The restored process is ours to reap, and its pid free again. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	long pipe_old = bench_pipe_max_raise(BENCH_CRIU_PIPE);
+
 	for (int r = 0; r < n && !ret; r++)
 		ret = one_run(&c, r, &runs[r]);
+	bench_pipe_max_put(pipe_old);
 	prctl(PR_SET_CHILD_SUBREAPER, 0);
 	if (ret < 0)
 		fprintf(stderr, "faultline bench criu: left for a look: %s\n",

@@ -318,3 +318,36 @@ int bench_wait_resident(const void *addr, uint64_t len)
 	}
 	return 0;
 }
+
+#define PIPE_MAX_PATH	"/proc/sys/fs/pipe-max-size"
+
+static void pipe_max_write(long v)
+{
+	FILE *f = fopen(PIPE_MAX_PATH, "w");
+
+	if (f) {
+		fprintf(f, "%ld\n", v);
+		fclose(f);
+	}
+}
+
+long bench_pipe_max_raise(long want)
+{
+	FILE *f = fopen(PIPE_MAX_PATH, "r");
+	long old = -1;
+
+	if (f && fscanf(f, "%ld", &old) != 1)
+		old = -1;
+	if (f)
+		fclose(f);
+	if (old < 0 || old >= want)
+		return -1;
+	pipe_max_write(want);
+	return old;
+}
+
+void bench_pipe_max_put(long old)
+{
+	if (old >= 0)
+		pipe_max_write(old);
+}
