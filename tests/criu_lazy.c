@@ -66,7 +66,7 @@ static const char *faultline_bin(void)
 
 /*
  * faultline lazy-pages -D img and the options in args (NULL-terminated,
- * at most 8), its log in dir: its pid once listening.
+ * at most 11), its log in dir: its pid once listening.
  */
 static pid_t lazy_pages(const char *dir, const char *img,
 			const char *const *args)
@@ -86,9 +86,9 @@ static pid_t lazy_pages(const char *dir, const char *img,
 		dup2(fd, 2);
 		dup2(fds[1], 3);	/* not close-on-exec: dup2 clears it */
 		snprintf(st, sizeof(st), "%d", 3);
-		const char *argv[16] = { "faultline", "lazy-pages", "-D", img,
+		const char *argv[20] = { "faultline", "lazy-pages", "-D", img,
 					 "--status-fd", st };
-		for (int i = 0; args[i] && i < 8; i++)
+		for (int i = 0; args[i] && i < 12; i++)
 			argv[6 + i] = args[i];
 		execv(faultline_bin(), (char **)argv);
 		_exit(127);
@@ -345,6 +345,17 @@ static void refused_unreachable(const char *dir, const char *img,
 
 	cu_read_file(dir, "refused", out, sizeof(out));
 	snprintf(sock, sizeof(sock), "%s/lazy-pages.socket", img);
+	char bad[900], bout[1024] = "";
+
+	snprintf(bad, sizeof(bad), "%s lazy-pages -D '%s' --page-server "
+		 "--address 127.0.0.1 --port %d --page-server-criu banana "
+		 ">'%s/bad' 2>&1", faultline_bin(), img, port, dir);
+	int bst = system(bad);
+
+	cu_read_file(dir, "bad", bout, sizeof(bout));
+	ok(WIFEXITED(bst) && WEXITSTATUS(bst) == 2 &&
+	   strstr(bout, "--page-server-criu") && strstr(bout, "banana"),
+	   "%s: --page-server-criu banana: refused, naming it", name);
 	const char *nl = strchr(out, '\n');
 
 	if (!ok(WIFEXITED(st) && WEXITSTATUS(st) == 1 &&
@@ -486,7 +497,7 @@ static void run(const struct scenario *sc)
 			 ">/dev/null", faultline_bin(), img, flimg);
 		is_int(system(buf), 0, "faultline image create --criu");
 	}
-	const char *args[8] = { 0 };
+	const char *args[12] = { 0 };
 	int na = 0;
 	char trace[200], port[16] = "";
 	pid_t ps = sc->ps ? page_server(dir, img, log, port, sizeof(port)) : 0;
@@ -513,6 +524,10 @@ static void run(const struct scenario *sc)
 		args[na++] = "127.0.0.1";
 		args[na++] = "--port";
 		args[na++] = port;
+	}
+	if (sc->left) {		/* the server's CRIU named, as 4.1.1 is */
+		args[na++] = "--page-server-criu";
+		args[na++] = "4.1.1";
 	}
 	snprintf(trace, sizeof(trace), "%s/ws.trace", dir);
 	if (sc->opt)

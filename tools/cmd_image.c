@@ -550,7 +550,7 @@ static int do_gc(int argc, char **argv)
 	}
 	ret = store_gc(store, imgs, n, dry, &in);
 	free(imgs);
-	if (ret < 0 && !in.deleted) {
+	if (ret < 0 && (!in.deleted || dry)) {
 		fprintf(stderr, "faultline image: gc: %s (nothing deleted)\n",
 			fl_last_error());
 		return CLI_FAILED;

@@ -41,7 +41,8 @@ static const char usage[] =
 	"       [--chunk SIZE] [--stats-json FILE] [--on-source-error poison|kill]\n"
 	"       [--no-prefetch] [--no-background] [--progress]\n"
 	"       [--pages FILE|IMAGE|URL|s3://BUCKET/KEY|tcp://HOST:PORT\n"
-	"        [--cache DIR]] [--page-server --address HOST --port PORT]\n"
+	"        [--cache DIR]] [--page-server --address HOST --port PORT\n"
+	"        [--page-server-criu VERSION]]\n"
 	"       [--record TRACE] [--prefetch TRACE] [--metrics [ADDR:]PORT]\n"
 	"       [--log-level error|warning|info|debug]\n"
 	"  Serves `criu restore --lazy-pages -D DIR` on WORKDIR/" SOCK_NAME "\n"
@@ -56,7 +57,9 @@ static const char usage[] =
 	"  the images in -D still say what is lazy.  --page-server: the lazy\n"
 	"  pages from CRIU's page server at HOST:PORT (`criu dump --lazy-pages`,\n"
 	"  CRIU's post-copy migration, or `criu page-server --lazy-pages`), as\n"
-	"  criu lazy-pages takes them.  --record: the working set\n"
+	"  criu lazy-pages takes them; its header is that of the CRIU that\n"
+	"  wrote the images unless --page-server-criu names the server's\n"
+	"  (4.2 widened it).  --record: the working set\n"
 	"  of every task (which pages each touched first, in order) in one\n"
 	"  trace; --prefetch: replayed at the next restore of the same dump.\n"
 	"  `faultline status --socket WORKDIR/" SOCK_NAME "` shows the restore\n"
@@ -132,8 +135,23 @@ static int open_page_server(const char *host, const char *port,
 {
 	if (!getenv(STORE_FD_ENV))
 		return 0;	/* the supervisor: its server connects */
-	return source_criu_ps_open(host, port, set, getenv(LISTEN_FD_ENV) !=
+	return source_criu_ps_open(host, port, set, getenv(RESTART_ENV) !=
 				   NULL, &c->source);
+}
+
+/*
+ * --page-server-criu VERSION: does that CRIU's page server speak the
+ * 32-byte header (4.2 on)?  1 or 0, or -1 if VERSION is no version.
+ */
+static int criu_version_wide(const char *v)
+{
+	unsigned int major, minor;
+	char c;
+
+	if (sscanf(v, "%u.%u%c", &major, &minor, &c) < 2 ||
+	    strspn(v, "0123456789.") != strlen(v))
+		return -1;
+	return major > 4 || (major == 4 && minor >= 2);
 }
 
 /* -o FILE: the log (stderr) goes there; relative names are in work. */
@@ -175,6 +193,7 @@ int cmd_lazy_pages(int argc, char **argv)
 		{ "page-server", no_argument, NULL, 266 },
 		{ "address", required_argument, NULL, 267 },
 		{ "port", required_argument, NULL, 268 },
+		{ "page-server-criu", required_argument, NULL, 269 },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -183,6 +202,7 @@ int cmd_lazy_pages(int argc, char **argv)
 	const char *dir = NULL, *work = NULL, *log = NULL, *pages = NULL;
 	const char *ps_host = NULL, *ps_port = NULL;
 	bool ps = false;
+	int ps_wide = -1;	/* the page server's header: from the images */
 	char sock[PATH_MAX], ctl[SOCK_UNIX_PATH_MAX];
 	struct criu_set set;
 	int opt, ret;
@@ -224,6 +244,12 @@ int cmd_lazy_pages(int argc, char **argv)
 		case 266: ps = true; break;
 		case 267: ps_host = optarg; break;
 		case 268: ps_port = optarg; break;
+		case 269:
+			if ((ps_wide = criu_version_wide(optarg)) < 0)
+				return cli_bad("lazy-pages", "--page-server-criu",
+					       optarg, "not a CRIU version "
+					       "(e.g. 4.1.1 or 4.2)");
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
@@ -246,9 +272,10 @@ int cmd_lazy_pages(int argc, char **argv)
 			"--pages\n");
 		return CLI_USAGE;
 	}
-	if (!ps && (ps_host || ps_port))
-		return cli_bad("lazy-pages", ps_host ? "--address" : "--port",
-			       ps_host ? ps_host : ps_port, "only with "
+	if (!ps && (ps_host || ps_port || ps_wide >= 0))
+		return cli_bad("lazy-pages", ps_host ? "--address" : ps_port ?
+			       "--port" : "--page-server-criu", ps_host ?
+			       ps_host : ps_port ? ps_port : "", "only with "
 			       "--page-server");
 	if (pages && source_check_spec(pages) < 0) {
 		fprintf(stderr, "faultline lazy-pages: --pages %s\n",
@@ -271,7 +298,9 @@ int cmd_lazy_pages(int argc, char **argv)
 			     "dumping host (criu dump --lazy-pages): serve them "
 			     "with --page-server --address HOST --port PORT",
 			     dir);
-	else if (ret == 0)
+	if (ret == 0 && ps_wide >= 0)
+		set.wide = ps_wide;	/* the server's CRIU, not the dump's */
+	if (ret == 0)
 		ret = ps ? open_page_server(ps_host, ps_port, &set, &c) :
 		      pages ? open_spec(pages, &set, &c) :
 		      open_pages(dir, &set, &c.source);

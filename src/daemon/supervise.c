@@ -56,6 +56,7 @@ struct sup {
 	int last_id;
 	bool stopping;		/* SIGTERM/SIGINT forwarded */
 	bool upgrading;		/* SIGHUP: a handover asked for */
+	bool started;		/* a server ran before the next one */
 	struct store_rec *in;	/* STORE_REC_MAX bytes: one message */
 	struct stored **tab;	/* every session kept: as many as come */
 	int ntab, cap;
@@ -283,6 +284,8 @@ static int start_server(struct sup *s)
 
 		snprintf(num, sizeof(num), "%d", fd);
 		setenv(STORE_FD_ENV, num, 1);
+		if (s->started)
+			setenv(RESTART_ENV, "1", 1);
 		if (s->listen_fd >= 0 || s->listen_done) {
 			int l = s->listen_done ? -1 : dup(s->listen_fd);
 
@@ -296,6 +299,7 @@ static int start_server(struct sup *s)
 	close(sv[1]);
 	s->store_fd = sv[0];
 	s->server = pid;
+	s->started = true;
 	s->quick = s->quick < 0 ? 0 : s->quick;
 	hand_over(s);
 	return 0;
@@ -413,6 +417,7 @@ int supervise_run(char **argv)
 		unsetenv("LISTEN_FDS");
 		unsetenv("LISTEN_PID");
 	}
+	unsetenv(RESTART_ENV);	/* ours to set, for the servers after one */
 	sigemptyset(&s.sigs);
 	sigaddset(&s.sigs, SIGTERM);
 	sigaddset(&s.sigs, SIGINT);

@@ -11,6 +11,8 @@
 /* The server's end of the store channel, and the listener, by number. */
 #define STORE_FD_ENV	"FAULTLINE_STORE_FD"
 #define LISTEN_FD_ENV	"FAULTLINE_LISTEN_FD"
+/* Set for a server started after another: a restart or a handover. */
+#define RESTART_ENV	"FAULTLINE_RESTARTED"
 
 /*
  * SIGTERM and SIGINT reach the server from the supervisor as this

@@ -504,6 +504,10 @@ int criu_load(const char *dir, struct criu_set *out)
 
 		t->pid = pids[i];
 		ret = load_task(dir, t);
+		if (!ret && t->pages_size > UINT64_MAX - out->pages_total)
+			ret = fl_err(-EFBIG, "%s/pagemap-%d.img: more lazy "
+				     "bytes than 2^64 with the tasks before",
+				     dir, t->pid);
 		t->base = out->pages_total;
 		out->pages_total += t->pages_size;
 		local |= t->nranges && !t->remote;

@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +45,9 @@ struct chunk_slot {
 	unsigned int pins;	/* readers copying out, or the filler */
 	bool filling;		/* the filler is decompressing idx */
 	bool ready;
+	unsigned int fills;	/* fills begun: a waiter knows its own */
+	int err;		/* the last fill's, and its line: */
+	char why[200];		/* given to every reader that waited */
 };
 
 struct source_image {
@@ -122,13 +126,19 @@ static int slot_fill(struct source_image *si, struct chunk_slot *sl,
 	sl->idx = i;
 	sl->ready = false;
 	sl->filling = true;
+	sl->fills++;
 	pthread_mutex_unlock(&si->mu);
 	if (!sl->buf)
 		sl->buf = malloc(si->img->hdr.chunk_size);
-	ret = sl->buf ? image_read_chunk(si->img, i, sl->buf) : -ENOMEM;
+	ret = sl->buf ? image_read_chunk(si->img, i, sl->buf) :
+			fl_err(-ENOMEM, "%s: chunk %llu: no memory",
+			       si->base.desc, (unsigned long long)i);
 	pthread_mutex_lock(&si->mu);
 	sl->filling = false;
 	sl->ready = !ret;
+	sl->err = ret;
+	if (ret)
+		snprintf(sl->why, sizeof(sl->why), "%s", fl_last_error());
 	sl->used = ++si->clock;
 	pthread_cond_broadcast(&si->filled);
 	return ret;
@@ -146,8 +156,17 @@ static struct chunk_slot *slot_get(struct source_image *si, uint64_t i,
 
 	*err = 0;
 	pthread_mutex_lock(&si->mu);
-	while ((sl = slot_find(si, i)) && sl->filling)
+	while ((sl = slot_find(si, i)) && sl->filling) {
+		unsigned int fills = sl->fills;
+
 		pthread_cond_wait(&si->filled, &si->mu);
+		if (sl->fills == fills && !sl->filling && !sl->ready) {
+			/* the fill waited for failed: its error, for all */
+			*err = fl_err(sl->err, "%s", sl->why);
+			pthread_mutex_unlock(&si->mu);
+			return NULL;
+		}
+	}
 	if (sl) {
 		sl->pins++;
 		sl->used = ++si->clock;

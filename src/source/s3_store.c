@@ -425,13 +425,17 @@ int s3_store_list(struct s3_store *s, const char *sub,
 	struct list_arg la = { key_prefix(s), strlen(key_prefix(s)), key,
 			       arg };
 	struct s3_list_page pg = { 0 };
-	char what[1200], *base = bucket_url(s), *pfx = NULL;
+	char what[1200], prev[sizeof(pg.token)], *base = bucket_url(s);
+	char *pfx = NULL;
 	CURL *esc = curl_easy_init();
 	int ret = base && esc ? 0 : -ENOMEM;
 
 	snprintf(what, sizeof(what), "%s%s", s->spec, sub);
 	if (!ret && asprintf(&pfx, "%s%s", key_prefix(s), sub) < 0)
 		ret = -ENOMEM;
+	if (ret)
+		ret = fl_err(ret, "%s: LIST: %s", what, base ? "no memory" :
+			     "no URL for the bucket");
 	do {
 		struct resp r = { 0 };
 		char *ep = NULL, *et = NULL, *url = NULL;
@@ -448,9 +452,12 @@ int s3_store_list(struct s3_store *s, const char *sub,
 			     et ? "&" : "", ep) < 0)
 			url = NULL;
 		ret = url ? request(s, &s->t, url, what, REQ_LIST, NULL, 0,
-				    false, &r) : -ENOMEM;
+				    false, &r) :
+			    fl_err(-ENOMEM, "%s: LIST: no memory", what);
 		if (!ret && r.status != 200)
 			ret = status_err(what, REQ_LIST, &r);
+		if (!ret)
+			strcpy(prev, pg.token);
 		if (!ret && (ret = s3_list_parse(r.all, r.alen, &pg, list_key,
 						 &la)) == -EPROTO) {
 			char why[256];
@@ -458,6 +465,10 @@ int s3_store_list(struct s3_store *s, const char *sub,
 			snprintf(why, sizeof(why), "%s", fl_last_error());
 			ret = fl_err(ret, "%s: LIST: %s", what, why);
 		}
+		/* a server that hands the same token back: never loop */
+		if (!ret && pg.more && !strcmp(prev, pg.token))
+			ret = fl_err(-EPROTO, "%s: LIST: the same continuation "
+				     "token twice", what);
 		curl_free(ep);
 		curl_free(et);
 		free(url);
@@ -477,7 +488,7 @@ int s3_store_delete(struct s3_store *s, const char *name)
 	int ret = object(s, name, &url, what, sizeof(what));
 
 	if (ret < 0)
-		return ret;
+		return fl_err(ret, "%s: DELETE: no memory", what);
 	ret = request(s, &s->t, url, what, REQ_DELETE, NULL, 0, false, &r);
 	free(url);
 	if (!ret && r.status != 204 && r.status != 200)
@@ -527,9 +538,18 @@ int s3_store_lock(struct s3_store *s, bool exclusive)
 		struct lock_scan l = { .own = s->lock, .exclusive = exclusive };
 
 		ret = s3_store_put(s, s->lock, body, strlen(body), &size);
-		if (!ret)
-			ret = s3_store_list(s, S3_LOCKS, lock_seen, &l);
-		if (ret || !l.n)
+		if (ret)
+			break;
+		ret = s3_store_list(s, S3_LOCKS, lock_seen, &l);
+		if (ret) {		/* ours is there: never leave it */
+			char why[512];
+
+			snprintf(why, sizeof(why), "%s", fl_last_error());
+			s3_store_delete(s, s->lock);
+			fl_err(ret, "%s", why);
+			break;
+		}
+		if (!l.n)
 			break;
 		s3_store_delete(s, s->lock);
 		if (exclusive || waited >= S3_LOCK_WAIT_MS) {
