@@ -474,6 +474,22 @@ static void *capture_one(void *arg)
 	return NULL;
 }
 
+/* A listener of loopback for capture_one(), its URL in ep. */
+static void capture_listen(struct capture *c, char *ep, size_t n)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+
+	memset(c, 0, sizeof(*c));
+	c->fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (c->fd < 0 || bind(c->fd, (struct sockaddr *)&a, sizeof(a)) ||
+	    listen(c->fd, 4) ||
+	    getsockname(c->fd, (struct sockaddr *)&a, &alen))
+		BAIL("listener: %s", strerror(errno));
+	snprintf(ep, n, "http://127.0.0.1:%d/", ntohs(a.sin_port));
+}
+
 /* The value of header name in the captured request, or "". */
 static const char *header(const char *req, const char *name, char *out,
 			  size_t n)
@@ -497,21 +513,14 @@ static const char *header(const char *req, const char *name, char *out,
 
 static void test_wire(void)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t alen = sizeof(a);
-	struct capture c = { .fd = socket(AF_INET, SOCK_STREAM, 0) };
+	struct capture c;
 	char ep[64], v[1024], want[512], day[16];
 	struct fl_source *s = NULL;
 	regex_t re;
 	pthread_t t;
 	int ret;
 
-	if (bind(c.fd, (struct sockaddr *)&a, sizeof(a)) ||
-	    listen(c.fd, 4) ||
-	    getsockname(c.fd, (struct sockaddr *)&a, &alen))
-		BAIL("listener: %s", strerror(errno));
-	snprintf(ep, sizeof(ep), "http://127.0.0.1:%d/", ntohs(a.sin_port));
+	capture_listen(&c, ep, sizeof(ep));
 	env_set(SECRET, TOKEN);
 	setenv("AWS_ENDPOINT_URL", ep, 1);
 	pthread_create(&t, NULL, capture_one, &c);
@@ -560,20 +569,13 @@ static void test_wire(void)
  */
 static void test_wire_put(const char *raw)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t alen = sizeof(a);
-	struct capture c = { .fd = socket(AF_INET, SOCK_STREAM, 0) };
+	struct capture c;
 	char ep[64], v[1024], cmd[1024], hex[IMAGE_HASH_HEX];
 	uint8_t sha[IMAGE_HASH_LEN];
 	pthread_t t;
 	int st;
 
-	if (bind(c.fd, (struct sockaddr *)&a, sizeof(a)) ||
-	    listen(c.fd, 4) ||
-	    getsockname(c.fd, (struct sockaddr *)&a, &alen))
-		BAIL("listener: %s", strerror(errno));
-	snprintf(ep, sizeof(ep), "http://127.0.0.1:%d/", ntohs(a.sin_port));
+	capture_listen(&c, ep, sizeof(ep));
 	env_set(SECRET, NULL);
 	setenv("AWS_ENDPOINT_URL", ep, 1);
 	pthread_create(&t, NULL, capture_one, &c);
