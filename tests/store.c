@@ -5,9 +5,10 @@
  * snapshot sharing most of them writes only its new ones (as create
  * prints); the index reads byte for byte through fl_source_open(), a diff
  * image in the store too; a damaged or missing object fails the read
- * naming it; an unknown version is refused; gc deletes only what no listed
- * image (nor its parents) references, refuses what it cannot read, and
- * cannot take the store while a create holds it.
+ * naming it; an unknown version is refused; gc deletes only what no
+ * registered image references (creates register theirs), a parent of a
+ * registered diff is not deleted, and gc cannot take the store while a
+ * create holds it.  tests/store_registry.c: the registry itself.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,6 +25,7 @@
 #include "faultline.h"
 #include "format/image.h"
 #include "format/chunk_store.h"
+#include "format/store_registry.h"
 #include "source/source.h"
 #include "tap.h"
 #include "util.h"
@@ -273,36 +275,42 @@ int main(void)
 		unlink(path_of("img/v4.fli"));
 	}
 
-	/* gc */
+	/* gc: what the registry names (create --store registered each) */
 	{
 		struct store_gc_info g;
-		const char *keep[] = { path_of("img/diff.fli") };
-		const char *bad[] = { path_of("img/two.fli"),
-				      path_of("img/none.fli") };
 		struct store_writer w;
+		char id[IMAGE_ID_HEX];
 		int lk;
 
-		ret = store_gc(store, bad, 2, false, &g);
-		ok(ret < 0 && count_objects(store) == n1 + 3,
-		   "gc with an image it cannot read deletes nothing: %s",
+		ret = store_gc(store, false, &g);
+		ok(ret == 0 && g.images == 3 && g.deleted == 0 &&
+		   count_objects(store) == n1 + 3,
+		   "gc: one, two (two-again the same index) and diff "
+		   "registered, nothing deleted (%llu images)",
+		   (unsigned long long)g.images);
+		ret = store_unregister(store, path_of("img/two.fli"), id);
+		ok(ret == -EBUSY && strstr(fl_last_error(), "parent"),
+		   "two.fli, diff.fli's parent, cannot be deleted: %s",
 		   fl_last_error());
-		ret = store_gc(store, keep, 1, true, &g);
+		ret = store_unregister(store, path_of("img/one.fli"), id);
+		ok(ret == 0, "one.fli deleted from the registry%s%s",
+		   ret ? ": " : "", ret ? fl_last_error() : "");
+		ret = store_gc(store, true, &g);
 		ok(ret == 0 && g.deleted == 2 && count_objects(store) == n1 + 3,
 		   "gc --dry-run: 2 chunks only one.fli uses, none deleted "
 		   "(%llu)", (unsigned long long)g.deleted);
-		ret = store_gc(store, keep, 1, false, &g);
+		ret = store_gc(store, false, &g);
 		ok(ret == 0 && g.images == 2 && g.deleted == 2 &&
 		   g.kept == (uint64_t)n1 + 1 &&
 		   count_objects(store) == n1 + 1,
-		   "gc keeping diff.fli: its parent two.fli read too, the 2 "
-		   "chunks only one.fli used deleted, %llu kept",
+		   "gc: the 2 chunks only one.fli used deleted, %llu kept",
 		   (unsigned long long)g.kept);
 		ok(reads_as(path_of("img/diff.fli"), d, SIZE) &&
 		   reads_as(path_of("img/two.fli"), r2, SIZE),
-		   "after gc the kept images read every byte");
+		   "after gc the registered images read every byte");
 		snprintf(args, sizeof(args), "verify %s", path_of("img/one.fli"));
 		ok(run_cli(args) == 1 && cli_said("no such chunk"),
-		   "one.fli, not kept, misses its own chunks (verify says so)");
+		   "one.fli, deleted, misses its own chunks (verify says so)");
 
 		/* A create in progress holds the store: gc cannot take it. */
 		ret = store_open_write(store, &w);
@@ -315,11 +323,14 @@ int main(void)
 		   "after it, gc takes the store");
 		close(lk);
 
-		snprintf(args, sizeof(args), "gc --store %s %s", store,
-			 path_of("img/two.fli"));
+		snprintf(args, sizeof(args), "delete --store %s %s", store,
+			 path_of("img/diff.fli"));
+		ok(run_cli(args) == 0 && cli_said("deleted from the registry"),
+		   "image delete (CLI) diff.fli");
+		snprintf(args, sizeof(args), "gc --store %s", store);
 		ok(run_cli(args) == 0 && cli_said("1 deleted") &&
 		   reads_as(path_of("img/two.fli"), r2, SIZE),
-		   "image gc (CLI) keeping two.fli deletes the diff's chunk");
+		   "image gc (CLI) deletes the diff's chunk, two.fli whole");
 	}
 
 	snprintf(args, sizeof(args), "rm -rf %s", dir);

@@ -14,6 +14,10 @@ int cmd_probe(int argc, char **argv);	/* tools/cmd_probe.c */
 int cmd_serve(int argc, char **argv);	/* tools/cmd_serve.c */
 int cmd_bench(int argc, char **argv);	/* bench/bench.c */
 int cmd_image(int argc, char **argv);	/* tools/cmd_image.c */
+/* `image gc|register|delete` (tools/cmd_image_store.c) */
+int cmd_image_store(const char *sub, int argc, char **argv);
+/* After `image create --store`: a line if the store's registry is off. */
+void image_store_note(const char *store);
 int cmd_send(int argc, char **argv);	/* tools/cmd_send.c */
 int cmd_vmm(int argc, char **argv);	/* tools/cmd_vmm.c */
 int cmd_lazy_pages(int argc, char **argv);	/* tools/cmd_lazy_pages.c */

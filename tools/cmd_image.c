@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * cmd_image.c - `faultline image create|inspect|verify`: the command-line
- * face of src/image.c.
+ * cmd_image.c - `faultline image create|inspect|verify|unpack`: the
+ * command-line face of src/image.c (register, delete and gc of a chunk
+ * store: cmd_image_store.c).
  *
  * Decision: this file only parses arguments and prints; creating, reading
  * and checking images lives in the library (src/image.c) so tests and other
@@ -42,7 +43,9 @@ static void image_usage(FILE *f)
 		"       faultline image inspect IMAGE\n"
 		"       faultline image verify IMAGE\n"
 		"       faultline image unpack IMAGE RAW\n"
-		"       faultline image gc --store DIR|s3://BUCKET/PREFIX [--dry-run] IMAGE...\n"
+		"       faultline image register --store DIR|s3://BUCKET/PREFIX IMAGE...\n"
+		"       faultline image delete --store DIR|s3://BUCKET/PREFIX IMAGE|ID\n"
+		"       faultline image gc --store DIR|s3://BUCKET/PREFIX [--dry-run]\n"
 		"SIZE is a power of two from 4K to 16M (default 512K); "
 		"N is a zstd level (default %d).\n"
 		"--criu: the pages of a CRIU dump, its pages files end to end in\n"
@@ -62,10 +65,20 @@ static void image_usage(FILE *f)
 		"each chunk the bucket lacks (a signed HEAD) is uploaded (a signed\n"
 		"PUT) under PREFIX/chunks/, then the index to IMAGE, an s3:// key\n"
 		"in that bucket (e.g. PREFIX/images/NAME); --parent may be s3:// too.\n"
-		"gc: delete the chunks of DIR that none of the IMAGEs (nor their\n"
-		"parents) references; it waits for a create writing into DIR.\n"
-		"In a bucket it refuses while a create writes there (its lock,\n"
-		"PREFIX/locks/create-*), and a create waits for it.\n"
+		"A store keeps a registry of its images (DIR/registry/ID, a copy\n"
+		"of each index by content id): create --store registers IMAGE\n"
+		"and its parents in the store.\n"
+		"register: add IMAGEs (and their parents in the store) to the\n"
+		"registry, e.g. those of a store made before it had one.\n"
+		"delete: take an image out of the registry, by its index or its\n"
+		"content id (`image inspect`); its chunks go at the next gc. An\n"
+		"index file removed by hand changes nothing until then.\n"
+		"gc: delete the chunks of the store that no registered image\n"
+		"references (it takes no IMAGE); it refuses a store with chunks\n"
+		"from before its registry until its images are registered, and\n"
+		"waits for a create, register or delete writing into DIR. In a\n"
+		"bucket it refuses while one writes there (its lock,\n"
+		"PREFIX/locks/create-*), and they wait for it.\n"
 		"inspect: the header, the content id, a diff's parent and its\n"
 		"chain as serving would resolve it.  inspect and verify take a\n"
 		"file or a URL (http(s)://, s3://: its chunk store too).\n"
@@ -362,6 +375,8 @@ static int do_create(int argc, char **argv)
 	if (o.parent && !store_is_s3(pos[1]))
 		note_parent_dir(pos[1], o.parent);
 	if (o.store)
+		image_store_note(o.store);
+	if (o.store)
 		printf("new chunks:  %llu of %llu stored, %llu bytes %s %s\n",
 		       (unsigned long long)info.new_chunks,
 		       (unsigned long long)(info.count[IMAGE_RAW] +
@@ -508,69 +523,6 @@ static int do_verify(const char *spec)
 	return 0;
 }
 
-/* `image gc --store DIR [--dry-run] IMAGE...` */
-static int do_gc(int argc, char **argv)
-{
-	const char **imgs = calloc((size_t)argc + 1, sizeof(*imgs));
-	const char *store = NULL;
-	struct store_gc_info in;
-	bool dry = false;
-	int n = 0, ret;
-
-	if (!imgs)
-		return CLI_FAILED;
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--store") && i + 1 < argc) {
-			store = argv[++i];
-		} else if (!strcmp(argv[i], "--dry-run")) {
-			dry = true;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "faultline image: unknown option '%s'\n",
-				argv[i]);
-			free(imgs);
-			return CLI_USAGE;
-		} else {
-			imgs[n++] = argv[i];
-		}
-	}
-	if (!store || !n) {
-		fprintf(stderr, "faultline image: gc needs --store DIR and "
-			"every image to keep (deleting every chunk takes "
-			"rm -r DIR/chunks)\n");
-		free(imgs);
-		return CLI_USAGE;
-	}
-	if (!strncasecmp(store, "http://", 7) ||
-	    !strncasecmp(store, "https://", 8)) {
-		fprintf(stderr, "faultline image: gc --store %s: a store over "
-			"http(s) is read-only; gc a directory or s3:// store "
-			"(nothing deleted)\n", store);
-		free(imgs);
-		return CLI_USAGE;
-	}
-	ret = store_gc(store, imgs, n, dry, &in);
-	free(imgs);
-	if (ret < 0 && (!in.deleted || dry)) {
-		fprintf(stderr, "faultline image: gc: %s (nothing deleted)\n",
-			fl_last_error());
-		return CLI_FAILED;
-	}
-	if (ret < 0) {
-		fprintf(stderr, "faultline image: gc: %s (stopped after "
-			"deleting %llu chunks no listed image references)\n",
-			fl_last_error(), (unsigned long long)in.deleted);
-		return CLI_FAILED;
-	}
-	printf("%s: %llu image%s read, %llu chunks kept (%llu bytes), "
-	       "%llu %s (%llu bytes)\n", store,
-	       (unsigned long long)in.images, in.images == 1 ? "" : "s",
-	       (unsigned long long)in.kept, (unsigned long long)in.kept_bytes,
-	       (unsigned long long)in.deleted,
-	       dry ? "would be deleted" : "deleted",
-	       (unsigned long long)in.deleted_bytes);
-	return 0;
-}
-
 int cmd_image(int argc, char **argv)
 {
 	const char *sub = argc > 1 ? argv[1] : NULL;
@@ -585,8 +537,9 @@ int cmd_image(int argc, char **argv)
 	}
 	if (!strcmp(sub, "create"))
 		return do_create(argc - 2, argv + 2);
-	if (!strcmp(sub, "gc"))
-		return do_gc(argc - 2, argv + 2);
+	if (!strcmp(sub, "gc") || !strcmp(sub, "register") ||
+	    !strcmp(sub, "delete"))
+		return cmd_image_store(sub, argc - 2, argv + 2);
 	if (!strcmp(sub, "unpack") && argc == 4)
 		return do_unpack(argv[2], argv[3]);
 	if ((strcmp(sub, "inspect") && strcmp(sub, "verify")) || argc != 3) {

@@ -33,10 +33,9 @@
 #include "faultline.h"
 #include "format/image.h"
 #include "format/chunk_store.h"
-#include "source/layers.h"
+#include "format/store_registry.h"
 #include "source/s3.h"
 #include "source/s3_store.h"
-#include "source/source.h"
 #include "util/error.h"
 #include "util/io.h"
 
@@ -306,7 +305,8 @@ int store_open_write(const char *dir, struct store_writer *w)
 				 (int)strlen(s3_store_spec(w->s3)) - 1,
 				 s3_store_spec(w->s3));
 		/* held until store_close, after the index is put */
-		return ret ? ret : s3_store_lock(w->s3, false);
+		ret = ret ? ret : s3_store_lock(w->s3, false);
+		return ret ? ret : registry_start(w);
 	}
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 		return fl_err(-errno, "--store %s: cannot create: %m", dir);
@@ -323,7 +323,7 @@ int store_open_write(const char *dir, struct store_writer *w)
 	if (flock(w->lock, LOCK_SH) < 0)
 		return fl_err(-errno, "--store %s: lock %s: %m", dir,
 			      STORE_LOCK);
-	return 0;
+	return registry_start(w);
 }
 
 int store_has(struct store_writer *w, const uint8_t *hash, uint64_t *size)
@@ -417,8 +417,11 @@ static int cmp_hash(const void *a, const void *b)
 	return memcmp(a, b, IMAGE_HASH_LEN);
 }
 
-static int set_add_image(struct hash_set *s, const struct image *img)
+/* registry_each()'s keep: an index's chunks into the set s. */
+static int set_add_image(void *s_, const struct image *img)
 {
+	struct hash_set *s = s_;
+
 	for (uint64_t i = 0; i < img->hdr.chunk_count; i++) {
 		if (img->index[i].kind == IMAGE_ZERO)
 			continue;
@@ -436,55 +439,7 @@ static int set_add_image(struct hash_set *s, const struct image *img)
 	return 0;
 }
 
-/* Is the store of img (at path) the directory st names? */
-static bool same_store(const struct image *img, const char *path,
-		       const struct stat *st)
-{
-	char dir[4096];
-	struct stat s2;
-
-	return store_resolve(path, img->hdr.store_path, dir, sizeof(dir)) == 0 &&
-	       stat(dir, &s2) == 0 && s2.st_dev == st->st_dev &&
-	       s2.st_ino == st->st_ino;
-}
-
-/* The hashes path and its parents reference, into s. */
-static int gc_read(const char *path, const struct stat *st,
-		   struct hash_set *s, struct store_gc_info *info)
-{
-	char cur[4096], next[4096];
-	int ret = 0;
-
-	snprintf(cur, sizeof(cur), "%s", path);
-	for (int depth = 0; depth <= FL_MAX_LAYERS && !ret; depth++) {
-		struct image *img;
-		bool diff;
-
-		ret = image_open(cur, &img);
-		if (ret < 0)
-			return ret;
-		info->images++;
-		if (image_in_store(&img->hdr) && !same_store(img, cur, st))
-			ret = fl_err(-EINVAL, "%s: its chunks are in another "
-				     "store (%s from its directory)", cur,
-				     img->hdr.store_path);
-		else if (image_in_store(&img->hdr))
-			ret = set_add_image(s, img);
-		diff = image_is_diff(&img->hdr);
-		if (!ret && diff &&
-		    store_resolve(cur, img->hdr.parent_name, next,
-				  sizeof(next)) < 0)
-			ret = -ENAMETOOLONG;
-		image_close(img);
-		if (ret || !diff)
-			return ret;
-		snprintf(cur, sizeof(cur), "%s", next);
-	}
-	return ret ? ret : fl_err(-ELOOP, "%s: a chain of more than %d diff "
-				  "images", path, FL_MAX_LAYERS);
-}
-
-static bool hex_name(const char *s, uint8_t *hash)
+bool store_hex_name(const char *s, uint8_t *hash)
 {
 	for (int i = 0; i < IMAGE_HASH_LEN; i++) {
 		unsigned int v;
@@ -526,7 +481,7 @@ static int gc_sweep(int dfd, const char *sub, const struct hash_set *s,
 				unlinkat(dirfd(d), de->d_name, 0);
 			continue;
 		}
-		if (!hex_name(de->d_name, h) || strncmp(de->d_name, sub + sizeof(STORE_CHUNKS), 2))
+		if (!store_hex_name(de->d_name, h) || strncmp(de->d_name, sub + sizeof(STORE_CHUNKS), 2))
 			continue;	/* not an object: not ours to delete */
 		keep = bsearch(h, s->h, s->n, IMAGE_HASH_LEN, cmp_hash);
 		if (keep) {
@@ -542,45 +497,6 @@ static int gc_sweep(int dfd, const char *sub, const struct hash_set *s,
 }
 
 /* ---- gc of a store in a bucket ------------------------------------------ */
-
-/*
- * The hashes the image at spec references, its parents' included (the
- * chain as serving resolves it), into s; refused if a layer is no image
- * or keeps its chunks in a store other than root ("s3://B/P/").
- */
-static int gc_read_s3(const char *spec, const char *root, struct hash_set *s,
-		      struct store_gc_info *info)
-{
-	struct fl_source *src;
-	int ret = fl_source_open(spec, &src);
-
-	if (ret < 0)
-		return ret;
-	for (unsigned int i = 0; i < source_layers_count(src) && !ret; i++) {
-		struct fl_source *x = source_layers_at(src, i);
-		const struct image *img = source_image(x);
-		char at[4096], its[1024];
-
-		if (!img) {
-			ret = fl_err(-EINVAL, "%s: not a faultline image",
-				     x->desc);
-			break;
-		}
-		info->images++;
-		if (!image_in_store(&img->hdr))
-			continue;
-		ret = store_resolve(x->desc, img->hdr.store_path, at,
-				    sizeof(at));
-		if (!ret && (s3_root_spec(at, its, sizeof(its)) < 0 ||
-			     strcmp(its, root)))
-			ret = fl_err(-EINVAL, "%s: its chunks are in another "
-				     "store (%s)", x->desc, at);
-		if (!ret)
-			ret = set_add_image(s, img);
-	}
-	fl_source_put(src);
-	return ret;
-}
 
 struct sweep_s3 {
 	struct s3_store *st;
@@ -598,7 +514,7 @@ static int sweep_s3_one(void *arg, const char *name, uint64_t size)
 
 	/* chunks/HH/HASH, HH the hash's first two digits */
 	if (!base || base - name != (ptrdiff_t)strlen(STORE_CHUNKS "/HH") ||
-	    !hex_name(base + 1, h) || memcmp(base - 2, base + 1, 2))
+	    !store_hex_name(base + 1, h) || memcmp(base - 2, base + 1, 2))
 		return 0;
 	if (bsearch(h, w->keep->h, w->keep->n, IMAGE_HASH_LEN, cmp_hash)) {
 		w->info->kept++;
@@ -615,8 +531,7 @@ static int sweep_s3_one(void *arg, const char *name, uint64_t size)
 }
 
 /* store_gc() of s3://BUCKET[/PREFIX], under its exclusive lock. */
-static int gc_s3(const char *dir, const char *const *images, int n,
-		 bool dry_run, struct store_gc_info *info)
+static int gc_s3(const char *dir, bool dry_run, struct store_gc_info *info)
 {
 	struct hash_set s = { 0 };
 	struct s3_store *st;
@@ -625,9 +540,9 @@ static int gc_s3(const char *dir, const char *const *images, int n,
 	if (ret < 0)
 		return ret;
 	ret = s3_store_lock(st, true);
-	/* Under the lock: every index a create finished is in place. */
-	for (int i = 0; i < n && !ret; i++)
-		ret = gc_read_s3(images[i], s3_store_spec(st), &s, info);
+	/* Under the lock: every index a create finished is registered. */
+	if (!ret)
+		ret = registry_each(dir, -1, st, set_add_image, &s, &info->images);
 	if (!ret) {
 		struct sweep_s3 w = { st, &s, dry_run, info };
 
@@ -639,8 +554,7 @@ static int gc_s3(const char *dir, const char *const *images, int n,
 	return ret;
 }
 
-int store_gc(const char *dir, const char *const *images, int n, bool dry_run,
-	     struct store_gc_info *info)
+int store_gc(const char *dir, bool dry_run, struct store_gc_info *info)
 {
 	struct hash_set s = { 0 };
 	struct stat st;
@@ -650,7 +564,7 @@ int store_gc(const char *dir, const char *const *images, int n, bool dry_run,
 
 	memset(info, 0, sizeof(*info));
 	if (store_is_s3(dir))
-		return gc_s3(dir, images, n, dry_run, info);
+		return gc_s3(dir, dry_run, info);
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return fl_err(-errno, "--store %s: %m", dir);
@@ -664,9 +578,8 @@ int store_gc(const char *dir, const char *const *images, int n, bool dry_run,
 		ret = fl_err(-errno, "--store %s: lock %s: %m", dir, STORE_LOCK);
 		goto out;
 	}
-	/* Under the lock: every index a create finished is in place. */
-	for (int i = 0; i < n && !ret; i++)
-		ret = gc_read(images[i], &st, &s, info);
+	/* Under the lock: every index a create finished is registered. */
+	ret = registry_each(dir, dfd, NULL, set_add_image, &s, &info->images);
 	if (ret < 0)
 		goto out;
 	qsort(s.h, s.n, IMAGE_HASH_LEN, cmp_hash);

@@ -19,6 +19,9 @@
 /* DIR/chunks/HH/.tmp-*: an object being written; older ones are swept */
 #define STORE_STALE_TMP_S 3600
 
+/* Is s a hash's 64 lowercase hex digits?  Then hash holds it. */
+bool store_hex_name(const char *s, uint8_t *hash);
+
 /* "chunks/HH/HASH" of hash, relative to the store's root. */
 void store_chunk_name(const uint8_t *hash, char *buf, size_t n);
 
@@ -69,7 +72,8 @@ bool store_is_s3(const char *dir);
 
 /*
  * Open (creating DIR and DIR/chunks if need be) and take the store's lock
- * shared, so no gc runs until store_close.  For s3://BUCKET[/PREFIX]:
+ * shared, so no gc runs until store_close; a store with no chunk yet
+ * starts its registry (registry_start).  For s3://BUCKET[/PREFIX]:
  * the credentials from the environment, nothing asked of the bucket
  * yet, no lock.  0 or -errno with a message.
  */
@@ -100,13 +104,12 @@ struct store_gc_info {
 };
 
 /*
- * Delete every object in the store at dir that none of the n images (and
- * their parents, found beside them) references.  Takes the store's lock
- * exclusively: waits for running creates, and blocks new ones until it
- * is done.  Refuses (deleting nothing) if an image cannot be read, is no
- * chunk-store image, or names another store.  dry_run: count only.
+ * Delete every object in the store at dir that no image registered in it
+ * (store_registry.h) references.  Takes the store's lock exclusively:
+ * waits for running creates, and blocks new ones until it is done.
+ * Refuses (deleting nothing) a store whose registry is not on, or with
+ * an entry it cannot read.  dry_run: count only.
  */
-int store_gc(const char *dir, const char *const *images, int n, bool dry_run,
-	     struct store_gc_info *info);
+int store_gc(const char *dir, bool dry_run, struct store_gc_info *info);
 
 #endif

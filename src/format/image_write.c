@@ -28,9 +28,9 @@
 #include "format/image.h"
 #include "format/layout.h"
 #include "format/chunk_store.h"
+#include "format/store_registry.h"
 #include "source/layers.h"
 #include "source/s3.h"
-#include "source/s3_store.h"
 #include "source/source.h"
 #include "util/error.h"
 #include "util/io.h"
@@ -613,26 +613,7 @@ static int write_batch(struct writer *w)
 	return 0;
 }
 
-/*
- * An s3:// image: the index (header and entries: the whole file, since
- * its chunks are in the store) put at image_path, after every chunk it
- * names is in the bucket; the local temporary removed by writer_free.
- */
-static int upload_index(struct writer *w)
-{
-	size_t len = w->h.header_size + w->ilen;
-	void *buf = malloc(len ? len : 1);
-	int ret = buf ? pread_full(w->wfd, buf, len, 0) : -ENOMEM;
-
-	if (ret < 0)
-		ret = fl_err(ret, "%s: read back: %s", w->tmp, strerror(-ret));
-	else
-		ret = s3_store_put_spec(w->sw.s3, w->image_path, buf, len);
-	free(buf);
-	return ret;
-}
-
-/* Index and header in, synced, closed, renamed over image_path. */
+/* Index and header in, synced, closed, renamed over image_path or put. */
 static int writer_finish(struct writer *w)
 {
 	unsigned char hb[IMAGE_HEADER_MAX];
@@ -656,15 +637,18 @@ static int writer_finish(struct writer *w)
 		ret = -errno;
 	if (ret < 0)
 		return fl_err(ret, "%s: write: %s", w->tmp, strerror(-ret));
-	if (w->upload)
-		return upload_index(w);
 	ret = close(w->wfd);
 	w->wfd = -1;
 	if (ret < 0)
 		return fl_err(-errno, "%s: close: %m", w->tmp);
-	if (rename(w->tmp, w->image_path) < 0)
-		return fl_err(-errno, "%s: cannot rename to %s: %m", w->tmp,
-			      w->image_path);
+	if (w->store_open)	/* registered, then renamed or put */
+		ret = store_publish(&w->sw, w->tmp, w->image_path, w->o.parent,
+				    hb, w->h.header_size, w->ib, w->ilen);
+	else if (rename(w->tmp, w->image_path) < 0)
+		ret = fl_err(-errno, "%s: cannot rename to %s: %m", w->tmp,
+			     w->image_path);
+	if (ret < 0 || w->upload)
+		return ret;	/* an upload's temporary: writer_free's */
 	free(w->tmp);
 	w->tmp = NULL;
 	return 0;

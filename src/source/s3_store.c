@@ -49,10 +49,10 @@ struct s3_store {
 	int nidle;
 };
 
-enum req { REQ_HEAD, REQ_PUT, REQ_GET1, REQ_LIST, REQ_DELETE };
+enum req { REQ_HEAD, REQ_PUT, REQ_GET1, REQ_LIST, REQ_DELETE, REQ_GET };
 
 static const char *const req_name[] = { "HEAD", "PUT", "GET", "LIST",
-					"DELETE" };
+					"DELETE", "GET" };
 
 #define LIST_MAX	(16u << 20)	/* bytes of one page of keys, at most */
 
@@ -61,8 +61,9 @@ struct resp {
 	curl_off_t clen;
 	char body[512];		/* the start of an error's body */
 	size_t blen;
-	char *all;		/* REQ_LIST: the whole body (malloc'd) */
+	char *all;		/* REQ_LIST, _GET: the whole body (malloc'd) */
 	size_t alen;
+	size_t cap;		/* its bytes at most; 0: LIST_MAX */
 };
 
 static size_t on_body(char *p, size_t size, size_t n, void *arg)
@@ -76,7 +77,7 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
 	r->blen += keep;
 	if (!r->all)
 		return len;
-	if (r->alen + len > LIST_MAX ||
+	if (r->alen + len > (r->cap ? r->cap : LIST_MAX) ||
 	    !(all = realloc(r->all, r->alen + len + 1)))
 		return 0;	/* too much: the transfer fails */
 	r->all = all;
@@ -182,9 +183,11 @@ static int request(struct s3_store *s, const struct s3_target *t,
 	}
 	for (;;) {
 		char *all = r->all;
+		size_t cap = r->cap;
 
 		memset(r, 0, sizeof(*r));
-		r->all = all;	/* the caller's buffer, for REQ_LIST */
+		r->all = all;	/* the caller's buffer, for REQ_LIST, _GET */
+		r->cap = cap;
 		r->clen = -1;
 		err[0] = 0;
 		curl_easy_reset(e);
@@ -354,6 +357,32 @@ int s3_store_put_spec(struct s3_store *s, const char *spec, const void *buf,
 	if (!ret && r.status != 200)
 		ret = status_err(spec, REQ_PUT, &r);
 	return ret;
+}
+
+int s3_store_get_spec(struct s3_store *s, const char *spec, size_t max,
+		      void **buf, size_t *len)
+{
+	struct s3_target t;
+	struct resp r = { .cap = max };
+	int ret = s3_target_get(spec, &t);
+
+	if (ret < 0)
+		return ret;
+	r.all = malloc(1);
+	ret = r.all ? request(s, &t, t.url, spec, REQ_GET, NULL, 0, false, &r) :
+		      fl_err(-ENOMEM, "%s: GET: no memory", spec);
+	s3_target_free(&t);
+	if (!ret && r.status == 404)
+		ret = fl_err(-ENOENT, "%s: GET: no such object", spec);
+	else if (!ret && r.status != 200)
+		ret = status_err(spec, REQ_GET, &r);
+	if (ret < 0) {
+		free(r.all);
+		return ret;
+	}
+	*buf = r.all;
+	*len = r.alen;
+	return 0;
 }
 
 void s3_store_close(struct s3_store *s)

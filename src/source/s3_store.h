@@ -43,6 +43,14 @@ int s3_store_put_spec(struct s3_store *s, const char *spec, const void *buf,
 		      size_t len);
 
 /*
+ * The object spec (s3://BUCKET/KEY) read whole, at most max bytes (a
+ * longer body fails the transfer): 0 with *buf (malloc'd) and *len,
+ * -ENOENT if there is none (404), else -errno with one line.
+ */
+int s3_store_get_spec(struct s3_store *s, const char *spec, size_t max,
+		      void **buf, size_t *len);
+
+/*
  * Every object whose name (relative to the store's prefix) starts with
  * sub: key() called with each name and size, in key order, page after
  * page (ListObjectsV2); a negative return stops it and is returned.  0,
