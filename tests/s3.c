@@ -23,10 +23,14 @@
  * SignatureDoesNotMatch, no secret) and nothing put, no index; a missing
  * variable is named before any request.  `image inspect` of a diff in the
  * bucket shows its chain, `image verify` finds every chunk good, then
- * names the one whose object was replaced.  `image gc --store s3://`:
- * a dry run deletes nothing, a create's lock object makes it refuse,
- * then it deletes what no kept image references, its DELETEs signed,
- * its own lock gone, and the kept image still verifies.
+ * names the one whose object was replaced.  `image gc --store s3://`
+ * keeps what the store's registry (PREFIX/registry/) names: given an
+ * image it refuses, and the other image in the store still verifies; a
+ * dry run deletes nothing; without its registry marker, and while a
+ * create's lock is there, it refuses; an index removed by hand changes
+ * nothing until `image delete` (refused for a registered diff's parent),
+ * then gc deletes what no registered image references, its DELETEs
+ * signed, its own lock gone, and the registered image still verifies.
  *
  * What the server does not check is checked here instead: its access log
  * shows every request of faultline signed (it would serve unsigned ones)
@@ -953,20 +957,63 @@ static int locks_left(void)
 	return atoi(out);
 }
 
+/* Is s one line, ending in its newline? */
+static bool one_line(const char *s)
+{
+	const char *nl = strchr(s, '\n');
+
+	return nl && !nl[1];
+}
+
+/* The content id `image inspect` prints for spec, into id. */
+static bool inspect_id(const char *spec, char id[IMAGE_ID_HEX])
+{
+	static char out[8192];
+	char args[512];
+	const char *at;
+
+	snprintf(args, sizeof(args), "inspect %s", spec);
+	if (image_cmd(args, out, sizeof(out)) != 0 ||
+	    !(at = strstr(out, "id:          ")))
+		return false;
+	snprintf(id, IMAGE_ID_HEX, "%.*s", IMAGE_ID_HEX - 1, at + 13);
+	return strlen(id) == IMAGE_ID_HEX - 1;
+}
+
 /*
- * gc of the store in the bucket, keeping b.fli (and b2.fli, the same
- * chunks): a dry run deletes nothing; a create's lock there makes it
- * refuse, naming the lock; then it deletes what only a.fli and d.fli
- * had (a.fli's chunk 3 among them), and b.fli still verifies.
+ * gc of the store in the bucket, by its registry (a.fli, b.fli = b2.fli,
+ * and d.fli over a.fli, each registered by its create).  First a.fli
+ * made whole again (its chunk 3 object, replaced above, removed and
+ * created again).  Given an image, gc refuses and deletes nothing (it
+ * used to delete every chunk of a.fli that b.fli did not use): a.fli
+ * still verifies.  A dry run deletes nothing; a store whose registry
+ * marker is gone makes gc refuse until an image is registered; a
+ * create's lock makes it refuse.  a.fli's index removed by hand keeps
+ * its chunks; a.fli cannot be deleted while d.fli names it; d.fli
+ * deleted, then a.fli by its content id, gc deletes what only they had
+ * (a.fli's chunk 17 among them), its DELETEs signed, its own lock gone,
+ * and b.fli still verifies.
  */
 static void check_gc(const char *raw)
 {
 	static char out[8192];
 	uint8_t sha[IMAGE_HASH_LEN], *chunk = malloc(512 << 10);
-	char hex[IMAGE_HASH_HEX], key[256], lock[128];
+	char hex[IMAGE_HASH_HEX], key[256], lock[128], id[IMAGE_ID_HEX];
+	char args[512];
+	const char *chunks = "/" BUCKET "/fleet/chunks/";
 	int fd = open(raw, O_RDONLY), st;
 	long from, uns;
 
+	ok(chunk && fd >= 0 && pread(fd, chunk, 512 << 10, 3 * (512 << 10)) ==
+	   512 << 10 && image_sha256(chunk, 512 << 10, sha) == 0,
+	   "gc: the hash of a.fli's chunk 3, replaced above");
+	image_hash_hex(sha, hex);
+	snprintf(key, sizeof(key), "fleet/chunks/%.2s/%s", hex, hex);
+	st = remove_key(key) == 0 ? create(raw, STORE "/images/a.fli", "", out,
+					   sizeof(out)) : -1;
+	ok(st == 0 && strstr(out, "new chunks:  1 of 32 stored"),
+	   "... removed, and a.fli created again: that chunk put back "
+	   "(exit %d)", st);
 	ok(chunk && fd >= 0 && pread(fd, chunk, 512 << 10, 17 * (512 << 10)) ==
 	   512 << 10 && image_sha256(chunk, 512 << 10, sha) == 0,
 	   "gc: the hash of a.fli's chunk 17 (a.fli's alone)");
@@ -974,12 +1021,46 @@ static void check_gc(const char *raw)
 	snprintf(key, sizeof(key), "fleet/chunks/%.2s/%s", hex, hex);
 	ok(stored(key), "... its object is in the bucket");
 
-	st = image_cmd("gc --store " STORE " --dry-run " STORE "/images/b.fli",
-		       out, sizeof(out));
-	ok(st == 0 && strstr(out, "would be deleted") && stored(key),
-	   "gc --dry-run: counts, deletes nothing (exit %d)", st);
+	/* the reproduction: gc given b.fli must not take a.fli's chunks */
+	from = access_lines();
+	st = image_cmd("gc --store " STORE " " STORE "/images/b.fli", out,
+		       sizeof(out));
+	ok(st == 2 && strstr(out, "gc takes no images") && one_line(out),
+	   "gc given b.fli: refused in one line, gc keeps what the registry "
+	   "names (exit %d)", st);
+	if (st != 2)
+		diag("%s", out);
+	is_int(count_requests(from, "DELETE", chunks, &uns), 0,
+	       "... no chunk DELETE");
+	st = image_cmd("verify " STORE "/images/a.fli", out, sizeof(out));
+	ok(st == 0 && strstr(out, "all chunks good") && stored(key),
+	   "... and a.fli, in the same store, still verifies (exit %d)", st);
 	if (st)
 		diag("%s", out);
+
+	st = image_cmd("gc --store " STORE " --dry-run", out, sizeof(out));
+	ok(st == 0 && strstr(out, "3 images registered") &&
+	   strstr(out, "0 would be deleted"),
+	   "gc --dry-run: a.fli, b.fli and d.fli registered, nothing to "
+	   "delete (exit %d)", st);
+	if (st || !strstr(out, "3 images"))
+		diag("%s", out);
+
+	/* a store from before the registry: its marker gone */
+	from = access_lines();
+	st = remove_key("fleet/registry/.active") == 0 ?
+	     image_cmd("gc --store " STORE, out, sizeof(out)) : -1;
+	ok(st == 1 && strstr(out, "no registry") &&
+	   strstr(out, "image register") && one_line(out) && stored(key),
+	   "gc of a store without its registry marker: refused in one line "
+	   "(exit %d)", st);
+	is_int(count_requests(from, "DELETE", chunks, &uns), 0,
+	       "... no chunk DELETE");
+	st = image_cmd("register --store " STORE " " STORE "/images/b.fli",
+		       out, sizeof(out));
+	ok(st == 0 && strstr(out, "registered already") &&
+	   stored("fleet/registry/.active"),
+	   "image register b.fli: the registry on again (exit %d)", st);
 
 	snprintf(lock, sizeof(lock), "%s/lock", tmp);
 	int lfd = open(lock, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -988,35 +1069,51 @@ static void check_gc(const char *raw)
 	   upload(lock, "fleet/locks/create-0123456789abcdef") == 0,
 	   "gc: a create's lock in the bucket");
 	from = access_lines();
-	st = image_cmd("gc --store " STORE " " STORE "/images/b.fli", out,
-		       sizeof(out));
+	st = image_cmd("gc --store " STORE, out, sizeof(out));
 	ok(st == 1 && strstr(out, "locks/create-0123456789abcdef") &&
 	   strstr(out, "nothing deleted") && stored(key),
 	   "gc: refused while a create holds its lock, nothing deleted "
 	   "(exit %d)", st);
 	if (st != 1)
 		diag("%s", out);
-	is_int(count_requests(from, "DELETE", "/" BUCKET "/fleet/chunks/",
-			      &uns), 0, "... no chunk DELETE");
+	is_int(count_requests(from, "DELETE", chunks, &uns), 0,
+	       "... no chunk DELETE");
 	ok(remove_key("fleet/locks/create-0123456789abcdef") == 0,
 	   "... the create's lock taken away");
 
+	/* a.fli's index removed by hand: nothing changes until delete */
+	ok(inspect_id(STORE "/images/a.fli", id) &&
+	   remove_key("fleet/images/a.fli") == 0, "a.fli's index (%s) "
+	   "removed by hand", id);
+	st = image_cmd("gc --store " STORE, out, sizeof(out));
+	ok(st == 0 && strstr(out, " 0 deleted") && stored(key),
+	   "... gc deletes nothing: a.fli is registered (exit %d)", st);
+	snprintf(args, sizeof(args), "delete --store " STORE " %s", id);
+	st = image_cmd(args, out, sizeof(out));
+	ok(st == 1 && strstr(out, "is the parent of") &&
+	   strstr(out, "nothing deleted"),
+	   "image delete a.fli while d.fli names it: refused (exit %d)", st);
+	st = image_cmd("delete --store " STORE " " STORE "/images/d.fli", out,
+		       sizeof(out));
+	ok(st == 0 && strstr(out, "deleted from the registry"),
+	   "image delete d.fli (exit %d)", st);
+	st = image_cmd(args, out, sizeof(out));
+	ok(st == 0 && strstr(out, id), "image delete a.fli by its content "
+	   "id (exit %d)", st);
+
 	from = access_lines();
-	st = image_cmd("gc --store " STORE " " STORE "/images/b.fli " STORE
-		       "/images/b2.fli", out, sizeof(out));
-	ok(st == 0 && strstr(out, " deleted (") && !stored(key),
+	st = image_cmd("gc --store " STORE, out, sizeof(out));
+	ok(st == 0 && strstr(out, "1 image registered") &&
+	   strstr(out, " deleted (") && !stored(key),
 	   "gc: the chunks only a.fli and d.fli held deleted (exit %d)", st);
 	diag("%.*s", (int)strcspn(out, "\n"), out);
-	long n = count_requests(from, "DELETE", "/" BUCKET "/fleet/chunks/",
-				&uns);
+	long n = count_requests(from, "DELETE", chunks, &uns);
 
 	ok(n >= 4 && !uns, "... %ld signed DELETEs of chunks", n);
 	is_int(locks_left(), 0, "... and its own lock taken away");
 	st = image_cmd("verify " STORE "/images/b.fli", out, sizeof(out));
-	ok(st == 0 && strstr(out, "all chunks good"), "gc: b.fli, kept, "
-	   "verifies (exit %d)", st);
-	st = image_cmd("verify " STORE "/images/a.fli", out, sizeof(out));
-	ok(st == 1, "gc: a.fli, not kept, lost chunks (exit %d)", st);
+	ok(st == 0 && strstr(out, "all chunks good"), "gc: b.fli, "
+	   "registered, verifies (exit %d)", st);
 	if (lfd >= 0)
 		close(lfd);
 	if (fd >= 0)
