@@ -48,12 +48,7 @@ static double now_s(void)
 
 static char *path_of(const char *name)
 {
-	static char bufs[8][256];
-	static int n;
-	char *p = bufs[n++ % 8];
-
-	snprintf(p, 256, "%s/%s", dir, name);
-	return p;
+	return path_in(dir, name);
 }
 
 static void write_at(const char *path, const void *buf, size_t len,

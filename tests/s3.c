@@ -957,6 +957,21 @@ static int locks_left(void)
 	return atoi(out);
 }
 
+/* The key of chunk i (512 KiB) of the memory file fd in the store. */
+static bool chunk_key(int fd, int i, char *key, size_t n)
+{
+	uint8_t sha[IMAGE_HASH_LEN], *chunk = malloc(512 << 10);
+	char hex[IMAGE_HASH_HEX];
+	bool got = chunk && fd >= 0 &&
+		   pread(fd, chunk, 512 << 10, (off_t)i * (512 << 10)) ==
+		   512 << 10 && image_sha256(chunk, 512 << 10, sha) == 0;
+
+	image_hash_hex(sha, hex);
+	snprintf(key, n, "fleet/chunks/%.2s/%s", hex, hex);
+	free(chunk);
+	return got;
+}
+
 /* Is s one line, ending in its newline? */
 static bool one_line(const char *s)
 {
@@ -997,28 +1012,20 @@ static bool inspect_id(const char *spec, char id[IMAGE_ID_HEX])
 static void check_gc(const char *raw)
 {
 	static char out[8192];
-	uint8_t sha[IMAGE_HASH_LEN], *chunk = malloc(512 << 10);
-	char hex[IMAGE_HASH_HEX], key[256], lock[128], id[IMAGE_ID_HEX];
-	char args[512];
+	char key[256], lock[128], id[IMAGE_ID_HEX], args[512];
 	const char *chunks = "/" BUCKET "/fleet/chunks/";
 	int fd = open(raw, O_RDONLY), st;
 	long from, uns;
 
-	ok(chunk && fd >= 0 && pread(fd, chunk, 512 << 10, 3 * (512 << 10)) ==
-	   512 << 10 && image_sha256(chunk, 512 << 10, sha) == 0,
-	   "gc: the hash of a.fli's chunk 3, replaced above");
-	image_hash_hex(sha, hex);
-	snprintf(key, sizeof(key), "fleet/chunks/%.2s/%s", hex, hex);
+	ok(chunk_key(fd, 3, key, sizeof(key)),
+	   "gc: the key of a.fli's chunk 3, replaced above");
 	st = remove_key(key) == 0 ? create(raw, STORE "/images/a.fli", "", out,
 					   sizeof(out)) : -1;
 	ok(st == 0 && strstr(out, "new chunks:  1 of 32 stored"),
 	   "... removed, and a.fli created again: that chunk put back "
 	   "(exit %d)", st);
-	ok(chunk && fd >= 0 && pread(fd, chunk, 512 << 10, 17 * (512 << 10)) ==
-	   512 << 10 && image_sha256(chunk, 512 << 10, sha) == 0,
-	   "gc: the hash of a.fli's chunk 17 (a.fli's alone)");
-	image_hash_hex(sha, hex);
-	snprintf(key, sizeof(key), "fleet/chunks/%.2s/%s", hex, hex);
+	ok(chunk_key(fd, 17, key, sizeof(key)),
+	   "gc: the key of a.fli's chunk 17 (a.fli's alone)");
 	ok(stored(key), "... its object is in the bucket");
 
 	/* the reproduction: gc given b.fli must not take a.fli's chunks */
@@ -1119,7 +1126,6 @@ static void check_gc(const char *raw)
 	if (fd >= 0)
 		close(fd);
 	unlink(lock);
-	free(chunk);
 }
 
 static void test_store(void)

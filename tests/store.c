@@ -37,12 +37,7 @@ static char dir[64];
 
 static char *path_of(const char *name)
 {
-	static char bufs[8][256];
-	static int n;
-	char *p = bufs[n++ % 8];
-
-	snprintf(p, 256, "%s/%s", dir, name);
-	return p;
+	return path_in(dir, name);
 }
 
 static uint64_t rng = 0x243f6a8885a308d3ull;

@@ -37,12 +37,7 @@ static char out[8192];
 
 static char *path_of(const char *name)
 {
-	static char bufs[8][256];
-	static int n;
-	char *p = bufs[n++ % 8];
-
-	snprintf(p, 256, "%s/%s", dir, name);
-	return p;
+	return path_in(dir, name);
 }
 
 /* A memory file whose chunks all differ; those in changed[] differ more. */

@@ -30,6 +30,17 @@ static inline const char *cli_bin(void)
 	return b && *b ? b : "build/faultline";
 }
 
+/* "DIR/NAME", in one of 8 buffers used in turn (8 at once in a call). */
+static inline char *path_in(const char *dir, const char *name)
+{
+	static char bufs[8][256];
+	static int n;
+	char *p = bufs[n++ % 8];
+
+	snprintf(p, 256, "%s/%s", dir, name);
+	return p;
+}
+
 /* `faultline image ARGS`, its output into DIR/cli.out: its exit status. */
 static inline int run_image_cli(const char *dir, const char *args)
 {

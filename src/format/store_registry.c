@@ -625,6 +625,19 @@ int store_register(const char *store, const char *const *images, int n,
 
 /* ---- deleting ------------------------------------------------------------- */
 
+/* The registered index id: its bytes (*buf, malloc'd) and its image. */
+static int get_entry(const struct reg *r, const char *id, void **buf,
+		     struct image **img)
+{
+	char name[64];
+	size_t len;
+	int ret;
+
+	snprintf(name, sizeof(name), STORE_REGISTRY "/%s", id);
+	ret = reg_get(r, name, buf, &len);
+	return ret ? ret : parse_index(name, *buf, len, img);
+}
+
 struct child_scan {
 	const struct reg *r;
 	const char *id;
@@ -635,18 +648,14 @@ struct child_scan {
 static int child_seen(void *arg, const char *id)
 {
 	struct child_scan *c = arg;
-	char name[64], pid[IMAGE_ID_HEX];
+	char pid[IMAGE_ID_HEX];
 	struct image *img = NULL;
 	void *buf = NULL;
-	size_t len;
 	int ret;
 
 	if (!strcmp(id, c->id))
 		return 0;
-	snprintf(name, sizeof(name), STORE_REGISTRY "/%s", id);
-	ret = reg_get(c->r, name, &buf, &len);
-	if (!ret)
-		ret = parse_index(name, buf, len, &img);
+	ret = get_entry(c->r, id, &buf, &img);
 	if (!ret && image_is_diff(&img->hdr)) {
 		image_id_hex(img->hdr.parent_id, pid);
 		if (!strcmp(pid, c->id)) {
@@ -746,23 +755,19 @@ struct each {
 static int keep_one(void *arg, const char *id)
 {
 	struct each *e = arg;
-	char name[64], got[IMAGE_ID_HEX];
+	char got[IMAGE_ID_HEX];
 	struct image *img = NULL;
 	void *buf = NULL;
-	size_t len;
-	int ret;
+	int ret = get_entry(e->r, id, &buf, &img);
 
-	snprintf(name, sizeof(name), STORE_REGISTRY "/%s", id);
-	ret = reg_get(e->r, name, &buf, &len);
-	if (!ret)
-		ret = parse_index(name, buf, len, &img);
 	if (!ret)
 		image_id_hex(img->hdr.id, got);
 	if (!ret && (strcmp(got, id) || !image_in_store(&img->hdr)))
-		ret = fl_err(-EBADMSG, "%s/%s: not the chunk-store index its "
-			     "name says (content id %s, version %u): remove it "
-			     "(image delete %s) or put the index back", e->r->spec,
-			     name, got, img->hdr.version, id);
+		ret = fl_err(-EBADMSG, "%s/" STORE_REGISTRY "/%s: not the "
+			     "chunk-store index its name says (content id %s, "
+			     "version %u): remove it (image delete %s) or put "
+			     "the index back", e->r->spec, id, got,
+			     img->hdr.version, id);
 	if (!ret) {
 		ret = e->keep(e->arg, img);
 		++*e->n;
