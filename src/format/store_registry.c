@@ -34,8 +34,10 @@
 #include "format/chunk_store.h"
 #include "format/image.h"
 #include "format/store_registry.h"
+#include "source/layers.h"
 #include "source/s3.h"
 #include "source/s3_store.h"
+#include "source/source.h"
 #include "util/error.h"
 #include "util/io.h"
 
@@ -385,47 +387,55 @@ static void free_chain(struct layer *l, int n)
 }
 
 /*
- * The chain from spec down, spec first, as serving resolves it (each
- * parent beside its child, the image its child names by content id):
- * into *out (malloc'd, *n layers).  0 or -errno with a message.
+ * The layers of the chain from spec down that keep their chunks in this
+ * store, spec first, their indexes' bytes read: into *out (malloc'd, *n
+ * layers).  The chain is opened as serving opens it (each parent beside
+ * its child, the image its child names by content id), so a layer's data
+ * is never read, only a store index's bytes.  top: spec itself must be
+ * such a layer.  0 or -errno with a message.
  */
-static int read_chain(const struct reg *r, const char *spec,
+static int read_chain(const struct reg *r, const char *spec, bool top,
 		      struct layer **out, int *n)
 {
-	struct layer *l = calloc(FL_MAX_LAYERS + 1, sizeof(*l));
-	int i = 0, ret = l ? 0 : -ENOMEM;
+	struct fl_source *src;
+	unsigned int cnt;
+	int ret = fl_source_open(spec, &src);
 
-	*out = l;
+	*out = NULL;
 	*n = 0;
-	if (l)
-		snprintf(l[0].spec, sizeof(l[0].spec), "%s", spec);
-	for (; !ret; i++) {
-		struct layer *x = &l[i];
-		char want[IMAGE_ID_HEX], got[IMAGE_ID_HEX];
+	if (ret < 0)
+		return ret;
+	cnt = source_layers_count(src);
+	*out = calloc(cnt, sizeof(**out));
+	if (!*out)
+		ret = fl_err(-ENOMEM, "%s: no memory", spec);
+	for (unsigned int i = cnt; !ret && i-- > 0;) {
+		struct fl_source *x = source_layers_at(src, i);
+		const struct image *img = source_image(x);
+		struct layer *y = &(*out)[*n];
+		char at[4096];
 
-		*n = i + 1;
-		ret = read_index(r, x->spec, &x->buf, &x->len);
+		if (top && i == cnt - 1 && (!img || !image_in_store(&img->hdr)))
+			ret = fl_err(-EINVAL, "%s: not a chunk-store image (its "
+				     "chunks are in the file): nothing to "
+				     "register", spec);
+		else if (top && i == cnt - 1 && !in_store(r, x->desc, img))
+			ret = fl_err(-EINVAL, "%s: its chunks are in another "
+				     "store (%s from its directory: %s)", spec,
+				     img->hdr.store_path,
+				     store_resolve(x->desc, img->hdr.store_path,
+						   at, sizeof(at)) ? "?" : at);
+		if (ret || !img || !in_store(r, x->desc, img))
+			continue;	/* its chunks are not ours to keep */
+		snprintf(y->spec, sizeof(y->spec), "%s", x->desc);
+		++*n;
+		ret = read_index(r, y->spec, &y->buf, &y->len);
 		if (!ret)
-			ret = parse_index(x->spec, x->buf, x->len, &x->img);
-		if (!ret && i &&
-		    memcmp(l[i - 1].img->hdr.parent_id, x->img->hdr.id,
-			   IMAGE_ID_LEN)) {
-			image_id_hex(l[i - 1].img->hdr.parent_id, want);
-			image_id_hex(x->img->hdr.id, got);
-			ret = fl_err(-EINVAL, "%s: the parent of %s is another "
-				     "image (content id %s, not %s)", x->spec,
-				     l[i - 1].spec, got, want);
-		}
-		if (ret || !image_is_diff(&x->img->hdr))
-			break;
-		if (i == FL_MAX_LAYERS)
-			ret = fl_err(-ELOOP, "%s: a chain of more than %d diff "
-				     "images", spec, FL_MAX_LAYERS);
-		else if (store_resolve(x->spec, x->img->hdr.parent_name,
-				       l[i + 1].spec, sizeof(l[i].spec)) < 0)
-			ret = fl_err(-ENAMETOOLONG, "%s: its parent's path is "
-				     "too long", x->spec);
+			ret = parse_index(y->spec, y->buf, y->len, &y->img);
+		if (!ret && memcmp(y->img->hdr.id, img->hdr.id, IMAGE_ID_LEN))
+			ret = fl_err(-EAGAIN, "%s: changed while read", y->spec);
 	}
+	fl_source_put(src);
 	return ret;
 }
 
@@ -503,7 +513,7 @@ static int check_chunks(const struct reg *r, const struct layer *x)
 
 /* ---- registering ---------------------------------------------------------- */
 
-/* l[0..n)'s layers in this store registered, the deepest first. */
+/* l[0..n) (read_chain's) registered, the deepest first. */
 static int put_chain(const struct reg *r, struct layer *l, int n, bool check,
 		     registry_said said, void *arg)
 {
@@ -512,8 +522,6 @@ static int put_chain(const struct reg *r, struct layer *l, int n, bool check,
 		bool created;
 		int ret;
 
-		if (!in_store(r, l[i].spec, l[i].img))
-			continue;	/* its chunks are not ours to keep */
 		if (check && (ret = check_chunks(r, &l[i])) < 0)
 			return ret;
 		image_id_hex(l[i].img->hdr.id, id);
@@ -558,7 +566,7 @@ int store_publish(struct store_writer *w, const char *tmp, const char *image,
 
 	/* a parent elsewhere (a file beside a bucket's image) is not ours */
 	if (parent && store_is_s3(parent) == !!r.s3)
-		ret = read_chain(&r, parent, &l, &n);
+		ret = read_chain(&r, parent, false, &l, &n);
 	if (!ret)
 		ret = put_chain(&r, l, n, false, NULL, NULL);
 	free_chain(l, n);
@@ -598,21 +606,8 @@ int store_register(const char *store, const char *const *images, int n,
 	for (int i = 0; !ret && i < n; i++) {
 		struct layer *l;
 		int nl;
-		char at[4096];
-		const struct image_header *h;
 
-		ret = read_chain(&r, images[i], &l, &nl);
-		h = ret ? NULL : &l[0].img->hdr;
-		if (h && !image_in_store(h))
-			ret = fl_err(-EINVAL, "%s: not a chunk-store image (its "
-				     "chunks are in the file): nothing to "
-				     "register", images[i]);
-		else if (h && !in_store(&r, images[i], l[0].img))
-			ret = fl_err(-EINVAL, "%s: its chunks are in another "
-				     "store (%s from its directory: %s)",
-				     images[i], h->store_path,
-				     store_resolve(images[i], h->store_path,
-						   at, sizeof(at)) ? "?" : at);
+		ret = read_chain(&r, images[i], true, &l, &nl);
 		if (!ret)
 			ret = put_chain(&r, l, nl, true, said, arg);
 		free_chain(l, nl);
