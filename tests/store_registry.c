@@ -11,7 +11,8 @@
  * registry (chunks, no registry/) makes gc refuse in one line, deleting
  * nothing, and a create into it says so; `image register` of its images
  * turns it on; deleting one of them and gc then removes only that
- * image's own chunks.  register refuses an index whose chunks are gone.
+ * image's own chunks.  register refuses an index whose chunks are gone;
+ * gc removes a stale registry temporary (a register that died).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -192,6 +193,21 @@ static void test_two_images(void)
 	st = cli("gc --store %s", path_of("store"));
 	ok(st == 0 && said("1 image registered") && said(" 0 deleted"),
 	   "... not registered (exit %d)", st);
+
+	/* a register that died: its temporary goes with a later gc */
+	{
+		char cmd[400];
+
+		snprintf(cmd, sizeof(cmd), "touch -d '2 hours ago' %s",
+			 path_of("store/registry/.tmp-1-0"));
+		ok(system(cmd) == 0 && cli("gc --store %s --dry-run",
+					   path_of("store")) == 0 &&
+		   access(path_of("store/registry/.tmp-1-0"), F_OK) == 0 &&
+		   cli("gc --store %s", path_of("store")) == 0 &&
+		   access(path_of("store/registry/.tmp-1-0"), F_OK) < 0,
+		   "a stale registry temporary: kept by --dry-run, removed "
+		   "by gc");
+	}
 }
 
 /* A store from before the registry: chunks, no registry/. */

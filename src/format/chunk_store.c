@@ -542,7 +542,8 @@ static int gc_s3(const char *dir, bool dry_run, struct store_gc_info *info)
 	ret = s3_store_lock(st, true);
 	/* Under the lock: every index a create finished is registered. */
 	if (!ret)
-		ret = registry_each(dir, -1, st, set_add_image, &s, &info->images);
+		ret = registry_each(dir, -1, st, false, set_add_image, &s,
+				    &info->images);
 	if (!ret) {
 		struct sweep_s3 w = { st, &s, dry_run, info };
 
@@ -579,7 +580,8 @@ int store_gc(const char *dir, bool dry_run, struct store_gc_info *info)
 		goto out;
 	}
 	/* Under the lock: every index a create finished is registered. */
-	ret = registry_each(dir, dfd, NULL, set_add_image, &s, &info->images);
+	ret = registry_each(dir, dfd, NULL, !dry_run, set_add_image, &s,
+			    &info->images);
 	if (ret < 0)
 		goto out;
 	qsort(s.h, s.n, IMAGE_HASH_LEN, cmp_hash);

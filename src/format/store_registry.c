@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "faultline.h"
@@ -47,6 +48,7 @@ struct reg {
 	const char *spec;	/* the store, for messages */
 	int dfd;		/* a directory store's root, else -1 */
 	struct s3_store *s3;	/* a bucket's, else NULL */
+	bool sweep;		/* each_id(): stale temporaries removed */
 };
 
 /* One layer of a chain: its index's bytes and the image they make. */
@@ -61,7 +63,7 @@ static atomic_uint tmp_seq;
 
 static struct reg reg_of(struct store_writer *w)
 {
-	return (struct reg){ w->dir, w->s3 ? -1 : w->dfd, w->s3 };
+	return (struct reg){ w->dir, w->s3 ? -1 : w->dfd, w->s3, false };
 }
 
 static bool id_ok(const char *s)
@@ -248,9 +250,17 @@ static int each_id(const struct reg *r, int (*fn)(void *arg, const char *id),
 		close(rd);
 		return fl_err(-errno, "%s/%s: %m", r->spec, STORE_REGISTRY);
 	}
-	while (!ret && (de = readdir(d)))
+	while (!ret && (de = readdir(d))) {
+		struct stat st;
+
 		if (id_ok(de->d_name))
 			ret = fn(arg, de->d_name);
+		else if (r->sweep && !strncmp(de->d_name, ".tmp-", 5) &&
+			 !fstatat(rd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) &&
+			 S_ISREG(st.st_mode) &&
+			 time(NULL) - st.st_mtime > STORE_STALE_TMP_S)
+			unlinkat(rd, de->d_name, 0);	/* a writer that died */
+	}
 	closedir(d);
 	return ret;
 }
@@ -719,7 +729,7 @@ int store_unregister(const char *store, const char *what,
 
 int store_registry_on(const char *store)
 {
-	struct reg r = { store, -1, NULL };
+	struct reg r = { store, -1, NULL, false };
 	int ret;
 
 	if (store_is_s3(store)) {
@@ -772,11 +782,11 @@ static int keep_one(void *arg, const char *id)
 	return ret;
 }
 
-int registry_each(const char *spec, int dfd, struct s3_store *s3,
+int registry_each(const char *spec, int dfd, struct s3_store *s3, bool sweep,
 		  int (*keep)(void *arg, const struct image *img), void *arg,
 		  uint64_t *n)
 {
-	struct reg r = { spec, s3 ? -1 : dfd, s3 };
+	struct reg r = { spec, s3 ? -1 : dfd, s3, sweep };
 	struct each e = { &r, keep, arg, n };
 	int ret = reg_has(&r, STORE_REGISTRY_ON);
 

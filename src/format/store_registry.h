@@ -67,10 +67,11 @@ int store_registry_on(const char *store);
 /*
  * For gc, under the store's exclusive lock (dfd a directory store's
  * root, else s3): keep() called with every registered index; *n counts
- * them.  Refuses with one line (-EPERM) a store whose registry is not
+ * them; sweep: a directory's temporaries older than STORE_STALE_TMP_S
+ * (a register that died) removed.  Refuses with one line (-EPERM) a store whose registry is not
  * on, and (-EBADMSG) an entry that is not the index its name says.
  */
-int registry_each(const char *spec, int dfd, struct s3_store *s3,
+int registry_each(const char *spec, int dfd, struct s3_store *s3, bool sweep,
 		  int (*keep)(void *arg, const struct image *img), void *arg,
 		  uint64_t *n);
 
