@@ -439,7 +439,7 @@ static int set_add_image(void *s_, const struct image *img)
 	return 0;
 }
 
-bool store_hex_name(const char *s, uint8_t *hash)
+static bool hex_name(const char *s, uint8_t *hash)
 {
 	for (int i = 0; i < IMAGE_HASH_LEN; i++) {
 		unsigned int v;
@@ -481,7 +481,7 @@ static int gc_sweep(int dfd, const char *sub, const struct hash_set *s,
 				unlinkat(dirfd(d), de->d_name, 0);
 			continue;
 		}
-		if (!store_hex_name(de->d_name, h) || strncmp(de->d_name, sub + sizeof(STORE_CHUNKS), 2))
+		if (!hex_name(de->d_name, h) || strncmp(de->d_name, sub + sizeof(STORE_CHUNKS), 2))
 			continue;	/* not an object: not ours to delete */
 		keep = bsearch(h, s->h, s->n, IMAGE_HASH_LEN, cmp_hash);
 		if (keep) {
@@ -514,7 +514,7 @@ static int sweep_s3_one(void *arg, const char *name, uint64_t size)
 
 	/* chunks/HH/HASH, HH the hash's first two digits */
 	if (!base || base - name != (ptrdiff_t)strlen(STORE_CHUNKS "/HH") ||
-	    !store_hex_name(base + 1, h) || memcmp(base - 2, base + 1, 2))
+	    !hex_name(base + 1, h) || memcmp(base - 2, base + 1, 2))
 		return 0;
 	if (bsearch(h, w->keep->h, w->keep->n, IMAGE_HASH_LEN, cmp_hash)) {
 		w->info->kept++;
@@ -608,5 +608,70 @@ out:
 	if (lock >= 0)
 		close(lock);
 	close(dfd);
+	return ret;
+}
+
+/* ---- a new registry entry's chunks: all there? -------------------------- */
+
+struct have {
+	struct hash_set want;
+	bool *found;
+};
+
+static int have_seen(void *arg, const char *name, uint64_t size)
+{
+	struct have *h = arg;
+	const char *base = strrchr(name, '/');
+	uint8_t x[IMAGE_HASH_LEN], (*at)[IMAGE_HASH_LEN];
+
+	(void)size;
+	if (base && hex_name(base + 1, x) &&
+	    (at = bsearch(x, h->want.h, h->want.n, IMAGE_HASH_LEN, cmp_hash)))
+		h->found[at - h->want.h] = true;
+	return 0;
+}
+
+int store_check_chunks(const char *spec, int dfd, struct s3_store *s3,
+		       const struct image *img, const char *what)
+{
+	struct have h = { 0 };
+	uint64_t missing = 0;
+	size_t first = 0, n = 0;
+	char name[128];
+	int ret = set_add_image(&h.want, img);
+
+	if (!ret && !(h.found = calloc(h.want.n + 1, 1)))
+		ret = -ENOMEM;
+	if (ret)
+		return fl_err(ret, "%s: no memory", what);
+	qsort(h.want.h, h.want.n, IMAGE_HASH_LEN, cmp_hash);
+	for (size_t i = 0; i < h.want.n; i++)	/* each hash once */
+		if (!n || memcmp(h.want.h[n - 1], h.want.h[i], IMAGE_HASH_LEN))
+			memmove(h.want.h[n++], h.want.h[i], IMAGE_HASH_LEN);
+	h.want.n = n;
+	if (s3)		/* one LIST, not a HEAD per chunk */
+		ret = s3_store_list(s3, STORE_CHUNKS "/", have_seen, &h);
+	for (size_t i = 0; !ret && i < h.want.n; i++) {
+		struct stat st;
+
+		if (!s3) {
+			store_chunk_name(h.want.h[i], name, sizeof(name));
+			h.found[i] = !fstatat(dfd, name, &st,
+					      AT_SYMLINK_NOFOLLOW) &&
+				     S_ISREG(st.st_mode);
+		}
+		if (!h.found[i] && !missing++)
+			first = i;
+	}
+	if (!ret && missing) {
+		store_chunk_name(h.want.h[first], name, sizeof(name));
+		ret = fl_err(-ENOENT, "%s: %llu of its chunks are not in the "
+			     "store (%s/%s the first): not registered (a gc "
+			     "before the registry deleted them? create it "
+			     "again)", what, (unsigned long long)missing, spec,
+			     name);
+	}
+	free(h.want.h);
+	free(h.found);
 	return ret;
 }

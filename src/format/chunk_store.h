@@ -19,9 +19,6 @@
 /* DIR/chunks/HH/.tmp-*: an object being written; older ones are swept */
 #define STORE_STALE_TMP_S 3600
 
-/* Is s a hash's 64 lowercase hex digits?  Then hash holds it. */
-bool store_hex_name(const char *s, uint8_t *hash);
-
 /* "chunks/HH/HASH" of hash, relative to the store's root. */
 void store_chunk_name(const uint8_t *hash, char *buf, size_t n);
 
@@ -111,5 +108,13 @@ struct store_gc_info {
  * an entry it cannot read.  dry_run: count only.
  */
 int store_gc(const char *dir, bool dry_run, struct store_gc_info *info);
+
+/*
+ * Does the store spec (dfd its root, or s3 a bucket's) hold every chunk
+ * img names?  0, or -ENOENT with one line (what: the image) naming the
+ * first missing; a bucket's chunks are listed once.
+ */
+int store_check_chunks(const char *spec, int dfd, struct s3_store *s3,
+		       const struct image *img, const char *what);
 
 #endif

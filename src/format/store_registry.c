@@ -449,78 +449,6 @@ static int read_chain(const struct reg *r, const char *spec, bool top,
 	return ret;
 }
 
-/* ---- chunks a new entry names: all in the store? ------------------------- */
-
-struct want {
-	uint8_t (*h)[IMAGE_HASH_LEN];
-	bool *found;
-	size_t n;
-};
-
-static int cmp_hash(const void *a, const void *b)
-{
-	return memcmp(a, b, IMAGE_HASH_LEN);
-}
-
-static int want_seen(void *arg, const char *name, uint64_t size)
-{
-	struct want *w = arg;
-	const char *base = strrchr(name, '/');
-	uint8_t h[IMAGE_HASH_LEN];
-	uint8_t (*at)[IMAGE_HASH_LEN];
-
-	(void)size;
-	if (base && store_hex_name(base + 1, h) &&
-	    (at = bsearch(h, w->h, w->n, IMAGE_HASH_LEN, cmp_hash)))
-		w->found[at - w->h] = true;
-	return 0;
-}
-
-/* Every chunk x names in the store: 0, or -ENOENT naming the first not. */
-static int check_chunks(const struct reg *r, const struct layer *x)
-{
-	const struct image *img = x->img;
-	struct want w = { 0 };
-	uint64_t missing = 0, first = 0;
-	char name[128];
-	int ret = 0;
-
-	w.h = malloc((img->hdr.chunk_count + 1) * IMAGE_HASH_LEN);
-	w.found = calloc(img->hdr.chunk_count + 1, 1);
-	if (!w.h || !w.found)
-		ret = fl_err(-ENOMEM, "%s: no memory", x->spec);
-	for (uint64_t i = 0; !ret && i < img->hdr.chunk_count; i++)
-		if (img->index[i].kind != IMAGE_ZERO)
-			memcpy(w.h[w.n++], img->index[i].sha, IMAGE_HASH_LEN);
-	if (!ret)
-		qsort(w.h, w.n, IMAGE_HASH_LEN, cmp_hash);
-	if (!ret && r->s3)
-		ret = s3_store_list(r->s3, STORE_CHUNKS "/", want_seen, &w);
-	for (size_t i = 0; !ret && i < w.n; i++) {
-		struct stat st;
-
-		if (!r->s3) {
-			store_chunk_name(w.h[i], name, sizeof(name));
-			w.found[i] = !fstatat(r->dfd, name, &st,
-					      AT_SYMLINK_NOFOLLOW) &&
-				     S_ISREG(st.st_mode);
-		}
-		if (!w.found[i] && !missing++)
-			first = i;
-	}
-	if (!ret && missing) {
-		store_chunk_name(w.h[first], name, sizeof(name));
-		ret = fl_err(-ENOENT, "%s: %llu of its chunks are not in the "
-			     "store (%s/%s the first): not registered (a gc "
-			     "before the registry deleted them? create it "
-			     "again)", x->spec, (unsigned long long)missing,
-			     r->spec, name);
-	}
-	free(w.h);
-	free(w.found);
-	return ret;
-}
-
 /* ---- registering ---------------------------------------------------------- */
 
 /* l[0..n) (read_chain's) registered, the deepest first. */
@@ -532,7 +460,8 @@ static int put_chain(const struct reg *r, struct layer *l, int n, bool check,
 		bool created;
 		int ret;
 
-		if (check && (ret = check_chunks(r, &l[i])) < 0)
+		if (check && (ret = store_check_chunks(r->spec, r->dfd, r->s3,
+						       l[i].img, l[i].spec)) < 0)
 			return ret;
 		image_id_hex(l[i].img->hdr.id, id);
 		snprintf(name, sizeof(name), STORE_REGISTRY "/%s", id);
