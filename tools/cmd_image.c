@@ -550,6 +550,10 @@ static int do_gc(int argc, char **argv)
 	}
 	ret = store_gc(store, imgs, n, dry, &in);
 	free(imgs);
+	if (in.links)
+		fprintf(stderr, "faultline image: gc: %s/%s: a symbolic link: "
+			"skipped, not followed (%llu in the store)\n", store,
+			in.link, (unsigned long long)in.links);
 	if (ret < 0 && (!in.deleted || dry)) {
 		fprintf(stderr, "faultline image: gc: %s (nothing deleted)\n",
 			fl_last_error());
