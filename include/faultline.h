@@ -99,7 +99,9 @@ struct fl_source_opts {
 	 * Called, from any thread, with one line while a remote source waits
 	 * for its origin (an HTTP try that failed and will be retried, a
 	 * tcp:// sender being redialled), at most about once a second per
-	 * source, so that a restore that stalls says why.  NULL: quiet.
+	 * source, so that a restore that stalls says why; and what the
+	 * local cache skips (a symbolic link in it) or cannot do (its disk
+	 * full: said once).  NULL: quiet.
 	 */
 	void (*note)(void *arg, const char *line);
 	void *note_arg;

@@ -127,6 +127,10 @@ static int do_gc(const struct store_args *a)
 		return CLI_USAGE;
 	}
 	ret = store_gc(a->store, a->dry_run, &in);
+	if (in.links)
+		fprintf(stderr, "faultline image: gc: %s/%s: a symbolic link: "
+			"skipped, not followed (%llu in the store)\n", a->store,
+			in.link, (unsigned long long)in.links);
 	if (ret < 0 && (!in.deleted || a->dry_run)) {
 		fprintf(stderr, "faultline image: gc: %s (nothing deleted)\n",
 			fl_last_error());

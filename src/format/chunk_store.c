@@ -13,6 +13,11 @@
  * look at the store to its index's rename; gc holds it exclusively while
  * it reads the indexes it keeps and deletes, so it never deletes an object
  * a create has found there and is about to reference.
+ * Paths: the store's root is opened as given, links and all; every path
+ * beneath it (chunks/, chunks/HH/, objects, .lock) is opened with
+ * io_open_beneath (no symbolic link followed, nothing outside), and every
+ * create, rename and unlink is relative to a directory so opened: a link
+ * planted in a shared store is refused or skipped, never followed.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -226,11 +231,11 @@ static int dir_get(struct image_store *s, const uint8_t *hash, void *buf,
 	int fd, ret;
 
 	store_chunk_name(hash, name, sizeof(name));
-	fd = openat(d->dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	fd = io_open_beneath(d->dfd, name, O_RDONLY, 0);
 	if (fd < 0)
-		return fl_err(-errno, "%s/%s: %s", d->dir, name,
-			      errno == ENOENT ? "no such chunk in the store" :
-			      strerror(errno));
+		return fl_err(fd, "%s/%s: %s", d->dir, name,
+			      fd == -ENOENT ? "no such chunk in the store" :
+			      io_beneath_strerror(fd));
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
 	    (uint64_t)st.st_size != len) {
 		ret = fl_err(-EBADMSG, "%s/%s: %lld bytes, the index says %zu",
@@ -294,11 +299,13 @@ int store_attach_dir(struct image *img, const char *path)
 
 int store_open_write(const char *dir, struct store_writer *w)
 {
+	int ret;
+
 	memset(w, 0, sizeof(*w));
 	w->dfd = w->lock = -1;
 	snprintf(w->dir, sizeof(w->dir), "%s", dir);
 	if (store_is_s3(dir)) {
-		int ret = s3_store_open(dir, &w->s3);
+		ret = s3_store_open(dir, &w->s3);
 
 		if (!ret)	/* "s3://BUCKET/PREFIX/" in messages: + name */
 			snprintf(w->dir, sizeof(w->dir), "%.*s",
@@ -313,13 +320,14 @@ int store_open_write(const char *dir, struct store_writer *w)
 	w->dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (w->dfd < 0)
 		return fl_err(-errno, "--store %s: %m", dir);
-	if (mkdirat(w->dfd, STORE_CHUNKS, 0755) < 0 && errno != EEXIST)
-		return fl_err(-errno, "--store %s: cannot create %s: %m", dir,
-			      STORE_CHUNKS);
-	w->lock = openat(w->dfd, STORE_LOCK, O_RDWR | O_CREAT | O_CLOEXEC,
-			 0644);
+	ret = io_mkdir_beneath(w->dfd, STORE_CHUNKS, 0755);
+	if (ret < 0 && ret != -EEXIST)
+		return fl_err(ret, "--store %s: cannot create %s: %s", dir,
+			      STORE_CHUNKS, io_beneath_strerror(ret));
+	w->lock = io_open_beneath(w->dfd, STORE_LOCK, O_RDWR | O_CREAT, 0644);
 	if (w->lock < 0)
-		return fl_err(-errno, "--store %s: %s: %m", dir, STORE_LOCK);
+		return fl_err(w->lock, "--store %s: %s: %s", dir, STORE_LOCK,
+			      io_beneath_strerror(w->lock));
 	if (flock(w->lock, LOCK_SH) < 0)
 		return fl_err(-errno, "--store %s: lock %s: %m", dir,
 			      STORE_LOCK);
@@ -330,12 +338,17 @@ int store_has(struct store_writer *w, const uint8_t *hash, uint64_t *size)
 {
 	char name[128];
 	struct stat st;
+	int fd, ret;
 
 	store_chunk_name(hash, name, sizeof(name));
 	if (w->s3)
 		return s3_store_head(w->s3, name, size);
-	if (fstatat(w->dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-	    !S_ISREG(st.st_mode))
+	fd = io_open_beneath(w->dfd, name, O_PATH, 0);
+	if (fd < 0)
+		return -ENOENT;
+	ret = fstat(fd, &st);
+	close(fd);
+	if (ret < 0 || !S_ISREG(st.st_mode))
 		return -ENOENT;
 	*size = (uint64_t)st.st_size;
 	return 0;
@@ -344,8 +357,8 @@ int store_has(struct store_writer *w, const uint8_t *hash, uint64_t *size)
 int store_put(struct store_writer *w, const uint8_t *hash, const void *buf,
 	      size_t len, uint64_t *size, bool *wrote)
 {
-	char name[128], tmp[160];
-	int fd, ret;
+	char name[128], tmp[64], *base;
+	int fd, hh, ret;
 
 	*wrote = false;
 	store_chunk_name(hash, name, sizeof(name));
@@ -355,30 +368,41 @@ int store_put(struct store_writer *w, const uint8_t *hash, const void *buf,
 		return ret;
 	}
 	name[sizeof(STORE_CHUNKS) + 2] = 0;		/* chunks/HH */
-	if (mkdirat(w->dfd, name, 0755) < 0 && errno != EEXIST)
-		return fl_err(-errno, "%s/%s: cannot create: %m", w->dir, name);
-	snprintf(tmp, sizeof(tmp), "%s/.tmp-%d-%u", name, (int)getpid(),
-		 w->seq++);
+	ret = io_mkdir_beneath(w->dfd, name, 0755);
+	hh = ret < 0 && ret != -EEXIST ? ret :
+	     io_open_beneath(w->dfd, name, O_PATH | O_DIRECTORY, 0);
+	if (hh < 0)
+		return fl_err(hh, "%s/%s: cannot create: %s", w->dir, name,
+			      io_beneath_strerror(hh));
 	name[sizeof(STORE_CHUNKS) + 2] = '/';
-	fd = openat(w->dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-		    0644);
-	if (fd < 0)
-		return fl_err(-errno, "%s/%s: cannot create: %m", w->dir, tmp);
+	base = name + sizeof(STORE_CHUNKS) + 3;		/* HASH */
+	snprintf(tmp, sizeof(tmp), ".tmp-%d-%u", (int)getpid(), w->seq++);
+	fd = io_open_beneath(hh, tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	if (fd < 0) {
+		close(hh);
+		return fl_err(fd, "%s/%.*s/%s: cannot create: %s", w->dir,
+			      (int)(base - 1 - name), name, tmp,
+			      io_beneath_strerror(fd));
+	}
 	ret = pwrite_full(fd, buf, len, 0);
 	if (close(fd) < 0 && !ret)
 		ret = -errno;
 	if (ret < 0) {
-		unlinkat(w->dfd, tmp, 0);
-		return fl_err(ret, "%s/%s: write: %s", w->dir, tmp,
+		unlinkat(hh, tmp, 0);
+		close(hh);
+		return fl_err(ret, "%s/%.*s/%s: write: %s", w->dir,
+			      (int)(base - 1 - name), name, tmp,
 			      strerror(-ret));
 	}
-	if (renameat2(w->dfd, tmp, w->dfd, name, RENAME_NOREPLACE) == 0) {
+	ret = renameat2(hh, tmp, hh, base, RENAME_NOREPLACE) ? -errno : 0;
+	if (ret < 0)
+		unlinkat(hh, tmp, 0);
+	close(hh);
+	if (ret == 0) {
 		*size = len;
 		*wrote = true;
 		return 0;
 	}
-	ret = -errno;
-	unlinkat(w->dfd, tmp, 0);
 	if (ret == -EEXIST && store_has(w, hash, size) == 0)
 		return 0;	/* written beside us meanwhile: use that one */
 	return fl_err(ret, "%s/%s: cannot rename into place: %s", w->dir, name,
@@ -453,27 +477,45 @@ static bool hex_name(const char *s, uint8_t *hash)
 	return !s[2 * IMAGE_HASH_LEN];
 }
 
+/* A symbolic link where gc looked: skipped, never followed; the first named. */
+static void gc_link(struct store_gc_info *info, const char *sub,
+		    const char *name)
+{
+	if (!info->links++)
+		snprintf(info->link, sizeof(info->link), "%.16s%s%.100s", sub,
+			 name ? "/" : "", name ? name : "");
+}
+
 /* Sweep one chunks/HH directory. */
 static int gc_sweep(int dfd, const char *sub, const struct hash_set *s,
 		    bool dry_run, struct store_gc_info *info)
 {
-	int fd = openat(dfd, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = io_open_beneath(dfd, sub, O_RDONLY | O_DIRECTORY, 0);
 	time_t now = time(NULL);
 	struct dirent *de;
 	DIR *d;
 
+	if (fd == -ELOOP) {
+		gc_link(info, sub, NULL);
+		return 0;
+	}
 	if (fd < 0 || !(d = fdopendir(fd))) {
+		int ret = fd < 0 ? fd : -errno;
+
 		if (fd >= 0)
 			close(fd);
-		return fl_err(-errno, "%s: %m", sub);
+		return fl_err(ret, "%s: %s", sub, strerror(-ret));
 	}
 	while ((de = readdir(d))) {
 		uint8_t h[IMAGE_HASH_LEN];
 		struct stat st;
 		bool keep;
 
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
-		    !S_ISREG(st.st_mode))
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW))
+			continue;
+		if (S_ISLNK(st.st_mode))
+			gc_link(info, sub, de->d_name);
+		if (!S_ISREG(st.st_mode))
 			continue;
 		if (!strncmp(de->d_name, ".tmp-", 5)) {
 			/* a create's object in flight, or one that died */
@@ -559,7 +601,7 @@ int store_gc(const char *dir, bool dry_run, struct store_gc_info *info)
 {
 	struct hash_set s = { 0 };
 	struct stat st;
-	int dfd, lock = -1, ret = 0;
+	int dfd, cfd = -1, lock = -1, ret = 0;
 	struct dirent *de;
 	DIR *d = NULL;
 
@@ -569,14 +611,20 @@ int store_gc(const char *dir, bool dry_run, struct store_gc_info *info)
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return fl_err(-errno, "--store %s: %m", dir);
-	if (fstat(dfd, &st) < 0 || faccessat(dfd, STORE_CHUNKS, F_OK, 0) < 0) {
-		close(dfd);
-		return fl_err(-ENOENT, "--store %s: not a chunk store (no %s/)",
-			      dir, STORE_CHUNKS);
+	cfd = io_open_beneath(dfd, STORE_CHUNKS, O_RDONLY | O_DIRECTORY, 0);
+	if (fstat(dfd, &st) < 0 || cfd < 0) {
+		ret = cfd == -ENOENT ? fl_err(cfd, "--store %s: not a chunk "
+					      "store (no %s/)", dir,
+					      STORE_CHUNKS) :
+		      fl_err(cfd, "--store %s: %s: %s", dir, STORE_CHUNKS,
+			     io_beneath_strerror(cfd));
+		goto out;
 	}
-	lock = openat(dfd, STORE_LOCK, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	lock = io_open_beneath(dfd, STORE_LOCK, O_RDWR | O_CREAT, 0644);
 	if (lock < 0 || flock(lock, LOCK_EX) < 0) {
-		ret = fl_err(-errno, "--store %s: lock %s: %m", dir, STORE_LOCK);
+		ret = lock < 0 ? lock : -errno;
+		ret = fl_err(ret, "--store %s: lock %s: %s", dir, STORE_LOCK,
+			     io_beneath_strerror(ret));
 		goto out;
 	}
 	/* Under the lock: every index a create finished is registered. */
@@ -585,8 +633,7 @@ int store_gc(const char *dir, bool dry_run, struct store_gc_info *info)
 	if (ret < 0)
 		goto out;
 	qsort(s.h, s.n, IMAGE_HASH_LEN, cmp_hash);
-	d = fdopendir(openat(dfd, STORE_CHUNKS, O_RDONLY | O_DIRECTORY |
-			     O_CLOEXEC));
+	d = fdopendir(cfd);
 	if (!d) {
 		ret = fl_err(-errno, "%s/%s: %m", dir, STORE_CHUNKS);
 		goto out;
@@ -604,6 +651,8 @@ int store_gc(const char *dir, bool dry_run, struct store_gc_info *info)
 out:
 	if (d)
 		closedir(d);
+	else if (cfd >= 0)
+		close(cfd);
 	free(s.h);
 	if (lock >= 0)
 		close(lock);

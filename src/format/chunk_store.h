@@ -98,6 +98,9 @@ struct store_gc_info {
 	uint64_t images;	/* indexes read, parents included */
 	uint64_t kept, kept_bytes;
 	uint64_t deleted, deleted_bytes;
+	/* symbolic links found in the store: skipped, never followed */
+	uint64_t links;
+	char link[128];		/* the first, relative to the store */
 };
 
 /*

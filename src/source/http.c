@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -30,6 +31,7 @@
 
 #include "faultline.h"
 #include "util/error.h"
+#include "util/io.h"
 #include "source/http_cache.h"
 #include "format/image.h"
 #include "source/impl.h"
@@ -335,43 +337,60 @@ static int set_validator(struct source_http *h, const struct xfer *x)
  * files are keyed by the same size and validator, so what it serves is
  * that object's bytes and nothing else.
  */
-static void identity_path(const char *dir, const char *url, char *buf,
-			  size_t n)
+static void identity_path(const char *url, char *buf, size_t n)
 {
-	snprintf(buf, n, "%s/%016" PRIx64 ".object", dir,
-		 cache_key(url, 0, "object"));
+	snprintf(buf, n, "%016" PRIx64 ".object", cache_key(url, 0, "object"));
+}
+
+/* DIR (opened as given) and a file in it opened beneath it; NULL or f. */
+static FILE *identity_open(const char *dir, const char *name, bool write,
+			   int *dfd)
+{
+	FILE *f = NULL;
+	int fd = -1;
+
+	*dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (*dfd >= 0)
+		fd = io_open_beneath(*dfd, name, write ? O_WRONLY | O_CREAT |
+				     O_TRUNC : O_RDONLY, 0600);
+	if (fd >= 0 && !(f = fdopen(fd, write ? "w" : "r")))
+		close(fd);
+	if (!f && *dfd >= 0)
+		close(*dfd);
+	return f;
 }
 
 static void identity_save(const char *dir, const struct source_http *h)
 {
-	char path[PATH_MAX], tmp[PATH_MAX + 16];
+	char path[64], tmp[96];
 	FILE *f;
+	int dfd;
 
-	identity_path(dir, h->url, path, sizeof(path));
+	identity_path(h->url, path, sizeof(path));
 	snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
-	f = fopen(tmp, "we");
+	f = identity_open(dir, tmp, true, &dfd);
 	if (!f)
 		return;		/* only costs an offline restore later */
 	fprintf(f, "size %" PRIu64 "\netag %s\nlm %s\n", h->base.size,
 		h->etag, h->lm);
-	if (fclose(f) == 0)
-		rename(tmp, path);
-	else
-		unlink(tmp);
+	if (fclose(f) != 0 || renameat(dfd, tmp, dfd, path) < 0)
+		unlinkat(dfd, tmp, 0);
+	close(dfd);
 }
 
 /* The identity as x's headers would have given it; 0 or -ENOENT. */
 static int identity_load(const char *dir, const char *url, uint64_t *size,
 			 struct xfer *x)
 {
-	char path[PATH_MAX], line[256];
-	int have = 0;
+	char path[64], line[256];
+	int have = 0, dfd;
 	FILE *f;
 
-	identity_path(dir, url, path, sizeof(path));
-	f = fopen(path, "re");
+	identity_path(url, path, sizeof(path));
+	f = identity_open(dir, path, false, &dfd);
 	if (!f)
 		return -ENOENT;
+	close(dfd);
 	while (fgets(line, sizeof(line), f)) {
 		line[strcspn(line, "\n")] = 0;
 		if (sscanf(line, "size %" SCNu64, size) == 1)
@@ -406,7 +425,7 @@ static int open_offline(struct source_http *h, const struct fl_source_opts *o,
 	h->base.size = size;	/* set_validator's key needs it */
 	if (set_validator(h, x) < 0 || http_cache_open(o->cache_dir, o->cache_max_bytes ?
 			    o->cache_max_bytes : FL_DEFAULT_CACHE_MAX,
-			    &h->cache) < 0)
+			    &h->base, &h->cache) < 0)
 		return err;
 	blk = malloc(HTTP_BLOCK);
 	hit = blk && http_cache_get(h->cache, h->key, 0, blk, size < HTTP_BLOCK ?
@@ -501,16 +520,20 @@ static int http_open(const char *url, const char *spec, struct s3_target *s3,
 	if (o->cache_dir && h->cond) {
 		ret = http_cache_open(o->cache_dir, o->cache_max_bytes ?
 				      o->cache_max_bytes : FL_DEFAULT_CACHE_MAX,
-				      &h->cache);
+				      &h->base, &h->cache);
 		if (ret < 0)
 			goto fail;
 		identity_save(o->cache_dir, h);
 	} else if (o->cache_dir) {
 		/* No validator, so no cache: nor may an old identity serve */
-		char path[PATH_MAX];
+		int dfd = open(o->cache_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		char path[64];
 
-		identity_path(o->cache_dir, h->url, path, sizeof(path));
-		unlink(path);
+		identity_path(h->url, path, sizeof(path));
+		if (dfd >= 0) {
+			unlinkat(dfd, path, 0);
+			close(dfd);
+		}
 	}
 opened:
 	size = h->base.size;

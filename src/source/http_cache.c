@@ -23,6 +23,12 @@
  * file mtime; a hit updates the mtime, so recency survives restarts.  The
  * bound is kept per process (another process's writes are counted when
  * seen), which is approximate when several share one directory.
+ * Paths: DIR is opened as given, once; every file in it is reached from
+ * that descriptor with io_open_beneath or an *at call on its own name, so
+ * a symbolic link planted in the cache is never followed (a read skips
+ * it, a write replaces the link itself).  A write that fails (the disk
+ * full) costs only the caching: the first is said in one line, once per
+ * directory and process, and the origin serves what the cache lacks.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -42,7 +48,9 @@
 #include <xxhash.h>
 
 #include "util/error.h"
+#include "util/io.h"
 #include "source/http_cache.h"
+#include "source/source.h"
 #include "util/clock.h"
 
 #define HC_MAGIC	"FLHCBLK1"
@@ -71,6 +79,8 @@ struct hc_entry {
 
 struct http_cache {
 	char *dir;
+	int dfd;		/* DIR, opened as given */
+	struct fl_source *owner;	/* for its notes; may be NULL */
 	uint64_t max_bytes;
 	uint64_t total;		/* bytes of present entries */
 	pthread_mutex_t mu;
@@ -143,30 +153,27 @@ static struct hc_entry *lookup(struct http_cache *c, uint64_t key,
 	return &c->ents[c->nents++];
 }
 
-static void block_path(const struct http_cache *c, char *buf, size_t n,
-		       uint64_t key, uint64_t block)
+/* File names, relative to DIR: */
+static void block_path(char *buf, size_t n, uint64_t key, uint64_t block)
 {
-	snprintf(buf, n, "%s/%016" PRIx64 "-%08" PRIx64 ".blk", c->dir, key,
-		 block);
+	snprintf(buf, n, "%016" PRIx64 "-%08" PRIx64 ".blk", key, block);
 }
 
-static void chunk_path(const struct http_cache *c, char *buf, size_t n,
-		       const uint8_t *sha)
+static void chunk_path(char *buf, size_t n, const uint8_t *sha)
 {
-	int at = snprintf(buf, n, "%s/", c->dir);
+	int at = 0;
 
-	for (int i = 0; i < 32 && at > 0 && (size_t)at + 3 < n; i++)
+	for (int i = 0; i < 32 && (size_t)at + 3 < n; i++)
 		at += snprintf(buf + at, n - (size_t)at, "%02x", sha[i]);
 	snprintf(buf + at, n - (size_t)at, ".chk");
 }
 
-static void entry_path(const struct http_cache *c, char *buf, size_t n,
-		       const struct hc_entry *e)
+static void entry_path(char *buf, size_t n, const struct hc_entry *e)
 {
 	if (e->block & HC_CHUNK_BIT)
-		chunk_path(c, buf, n, e->sha);
+		chunk_path(buf, n, e->sha);
 	else
-		block_path(c, buf, n, e->key, e->block);
+		block_path(buf, n, e->key, e->block);
 }
 
 /* A chunk's key and block in the index (the top bit marks a chunk). */
@@ -189,7 +196,7 @@ static void set_present(struct http_cache *c, struct hc_entry *e,
 /* Remove least recently used blocks until within the bound (mu held). */
 static void evict(struct http_cache *c, const struct hc_entry *keep)
 {
-	char path[4096];
+	char path[128];
 
 	while (c->total > c->max_bytes) {
 		struct hc_entry *v = NULL;
@@ -202,20 +209,22 @@ static void evict(struct http_cache *c, const struct hc_entry *keep)
 		}
 		if (!v)
 			return;
-		entry_path(c, path, sizeof(path), v);
-		unlink(path);
+		entry_path(path, sizeof(path), v);
+		unlinkat(c->dfd, path, 0);
 		set_present(c, v, 0, 0);
 	}
 }
 
-static void scan(struct http_cache *c, int dfd)
+static void scan(struct http_cache *c)
 {
-	DIR *d = fdopendir(dfd);
+	int dfd = io_open_beneath(c->dfd, ".", O_RDONLY | O_DIRECTORY, 0);
+	DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
 	struct dirent *de;
 	time_t now = time(NULL);
 
 	if (!d) {
-		close(dfd);
+		if (dfd >= 0)
+			close(dfd);
 		return;
 	}
 	while ((de = readdir(d))) {
@@ -223,8 +232,13 @@ static void scan(struct http_cache *c, int dfd)
 		struct stat st;
 		int n = -1;
 
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
-		    !S_ISREG(st.st_mode))
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW))
+			continue;
+		if (S_ISLNK(st.st_mode))
+			source_note(c->owner, "--cache %s/%s: a symbolic link: "
+				    "skipped, not followed", c->dir,
+				    de->d_name);
+		if (!S_ISREG(st.st_mode))
 			continue;
 		if (!strncmp(de->d_name, ".tmp-", 5)) {
 			if (now - st.st_mtime > HC_STALE_TMP_S)
@@ -267,7 +281,7 @@ static void scan(struct http_cache *c, int dfd)
 }
 
 int http_cache_open(const char *dir, uint64_t max_bytes,
-		    struct http_cache **out)
+		    struct fl_source *owner, struct http_cache **out)
 {
 	struct http_cache *c;
 	int dfd;
@@ -292,9 +306,11 @@ int http_cache_open(const char *dir, uint64_t max_bytes,
 		close(dfd);
 		return -ENOMEM;
 	}
+	c->dfd = dfd;
+	c->owner = owner;
 	c->max_bytes = max_bytes;
 	pthread_mutex_init(&c->mu, NULL);
-	scan(c, dfd);		/* closes dfd */
+	scan(c);
 	evict(c, NULL);
 	*out = c;
 	return 0;
@@ -305,6 +321,7 @@ void http_cache_close(struct http_cache *c)
 	if (!c)
 		return;
 	pthread_mutex_destroy(&c->mu);
+	close(c->dfd);
 	free(c->ents);
 	free(c->table);
 	free(c->dir);
@@ -322,57 +339,88 @@ static void cache_put(struct http_cache *c, uint64_t key, uint64_t block,
 bool http_cache_get(struct http_cache *c, uint64_t key, uint64_t block,
 		    void *dst, size_t len)
 {
-	char path[4096];
+	char path[128];
 
-	block_path(c, path, sizeof(path), key, block);
+	block_path(path, sizeof(path), key, block);
 	return cache_get(c, key, block, NULL, path, dst, len);
 }
 
 void http_cache_put(struct http_cache *c, uint64_t key, uint64_t block,
 		    const void *src, size_t len)
 {
-	char path[4096];
+	char path[128];
 
-	block_path(c, path, sizeof(path), key, block);
+	block_path(path, sizeof(path), key, block);
 	cache_put(c, key, block, NULL, path, src, len);
 }
 
 bool http_cache_get_chunk(struct http_cache *c, const uint8_t *sha,
 			  void *dst, size_t len)
 {
-	char path[4096];
+	char path[128];
 	uint64_t key, block;
 
 	chunk_key(sha, &key, &block);
-	chunk_path(c, path, sizeof(path), sha);
+	chunk_path(path, sizeof(path), sha);
 	return cache_get(c, key, block, sha, path, dst, len);
 }
 
 void http_cache_put_chunk(struct http_cache *c, const uint8_t *sha,
 			  const void *src, size_t len)
 {
-	char path[4096];
+	char path[128];
 	uint64_t key, block;
 
 	chunk_key(sha, &key, &block);
-	chunk_path(c, path, sizeof(path), sha);
+	chunk_path(path, sizeof(path), sha);
 	cache_put(c, key, block, sha, path, src, len);
 }
 
 void http_cache_drop_chunk(struct http_cache *c, const uint8_t *sha)
 {
-	char path[4096];
+	char path[128];
 	uint64_t key, block;
 	struct hc_entry *e;
 
 	chunk_key(sha, &key, &block);
-	chunk_path(c, path, sizeof(path), sha);
-	unlink(path);
+	chunk_path(path, sizeof(path), sha);
+	unlinkat(c->dfd, path, 0);
 	pthread_mutex_lock(&c->mu);
 	e = lookup(c, key, block, false);
 	if (e)
 		set_present(c, e, 0, 0);
 	pthread_mutex_unlock(&c->mu);
+}
+
+/*
+ * A cache file could not be written (err): said once per directory and
+ * process (a full disk fails every write after it; a server opens a
+ * cache per source), in one line; what the cache lacks is read from the
+ * origin.
+ */
+static void write_failed(struct http_cache *c, int err)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	static struct { dev_t dev; ino_t ino; } said[16];
+	static unsigned int nsaid;
+	struct stat st;
+	bool first = true;
+
+	if (fstat(c->dfd, &st) < 0)
+		return;
+	pthread_mutex_lock(&mu);
+	for (unsigned int i = 0; i < nsaid && first; i++)
+		first = said[i].dev != st.st_dev || said[i].ino != st.st_ino;
+	if (first && nsaid < sizeof(said) / sizeof(said[0])) {
+		said[nsaid].dev = st.st_dev;
+		said[nsaid++].ino = st.st_ino;
+	}
+	pthread_mutex_unlock(&mu);
+	if (first)
+		source_say(c->owner, "--cache %s: %s (%s): what the cache lacks "
+			   "is read from the origin, and not kept", c->dir,
+			   err == -ENOSPC || err == -EDQUOT ? "its disk is full" :
+			   "a block cannot be written", io_beneath_strerror(err));
 }
 
 static bool cache_get(struct http_cache *c, uint64_t key, uint64_t block,
@@ -386,7 +434,10 @@ static bool cache_get(struct http_cache *c, uint64_t key, uint64_t block,
 	ssize_t n;
 	int fd;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = io_open_beneath(c->dfd, path, O_RDONLY, 0);
+	if (fd == -ELOOP)
+		source_note(c->owner, "--cache %s/%s: a symbolic link: not "
+			    "followed, read from the origin", c->dir, path);
 	if (fd < 0)
 		return false;
 	n = preadv(fd, iov, 2, 0);
@@ -404,7 +455,7 @@ static bool cache_get(struct http_cache *c, uint64_t key, uint64_t block,
 			memcpy(e->sha, sha, 32);
 		set_present(c, e, sizeof(h) + len, wall_ns());
 	} else if (!good) {
-		unlink(path);	/* torn or corrupt: never served */
+		unlinkat(c->dfd, path, 0);	/* torn or corrupt: never served */
 		if (e)
 			set_present(c, e, 0, 0);
 	}
@@ -416,7 +467,7 @@ static void cache_put(struct http_cache *c, uint64_t key, uint64_t block,
 		      const uint8_t *sha, const char *path, const void *src,
 		      size_t len)
 {
-	char tmp[4096];
+	char tmp[64];
 	struct hc_header h = {
 		.key = key, .block = block, .len = (uint32_t)len,
 		.hash = XXH64(src, len, 0),
@@ -424,23 +475,28 @@ static void cache_put(struct http_cache *c, uint64_t key, uint64_t block,
 	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)src, len } };
 	struct hc_entry *e;
 	unsigned int seq;
-	bool done;
-	int fd;
+	ssize_t n;
+	int fd, err;
 
 	memcpy(h.magic, HC_MAGIC, sizeof(h.magic));
 	pthread_mutex_lock(&c->mu);
 	seq = c->tmp_seq++;
 	pthread_mutex_unlock(&c->mu);
-	snprintf(tmp, sizeof(tmp), "%s/.tmp-%d-%d-%u", c->dir, getpid(),
-		 gettid(), seq);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
+	snprintf(tmp, sizeof(tmp), ".tmp-%d-%d-%u", getpid(), gettid(), seq);
+	fd = io_open_beneath(c->dfd, tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	if (fd < 0) {
+		write_failed(c, fd);
 		return;
-	done = pwritev(fd, iov, 2, 0) == (ssize_t)(sizeof(h) + len);
-	if (close(fd) < 0)
-		done = false;
-	if (!done || rename(tmp, path) < 0) {
-		unlink(tmp);
+	}
+	n = pwritev(fd, iov, 2, 0);
+	err = n < 0 ? -errno : n != (ssize_t)(sizeof(h) + len) ? -ENOSPC : 0;
+	if (close(fd) < 0 && !err)
+		err = -errno;
+	if (!err && renameat(c->dfd, tmp, c->dfd, path) < 0)
+		err = -errno;
+	if (err) {
+		unlinkat(c->dfd, tmp, 0);
+		write_failed(c, err);
 		return;
 	}
 	pthread_mutex_lock(&c->mu);

@@ -274,7 +274,7 @@ int http_store_open(const char *url, const struct fl_source_opts *o,
 	if (o && o->cache_dir) {
 		ret = http_cache_open(o->cache_dir, o->cache_max_bytes ?
 				      o->cache_max_bytes : FL_DEFAULT_CACHE_MAX,
-				      &st->h.cache);
+				      &st->h.base, &st->h.cache);
 		if (ret < 0) {
 			hs_close(&st->base);
 			return ret;

@@ -47,19 +47,39 @@ void source_set_note(struct fl_source *s, const struct fl_source_opts *o)
 	s->note_arg = o ? o->note_arg : NULL;
 }
 
+static void note_v(struct fl_source *s, const char *fmt, va_list ap)
+{
+	char line[320];
+
+	vsnprintf(line, sizeof(line), fmt, ap);
+	s->note(s->note_arg, line);
+}
+
 void source_note(struct fl_source *s, const char *fmt, ...)
 {
-	uint64_t now = now_ns(), last = atomic_load(&s->note_ns);
-	char line[320];
+	uint64_t now = now_ns(), last;
 	va_list ap;
 
-	if (!s->note || (last && now - last < 1000000000ull) ||
+	if (!s || !s->note)
+		return;
+	last = atomic_load(&s->note_ns);
+	if ((last && now - last < 1000000000ull) ||
 	    !atomic_compare_exchange_strong(&s->note_ns, &last, now))
 		return;
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
+	note_v(s, fmt, ap);
 	va_end(ap);
-	s->note(s->note_arg, line);
+}
+
+void source_say(struct fl_source *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!s || !s->note)
+		return;
+	va_start(ap, fmt);
+	note_v(s, fmt, ap);
+	va_end(ap);
 }
 
 uint64_t fl_source_size(const struct fl_source *src)

@@ -110,8 +110,11 @@ static inline const struct image *source_image(const struct fl_source *s)
 
 /* Take the note callback of o (may be NULL) for s. */
 void source_set_note(struct fl_source *s, const struct fl_source_opts *o);
-/* Tell the note callback, if any, one line (at most one a second). */
+/* Tell s's note callback, if any (s may be NULL), one line: one a second. */
 void source_note(struct fl_source *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* The same with no rate limit: for what is said once (s may be NULL). */
+void source_say(struct fl_source *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 #endif
