@@ -210,6 +210,26 @@ static void accept_no_fds(struct daemon *d)
 		d->accept_paused = now_ms() + 100;
 }
 
+/*
+ * Test-only injection point: with FAULTLINE_TEST_PAUSE_AFTER_ACCEPT in
+ * its environment, the first server (not one restarted after it) stops
+ * itself with SIGSTOP the moment it holds its first client's socket, so
+ * that a test can kill it there (tests/serve_keep).  Nothing else reads
+ * the variable; unset, this is one getenv() a server.
+ */
+static void test_pause_after_accept(void)
+{
+	static int armed = -1;
+
+	if (armed < 0)
+		armed = getenv("FAULTLINE_TEST_PAUSE_AFTER_ACCEPT") &&
+			!getenv(RESTART_ENV);
+	if (armed) {
+		armed = 0;
+		raise(SIGSTOP);
+	}
+}
+
 static void accept_one(struct daemon *d)
 {
 	int fd = sock_accept(d->listen_fd, SOCK_CLOEXEC | SOCK_NONBLOCK, NULL,
@@ -220,6 +240,7 @@ static void accept_one(struct daemon *d)
 	if (fd < 0)
 		return;
 	d->fds_warned = false;
+	test_pause_after_accept();
 	int id = ++d->next_id;
 	uint64_t t = now_ms();
 	/* Kept at once, should this server die (store.h). */
