@@ -141,14 +141,134 @@ static void keep_fails(void)
 	serve_cleanup(&s);
 }
 
+/* Sessions kept across a takeover: fewer under the sanitizers. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define MANY_PROCS	10
+#define MANY_EACH	20
+#else
+#define MANY_PROCS	50
+#define MANY_EACH	100
+#endif
+#define MANY_PAGES	4
+
+struct many_args {
+	const char *sock;
+	int ready_w, go_r;
+};
+
+/*
+ * MANY_EACH sessions of one process, each a region of MANY_PAGES pages
+ * at its own offset: half of each verified before the takeover, the rest
+ * (never touched yet: served by the new server) after go_r.
+ */
+static int many_client(void *arg)
+{
+	const struct many_args *m = arg;
+	uint64_t size = MANY_PAGES * 4096, half = size / 2, bad;
+	struct fc_client *c = calloc(MANY_EACH, sizeof(*c));
+	char ch;
+	int wrong = 0;
+
+	if (!c)
+		return 10;
+	alarm(120);
+	for (int i = 0; i < MANY_EACH; i++) {
+		uint64_t off = (uint64_t)(getpid() % 64 + i) * size;
+
+		if (fc_client_map_at(&c[i], 1, &size, &off, FC_PAGE_4K) ||
+		    fc_client_connect(&c[i], m->sock))
+			return 11;
+		wrong += su_verify(&mem, c[i].regions[0].addr, off, half, 4096,
+				   SU_FORWARD, &bad) != 0;
+	}
+	if (write(m->ready_w, "r", 1) != 1 || read(m->go_r, &ch, 1) != 1)
+		return 12;
+	alarm(120);
+	for (int i = 0; i < MANY_EACH; i++)
+		wrong += su_verify(&mem, (char *)c[i].regions[0].addr + half,
+				   c[i].regions[0].offset + half, half, 4096,
+				   SU_FORWARD, &bad) != 0;
+	return wrong ? 1 : 0;
+}
+
+static void many_sessions(void)
+{
+	const char *extra[] = { "--no-prefetch", "--no-background", NULL };
+	int procs = MANY_PROCS, total, bad = 0, ready = 0;
+	pid_t pid[MANY_PROCS], old;
+	struct many_args m;
+	int rp[2], gp[2];
+	struct serve s;
+	struct rlimit rl;
+	char ch;
+
+	/*
+	 * The server holds 6 descriptors a session: as many sessions as the
+	 * hard limit leaves room for (20,000 here, without CAP_SYS_RESOURCE
+	 * to raise it: 3,100), 5,000 where it allows.
+	 */
+	getrlimit(RLIMIT_NOFILE, &rl);
+	if (rl.rlim_max != RLIM_INFINITY &&
+	    rl.rlim_max < 6 * (rlim_t)(procs * MANY_EACH) + 1024)
+		procs = (int)((rl.rlim_max - 1024) / 6 / MANY_EACH);
+	total = procs * MANY_EACH;
+	if (total < MANY_PROCS * MANY_EACH)
+		diag("%d sessions, not %d: the descriptor limit is %llu", total,
+		     MANY_PROCS * MANY_EACH, (unsigned long long)rl.rlim_max);
+	serve_init(&s);
+	s.nofile = rl.rlim_max == RLIM_INFINITY ? 65536 : rl.rlim_max;
+	if (serve_start(&s, mem.path, extra)) {
+		ok(0, "daemon for %d sessions", total);
+		serve_cleanup(&s);
+		return;
+	}
+	if (pipe2(rp, O_CLOEXEC) || pipe2(gp, O_CLOEXEC))
+		BAIL("pipe: %s", strerror(errno));
+	m = (struct many_args){ .sock = s.sock, .ready_w = rp[1],
+				.go_r = gp[0] };
+	for (int i = 0; i < procs; i++)
+		pid[i] = su_spawn(many_client, &m);
+	close(rp[1]);
+	close(gp[0]);
+	while (ready < procs && read(rp[0], &ch, 1) == 1)
+		ready++;
+	old = serve_server_pid(&s);
+	kill(old, SIGKILL);
+	ok(ready == procs && serve_server_wait(&s, old, 60000) > 0,
+	   "%d sessions served (%d processes), then the server killed and "
+	   "started again", total, ready);
+	for (int i = 0; i < procs; i++)
+		if (write(gp[1], "g", 1) != 1)
+			break;
+	close(gp[1]);
+	close(rp[0]);
+	for (int i = 0; i < procs; i++) {
+		int st = su_reap(pid[i], 180000);
+
+		if (st)
+			diag("client process %d: status %d", i, st);
+		bad += st != 0;
+	}
+	ok(!bad, "%d sessions kept across the takeover: every client's "
+	   "memory right after it (%d of %d processes wrong or hung)",
+	   total, bad, procs);
+	if (bad)
+		serve_log_dump(&s, 0);
+	int st = serve_stop(&s);
+
+	ok(st == 0, "%d sessions: the daemon stops cleanly (0x%x)", total, st);
+	serve_cleanup(&s);
+}
+
 int main(void)
 {
 	load_start();
 	signal(SIGPIPE, SIG_IGN);
-	if (mem_file_create(&mem, 64 * MIB, 0x5e55) < 0)
+	if (mem_file_create(&mem, 256 * MIB, 0x5e55) < 0)
 		BAIL("cannot create the memory file");
 	killed_after_accept();
 	keep_fails();
+	many_sessions();
 	mem_file_destroy(&mem);
 	return done_testing();
 }

@@ -20,7 +20,7 @@
 #include "engine/fork.h"
 #include "faultline.h"
 
-#define MAX_SESSIONS	1024
+#define MAX_SESSIONS	8192	/* with a descriptor limit that allows it */
 
 /* S_KEEPING: its engine made, not started until the supervisor kept it. */
 enum sess_state { S_HANDSHAKE, S_KEEPING, S_SERVING };
