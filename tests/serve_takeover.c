@@ -337,8 +337,9 @@ static bool traced_within(pid_t pid, int ms)
 
 /*
  * The server killed on entering its first read of a handshake, before the
- * read ran (strace injects EINTR and SIGKILL there: the kernel's own
- * ptrace, nothing mocked).  The handshake is still queued whole, the uffd
+ * read ran (strace injects EINTR and SIGKILL there, at the server's second
+ * recvmsg: its first takes the socket the supervisor accepted; the
+ * kernel's own ptrace, nothing mocked).  The handshake is still queued whole, the uffd
  * on its first byte: the next server serves the client instead of
  * killing it as a handshake cut short.
  */
@@ -373,7 +374,7 @@ static void killed_before_read(void)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		execlp("strace", "strace", "-qq", "-o", "/dev/null", "-p",
 		       pidarg, "-e", "trace=recvmsg", "-e",
-		       "inject=recvmsg:error=EINTR:signal=KILL:when=1", NULL);
+		       "inject=recvmsg:error=EINTR:signal=KILL:when=2", NULL);
 		_exit(127);
 	}
 	bool attached = traced_within(server, 5000);

@@ -20,9 +20,10 @@
 #include "engine/fork.h"
 #include "faultline.h"
 
-#define MAX_SESSIONS	1024
+#define MAX_SESSIONS	8192	/* with a descriptor limit that allows it */
 
-enum sess_state { S_HANDSHAKE, S_SERVING };
+/* S_KEEPING: its engine made, not started until the supervisor kept it. */
+enum sess_state { S_HANDSHAKE, S_KEEPING, S_SERVING };
 
 struct session {
 	struct daemon *d;
@@ -38,6 +39,7 @@ struct session {
 	int pidfd;		/* the client, during the handshake (or -1) */
 	int state_fd;		/* memfd of its page states (or -1) */
 	bool stored;		/* the supervisor keeps its descriptors */
+	bool unkept;		/* they could not be handed to it */
 	int nfds;		/* fds received so far, in all */
 	bool got_bytes;		/* some of the handshake arrived */
 	int named;		/* clients of named() started as sessions */
@@ -102,6 +104,9 @@ struct daemon {
 	uint64_t accept_paused;	/* ms: listener ignored until then */
 	bool fds_warned;	/* "out of file descriptors" said */
 	int store_fd;		/* to the supervisor (or -1: unsupervised) */
+	bool sup_accepts;	/* it accepts and acknowledges (SUP_ACCEPTS_ENV) */
+	bool wanted;		/* a client asked of it (STORE_WANT) */
+	struct store_rec *store_in;	/* its messages (STORE_REC_MAX) */
 	bool listen_given;	/* the listener came from the supervisor */
 	struct fork_rec *forks;	/* children to serve (lock; torn_fd wakes) */
 	struct trace *trace;	/* --record with named clients: one working

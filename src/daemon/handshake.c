@@ -77,7 +77,9 @@ void handshake_fed(struct daemon *d, struct session *s, int ret)
 			ret = start_serving(d, s, c.regions, c.nregions, false);
 		}
 	}
-	if (ret < 0)
+	if (ret < 0 && s->unkept)
+		refuse(d, s, fl_last_error());
+	else if (ret < 0)
 		refuse_bad(d, s);
 }
 

@@ -210,20 +210,34 @@ static void accept_no_fds(struct daemon *d)
 		d->accept_paused = now_ms() + 100;
 }
 
-static void accept_one(struct daemon *d)
+/*
+ * Test-only injection point: with FAULTLINE_TEST_PAUSE_AFTER_ACCEPT in
+ * its environment, the first server (not one restarted after it) stops
+ * itself with SIGSTOP the moment it holds its first client's socket, so
+ * that a test can kill it there (tests/serve_keep).  Nothing else reads
+ * the variable; unset, this is one getenv() a server.
+ */
+static void test_pause_after_accept(void)
 {
-	int fd = sock_accept(d->listen_fd, SOCK_CLOEXEC | SOCK_NONBLOCK, NULL,
-			     0);
+	static int armed = -1;
 
-	if (fd == -EMFILE || fd == -ENFILE)
-		accept_no_fds(d);
-	if (fd < 0)
-		return;
-	d->fds_warned = false;
-	int id = ++d->next_id;
-	uint64_t t = now_ms();
-	/* Kept at once, should this server die (store.h). */
-	bool kept = d->store_fd >= 0 && store_pending(d, id, fd, t);
+	if (armed < 0)
+		armed = getenv("FAULTLINE_TEST_PAUSE_AFTER_ACCEPT") &&
+			!getenv(RESTART_ENV);
+	if (armed) {
+		armed = 0;
+		raise(SIGSTOP);
+	}
+}
+
+/*
+ * A client's socket, taken by this server (unsupervised, or a supervisor
+ * that does not accept) or accepted by the supervisor, which already
+ * keeps it (kept): a session in its handshake from here.
+ */
+static void take_client(struct daemon *d, int fd, int id, uint64_t t,
+			bool kept)
+{
 	struct session *s = session_new(d, d->proto, fd, id, t);
 
 	if (!s) {
@@ -250,7 +264,58 @@ static void accept_one(struct daemon *d)
 		listen_no_more(d);
 }
 
-/* ---- takeover ------------------------------------------------------------ */
+static void accept_one(struct daemon *d)
+{
+	int fd = sock_accept(d->listen_fd, SOCK_CLOEXEC | SOCK_NONBLOCK, NULL,
+			     0);
+
+	if (fd == -EMFILE || fd == -ENFILE)
+		accept_no_fds(d);
+	if (fd < 0)
+		return;
+	d->fds_warned = false;
+	test_pause_after_accept();
+	int id = ++d->next_id;
+	uint64_t t = now_ms();
+	/* Kept at once, should this server die (store.h). */
+	bool kept = d->store_fd >= 0 && store_pending(d, id, fd, t);
+
+	take_client(d, fd, id, t, kept);
+}
+
+/*
+ * A message from the supervisor while serving: a client it accepted (and
+ * keeps, under a number of its own until told the session's id), or
+ * whether it kept a session (session_kept()).
+ */
+static void from_supervisor(struct daemon *d)
+{
+	struct store_rec *rec = d->store_in;
+	struct sock_fds f = { .n = 0 };
+	int ret = store_recv(d->store_fd, rec, &f), id;
+
+	if (ret < 0 && ret != -EMFILE)
+		return;
+	if (rec->kind == STORE_KEPT) {
+		session_kept(d, rec->id, rec->err);
+	} else if (rec->kind == STORE_ACCEPTED) {
+		d->wanted = false;
+		test_pause_after_accept();
+		id = ++d->next_id;
+		store_name(d, rec->id, id);
+		if (ret == 0 && f.n == 1) {
+			fcntl(f.fd[0], F_SETFL,
+			      fcntl(f.fd[0], F_GETFL) | O_NONBLOCK);
+			take_client(d, f.fd[0], id, rec->t_start, true);
+			return;
+		}
+		/* Its socket never came: the supervisor closes its copy. */
+		serr(NULL, "out of file descriptors with %d sessions: a client "
+		     "refused (its connection closed)", d->nsessions);
+		store_drop_id(d, id);
+	}
+	sock_fds_close(&f);
+}
 
 /* ---- restore progress ---------------------------------------------------- */
 
@@ -474,8 +539,16 @@ static int loop(struct daemon *d)
 		who[n++] = NULL;
 		pfd[n] = (struct pollfd){ .fd = d->torn_fd, .events = POLLIN };
 		who[n++] = NULL;
-		if (d->listen_fd >= 0 && may_accept(d) &&
-		    now_ms() >= d->accept_paused) {
+		/* The supervisor accepts: asked for one client at a time. */
+		if (d->sup_accepts) {
+			if (d->listen_fd >= 0 && may_accept(d) && !d->wanted) {
+				store_want(d);
+				d->wanted = true;
+			}
+			pfd[n] = (struct pollfd){ .fd = d->store_fd, .events = POLLIN };
+			who[n++] = NULL;
+		} else if (d->listen_fd >= 0 && may_accept(d) &&
+			   now_ms() >= d->accept_paused) {
 			pfd[n] = (struct pollfd){ .fd = d->listen_fd, .events = POLLIN };
 			who[n++] = NULL;
 		}
@@ -519,7 +592,9 @@ static int loop(struct daemon *d)
 			else
 				serving_input(d, s, pfd[i].revents);
 		}
-		if (first == 3 && d->listen_fd >= 0 && pfd[2].revents)
+		if (first == 3 && d->sup_accepts && pfd[2].revents)
+			from_supervisor(d);
+		else if (first == 3 && d->listen_fd >= 0 && pfd[2].revents)
 			accept_one(d);
 		ctl_service(d, pfd + ctl_first, n - ctl_first);
 		check_sessions(d);
@@ -545,6 +620,9 @@ static void supervised_fds(struct daemon *d)
 	d->store_fd = st ? atoi(st) : -1;
 	if (d->store_fd >= 0)
 		fcntl(d->store_fd, F_SETFD, FD_CLOEXEC);
+	/* A supervisor that accepts and acknowledges (an older one does not). */
+	d->sup_accepts = d->store_fd >= 0 && getenv(SUP_ACCEPTS_ENV) &&
+			 (d->store_in = malloc(STORE_REC_MAX));
 	if (l && d->store_fd >= 0) {
 		d->listen_given = true;		/* -1: listen no more */
 		d->listen_fd = atoi(l);
@@ -555,6 +633,7 @@ static void supervised_fds(struct daemon *d)
 	}
 	unsetenv(STORE_FD_ENV);
 	unsetenv(LISTEN_FD_ENV);
+	unsetenv(SUP_ACCEPTS_ENV);
 }
 
 /*
@@ -716,5 +795,6 @@ out:
 		free(d.trace);
 	}
 	fl_source_put(d.src);
+	free(d.store_in);
 	return ret;
 }

@@ -602,6 +602,28 @@ static void keep_regions(struct session *s, const struct fl_region_desc *regs,
 			.src_offset = regs[i].src_offset };
 }
 
+/* Its engine started: serving from here, said in one line (what). */
+static int serve_now(struct daemon *d, struct session *s, const char *what)
+{
+	int ret = fl_engine_start(s->engine, d->cfg->threads ?
+				  d->cfg->threads : 1);
+
+	if (ret < 0)
+		return ret;
+	s->state = S_SERVING;
+	if (s->pidfd >= 0) {	/* the engine has its own now */
+		close(s->pidfd);
+		s->pidfd = -1;
+	}
+	s->t_serving = now_ms();
+	pthread_mutex_lock(&d->lock);
+	d->tot.served++;
+	pthread_mutex_unlock(&d->lock);
+	slog(s, "%s %d region%s, %s, from %s", what, s->nregions,
+	     s->nregions == 1 ? "" : "s", size_str(s->bytes).s, d->src->desc);
+	return 0;
+}
+
 int start_serving(struct daemon *d, struct session *s,
 		  const struct fl_region_desc *regs, int n, bool takeover)
 {
@@ -663,30 +685,75 @@ int start_serving(struct daemon *d, struct session *s,
 	/* Held: replayed once released, as the rest of prefetch. */
 	if (ret == 0 && cfg->replay && !s->held)
 		ret = fl_engine_replay(s->engine, cfg->replay);
-	if (ret == 0)
-		ret = fl_engine_start(s->engine, cfg->threads ? cfg->threads : 1);
 	if (ret < 0)
 		return ret;
-	s->state = S_SERVING;
-	if (s->pidfd >= 0) {	/* the engine has its own now */
-		close(s->pidfd);
-		s->pidfd = -1;
-	}
 	s->nregions = n;
-	s->t_serving = now_ms();
 	keep_regions(s, regs, n);
-	pthread_mutex_lock(&d->lock);
-	d->tot.served++;
-	pthread_mutex_unlock(&d->lock);
-	slog(s, "%s %d region%s, %s, from %s",
-	     takeover ? "taken over: serving" : s->parent ? "forked: serving" :
-	     "serving", n, n == 1 ? "" : "s", size_str(s->bytes).s,
-	     d->src->desc);
-	if (takeover)
+	if (takeover) {
 		s->stored = true;	/* the supervisor has it already */
-	else if (d->store_fd >= 0)
-		store_session(d, s, regs, n);
+		return serve_now(d, s, "taken over: serving");
+	}
+	if (d->store_fd < 0)
+		return serve_now(d, s, s->parent ? "forked: serving" : "serving");
+	/*
+	 * Never served unless kept: a server that died would take the only
+	 * copy of its descriptors with it (lazy pages would read as zeros).
+	 * The engine starts once the supervisor says it kept them.
+	 */
+	ret = store_session(d, s, regs, n);
+	if (ret < 0) {
+		s->unkept = true;
+		return fl_err(ret, "the supervisor cannot be handed its "
+			      "descriptors (%s): not served", strerror(-ret));
+	}
+	if (!d->sup_accepts)	/* it does not answer: sent is kept */
+		return serve_now(d, s, s->parent ? "forked: serving" :
+				 "serving");
+	s->state = S_KEEPING;
 	return 0;
+}
+
+/*
+ * The supervisor's answer for session id (STORE_KEPT): serve it, or end
+ * it with one line; a client whose socket we hold is killed, as any
+ * refused client that handed its uffd over.  A session that ended
+ * meanwhile is not there: nothing to do.
+ */
+void session_kept(struct daemon *d, int id, int err)
+{
+	struct session *s = d->sessions, *c = d->sessions;
+	char why[240];
+
+	while (s && (s->id != id || s->state != S_KEEPING))
+		s = s->next;
+	if (!s)
+		return;
+	if (!err) {
+		if (serve_now(d, s, s->parent ? "forked: serving" :
+			      "serving") < 0) {
+			snprintf(why, sizeof(why), "cannot serve it: %s",
+				 fl_last_error());
+			session_end(d, s, why);
+		}
+		return;
+	}
+	snprintf(why, sizeof(why), "not served: the supervisor could not "
+		 "keep it (%s), and it would not survive a restart of the "
+		 "server", strerror(-err));
+	if (s->sock >= 0) {
+		refuse(d, s, why);
+		return;
+	}
+	/* Named by a connection still under way: that restore fails. */
+	while (c && (c->id != s->conn || c->sock < 0))
+		c = c->next;
+	snprintf(why + strlen(why), sizeof(why) - strlen(why), "; %s",
+		 c ? "its restorer refused" : "its client cannot be killed "
+		 "(its pid is another namespace's): its memory reads as zeros");
+	session_end(d, s, why);
+	if (c)
+		refuse(d, c, "a client it named could not be kept by the "
+		       "supervisor");
 }
 
 /*

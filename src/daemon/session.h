@@ -27,11 +27,14 @@ void wait_teardowns(struct daemon *d);
 int tearing_now(struct daemon *d);
 /*
  * Serve n regions with s->uffd (taken by the engine): the engine started,
- * supervised the descriptors handed to the supervisor (or, on takeover,
- * kept by it already).  0 or -errno with the reason set.
+ * supervised once the supervisor keeps the descriptors (S_KEEPING until it
+ * says so, session_kept(); on takeover, kept by it already).  0 or -errno
+ * with the reason set (s->unkept: they could not be handed to it).
  */
 int start_serving(struct daemon *d, struct session *s,
 		  const struct fl_region_desc *regs, int n, bool takeover);
+/* The supervisor kept session id (err 0), or could not: serve, or end it. */
+void session_kept(struct daemon *d, int id, int err);
 /*
  * Start a session for each client conn's protocol named (named()) up to
  * upto: 0, or -errno (that client's session ended, the reason set).

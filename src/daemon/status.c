@@ -162,7 +162,8 @@ static json_object *session_json(struct session *s, uint64_t now)
 	sess_sample(s, now, &ss);
 	json_object_object_add(o, "id", json_object_new_int(s->id));
 	client_json(o, s);
-	put_str(o, "state", s->state == S_SERVING ? "serving" : "handshake");
+	put_str(o, "state", s->state == S_SERVING ? "serving" :
+		s->state == S_KEEPING ? "keeping" : "handshake");
 	put_u64(o, "age_ms", ss.age_ms);
 	if (!ss.serving)
 		return o;

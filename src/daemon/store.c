@@ -67,7 +67,8 @@ int store_recv(int fd, struct store_rec *rec, struct sock_fds *f)
 	if (!rec_valid(rec, (size_t)n) || f->trunc || f->ctrunc ||
 	    f->dropped) {
 		sock_fds_close(f);
-		return -EBADMSG;
+		return rec_valid(rec, (size_t)n) && !f->trunc ? -EMFILE :
+		       -EBADMSG;
 	}
 	return 0;
 }
@@ -110,6 +111,21 @@ bool store_pending(struct daemon *d, int id, int sock, uint64_t t_start)
 	return store_send(d->store_fd, &r, &sock, 1) == 0;
 }
 
+void store_want(struct daemon *d)
+{
+	struct store_rec r = { .kind = STORE_WANT };
+
+	snprintf(r.proto, sizeof(r.proto), "%s", d->proto->name);
+	store_send(d->store_fd, &r, NULL, 0);
+}
+
+void store_name(struct daemon *d, int tmp, int id)
+{
+	struct store_rec r = { .kind = STORE_NAME, .id = id, .conn = tmp };
+
+	store_send(d->store_fd, &r, NULL, 0);
+}
+
 void store_drop_id(struct daemon *d, int id)
 {
 	struct store_rec r = { .kind = STORE_DROP, .id = id };
@@ -148,8 +164,10 @@ void store_data(struct daemon *d, struct session *s)
  * A session without a socket (named by a connection, or forked) sends its
  * descriptors from STORE_UFFD on (STORE_NO_SOCK), and the connection that
  * named it while that is still under way (its prefetch is held until then).
+ * Sent, s->stored is set: the supervisor keeps it, or holds what it kept
+ * of its handshake until it says (STORE_KEPT) or the session ends.
  */
-void store_session(struct daemon *d, struct session *s,
+int store_session(struct daemon *d, struct session *s,
 		   const struct fl_region_desc *regs, int n)
 {
 	int fds[STORE_NFDS + PROTO_KEEP_FDS] = { s->sock,
@@ -163,6 +181,8 @@ void store_session(struct daemon *d, struct session *s,
 	if (r) {
 		struct store_region *rr = store_regions(r);
 
+		if (d->sup_accepts)
+			r->flags |= STORE_ACK;
 		if (s->sock < 0) {
 			r->flags |= STORE_NO_SOCK;
 			r->conn = s->held ? s->conn : 0;
@@ -180,9 +200,7 @@ void store_session(struct daemon *d, struct session *s,
 	}
 	if (ret == 0)
 		s->stored = true;
-	else
-		swarn(s, "cannot hand its descriptors to the supervisor: it "
-		     "will not survive a restart of the server");
+	return ret;
 }
 
 void store_drop(struct daemon *d, struct session *s)

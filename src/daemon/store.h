@@ -32,6 +32,13 @@ enum store_kind {
 	STORE_ADOPT,		/* supervisor -> server: serve this session */
 	STORE_ADOPT_PENDING,	/* supervisor -> server: a handshake, flags */
 	STORE_ADOPT_END,	/* supervisor -> server: no more; id = last id */
+	STORE_WANT,		/* server -> supervisor: accept one client for
+				 * the listener's protocol (proto) */
+	STORE_ACCEPTED,		/* supervisor -> server: fds = { sock }, kept
+				 * as pending under id < 0 until STORE_NAME */
+	STORE_NAME,		/* server -> supervisor: accepted conn is id */
+	STORE_KEPT,		/* supervisor -> server: session id kept (err
+				 * 0), or not (-errno): serve it, or end it */
 };
 
 /*
@@ -44,6 +51,11 @@ enum store_kind {
  * named it, or it forked): the descriptors start at STORE_UFFD.
  */
 #define STORE_NO_SOCK		2
+/*
+ * STORE_SESSION: answer with STORE_KEPT (a server that waits for it before
+ * it serves; an older one does not ask, and is never sent one).
+ */
+#define STORE_ACK		4
 
 /*
  * One record at most, header included.  A SOCK_SEQPACKET message must fit
@@ -79,8 +91,9 @@ struct store_rec {
 	int32_t client_pid;	/* the protocol's name for the client, or 0 */
 	uint32_t flags;		/* STORE_WAS_READING, STORE_NO_SOCK */
 	int32_t conn;		/* named by this connection, still under way
-				 * when stored (its prefetch held), or 0 */
-	uint32_t reserved;
+				 * when stored (its prefetch held), or 0;
+				 * STORE_NAME: the accepted one's id < 0 */
+	int32_t err;		/* STORE_KEPT: 0, or why not (-errno) */
 	uint32_t nregions;
 	uint32_t nblob;
 	char proto[16];		/* the protocol's name (proto.h) */
@@ -112,7 +125,8 @@ int store_send(int fd, const struct store_rec *rec, const int *fds,
 /*
  * Receive one message into rec (STORE_REC_MAX bytes) and its fds into f;
  * 0, -ENODATA at EOF, or -errno.  A malformed message is -EBADMSG with
- * its fds closed.
+ * its fds closed; a whole record whose descriptors could not all be
+ * received (the receiver out of them) is -EMFILE, rec valid, fds closed.
  */
 int store_recv(int fd, struct store_rec *rec, struct sock_fds *f);
 
@@ -122,21 +136,29 @@ struct daemon;
 struct session;
 
 /*
- * Accepted: its socket kept, should this server die; sent before anything
- * else is done with it (a server killed after accept() and before this
- * loses the connection, and a client that had sent its uffd waits for
- * ever: the window is kept to the two calls).  true if kept.
+ * Accepted by this server (a supervisor that does not accept): its socket
+ * kept, should this server die; sent before anything else is done with it
+ * (a server killed between accept() and this loses the connection, and a
+ * client that had sent its uffd waits for ever).  true if kept.
  */
 bool store_pending(struct daemon *d, int id, int sock, uint64_t t_start);
+/* Ask the supervisor to accept one client (it answers STORE_ACCEPTED). */
+void store_want(struct daemon *d);
+/* The client the supervisor accepted as tmp (< 0) is session id. */
+void store_name(struct daemon *d, int tmp, int id);
 /* Session id ended (or never became one): no later server adopts it. */
 void store_drop_id(struct daemon *d, int id);
 /* Before a read of its handshake (what that read takes may be lost). */
 void store_reading(struct daemon *d, struct session *s);
 /* After a read: the protocol's state as it now is (keep()). */
 void store_data(struct daemon *d, struct session *s);
-/* Serving: socket, uffd, state memfd, regions, the protocol's keep. */
-void store_session(struct daemon *d, struct session *s,
-		   const struct fl_region_desc *regs, int n);
+/*
+ * Serving: socket, uffd, state memfd, regions, the protocol's keep.  0 if
+ * sent (with STORE_ACK when d->sup_accepts: STORE_KEPT will say if it was kept),
+ * or -errno: not kept.
+ */
+int store_session(struct daemon *d, struct session *s,
+		  const struct fl_region_desc *regs, int n);
 /* Ended: no later server adopts it. */
 void store_drop(struct daemon *d, struct session *s);
 

@@ -30,6 +30,7 @@
 #include "daemon/log.h"
 #include "daemon/store.h"
 #include "daemon/supervise.h"
+#include "util/clock.h"
 #include "util/sock.h"
 
 #define MAX_BACKOFF_MS	1000	/* a crash-looping server restarts this late */
@@ -60,6 +61,21 @@ struct sup {
 	struct store_rec *in;	/* STORE_REC_MAX bytes: one message */
 	struct stored **tab;	/* every session kept: as many as come */
 	int ntab, cap;
+	int want;		/* clients the server asked for (STORE_WANT) */
+	char proto[16];		/* the protocol it asked them for */
+	int tmp_id;		/* accepted, not yet named: ids below 0 */
+	int spare_fd;		/* given up to close a client when out of fds */
+	bool fds_warned;
+	struct out *out;	/* messages to the server, waiting for room */
+	int nout, outcap;
+};
+
+/* A message to the server that did not fit in the channel yet. */
+struct out {
+	uint32_t kind;		/* STORE_ACCEPTED (its socket from the table),
+				 * STORE_KEPT */
+	int32_t id, err;
+	uint64_t t_start;
 };
 
 /* A line of the supervisor's, at prio (log.h). */
@@ -123,28 +139,149 @@ static int tab_room(struct sup *s)
 	return 0;
 }
 
-/* STORE_PENDING (fds: the socket) or STORE_SESSION: keep it. */
+static struct stored *find_session(struct sup *s, int id)
+{
+	for (int i = 0; i < s->ntab; i++)
+		if (s->tab[i]->rec->id == id)
+			return s->tab[i];
+	return NULL;
+}
+
+/*
+ * To the server, in order: at once if its channel has room, else queued
+ * and sent when it has (flush_out()).  Never blocks: the server may be
+ * sending to us meanwhile, and both would wait on the other.  A server
+ * that dies takes the queue with it (what it was told is kept anyway).
+ */
+static int send_now(struct sup *s, const struct out *o)
+{
+	struct store_rec r = { .kind = o->kind, .id = o->id, .err = o->err,
+			       .t_start = o->t_start };
+	struct stored *st = o->kind == STORE_ACCEPTED ?
+			    find_session(s, o->id) : NULL;
+
+	if (o->kind == STORE_ACCEPTED && !st)
+		return 0;	/* dropped meanwhile */
+	return store_send(s->store_fd, &r, st ? st->fds : NULL, st ? 1 : 0);
+}
+
+static void flush_out(struct sup *s)
+{
+	int i = 0;
+
+	while (i < s->nout && send_now(s, &s->out[i]) != -EAGAIN)
+		i++;
+	memmove(s->out, s->out + i, sizeof(*s->out) * (size_t)(s->nout - i));
+	s->nout -= i;
+}
+
+static void to_server(struct sup *s, struct out o)
+{
+	if (s->store_fd < 0)
+		return;
+	if (!s->nout && send_now(s, &o) != -EAGAIN)
+		return;
+	if (s->nout == s->outcap) {
+		int nc = s->outcap ? 2 * s->outcap : 64;
+		struct out *q = realloc(s->out, sizeof(*q) * (size_t)nc);
+
+		if (!q) {	/* the server waits; the socket stays kept */
+			say(LOG_ERR, "out of memory: cannot answer the server "
+			    "(session %d)", o.id);
+			return;
+		}
+		s->out = q;
+		s->outcap = nc;
+	}
+	s->out[s->nout++] = o;
+}
+
+/*
+ * STORE_PENDING (fds: the socket) or STORE_SESSION: keep it, in the place
+ * of what was kept of it before (its handshake), which stays if this
+ * cannot be kept.  ret: what store_recv() said (-EMFILE: descriptors
+ * lost).  A server that asks (STORE_ACK) is told which (STORE_KEPT) and
+ * serves the session only if kept.
+ */
 static void keep_session(struct sup *s, const struct store_rec *rec,
-			 struct sock_fds *f)
+			 struct sock_fds *f, int ret)
 {
 	bool serving = rec->kind == STORE_SESSION;
 	int need = !serving ? 1 : rec->flags & STORE_NO_SOCK ? STORE_NFDS - 1 :
 		   STORE_NFDS;
 	struct stored *st = calloc(1, sizeof(*st));
 
-	drop_session(s, rec->id);	/* a pending one now serving */
-	if (!st || f->n < need || tab_room(s) < 0 ||
-	    stored_set(st, rec, f, 0) < 0) {
-		say(LOG_ERR, "cannot keep session %d (%d fds): it will not survive a "
-		    "restart of the server", rec->id, f->n);
+	if (!ret && f->n < need)
+		ret = -EBADMSG;
+	if (!ret && !st)
+		ret = -ENOMEM;
+	if (!ret)
+		ret = tab_room(s);
+	if (!ret)
+		ret = stored_set(st, rec, f, 0);
+	if (ret < 0) {
+		say(LOG_ERR, "cannot keep session %d (%s): %s", rec->id,
+		    ret == -EMFILE ? "out of file descriptors" :
+		    strerror(-ret), rec->flags & STORE_ACK ? "the server "
+		    "is told so, and does not serve it" : "it will not "
+		    "survive a restart of the server");
 		sock_fds_close(f);
 		free(st);
+	} else {
+		drop_session(s, rec->id);	/* a pending one now serving */
+		st->serving = serving;
+		s->tab[s->ntab++] = st;
+		if (rec->id > s->last_id)
+			s->last_id = rec->id;
+	}
+	if (rec->flags & STORE_ACK)
+		to_server(s, (struct out){ .kind = STORE_KEPT, .id = rec->id,
+					   .err = ret < 0 ? ret : 0 });
+}
+
+/*
+ * A client on the listener, for the server that asked for one: kept at
+ * once (as a handshake not begun, under a number of ours until the
+ * server names it), then handed to the server.  Whatever happens to the
+ * server from here, its next one has the client.
+ */
+static void accept_client(struct sup *s)
+{
+	struct store_rec rec = { .kind = STORE_PENDING, .id = s->tmp_id - 1,
+				 .t_start = now_ms() };
+	struct sock_fds f = { .n = 1 };
+
+	f.fd[0] = sock_accept(s->listen_fd, SOCK_CLOEXEC, NULL, 0);
+	if (f.fd[0] == -EMFILE || f.fd[0] == -ENFILE) {
+		/* Taken with the spare and closed: the client is told. */
+		if (s->spare_fd >= 0) {
+			close(s->spare_fd);
+			f.fd[0] = sock_accept(s->listen_fd, SOCK_CLOEXEC,
+					      NULL, 0);
+			if (f.fd[0] >= 0)
+				close(f.fd[0]);
+			s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		}
+		if (!s->fds_warned)
+			say(LOG_ERR, "out of file descriptors with %d sessions "
+			    "kept: closing clients (raise the limit: ulimit "
+			    "-n, LimitNOFILE=)", s->ntab);
+		s->fds_warned = true;
 		return;
 	}
-	st->serving = serving;
-	s->tab[s->ntab++] = st;
-	if (rec->id > s->last_id)
-		s->last_id = rec->id;
+	if (f.fd[0] < 0)
+		return;
+	s->fds_warned = false;
+	memcpy(rec.proto, s->proto, sizeof(rec.proto));
+	keep_session(s, &rec, &f, 0);
+	if (!find_session(s, rec.id)) {
+		say(LOG_ERR, "cannot keep a client: its connection closed");
+		return;
+	}
+	s->tmp_id--;
+	s->want--;
+	to_server(s, (struct out){ .kind = STORE_ACCEPTED, .id = rec.id,
+				   .t_start = rec.t_start });
 }
 
 static void drop_session(struct sup *s, int id)
@@ -194,14 +331,15 @@ static void pending_data(struct stored *st, const struct store_rec *rec,
 static int store_input(struct sup *s)
 {
 	struct store_rec *rec = s->in;
-	struct sock_fds f;
+	struct sock_fds f = { .n = 0 };
 	int ret = store_recv(s->store_fd, rec, &f);
+	struct stored *st;
 
-	if (ret == -EBADMSG || ret == -EAGAIN)
+	if (ret == -EBADMSG)
 		return 0;
-	if (ret < 0)
+	if (ret < 0 && ret != -EMFILE)
 		return ret;
-	if (rec->kind == STORE_LISTEN && f.n <= 1) {
+	if (rec->kind == STORE_LISTEN && !ret && f.n <= 1) {
 		if (s->listen_fd >= 0)
 			close(s->listen_fd);
 		s->listen_fd = f.n ? f.fd[0] : -1;
@@ -209,21 +347,31 @@ static int store_input(struct sup *s)
 		return 0;
 	}
 	if (rec->kind == STORE_SESSION || rec->kind == STORE_PENDING) {
-		keep_session(s, rec, &f);
+		keep_session(s, rec, &f, ret);
 		return 0;
+	}
+	if (rec->kind == STORE_WANT) {
+		s->want = 1;
+		memcpy(s->proto, rec->proto, sizeof(s->proto));
+	}
+	if (rec->kind == STORE_NAME && (st = find_session(s, rec->conn))) {
+		st->rec->id = rec->id;	/* accepted: its session's id now */
+		if (rec->id > s->last_id)
+			s->last_id = rec->id;
 	}
 	if (rec->kind == STORE_DROP)
 		drop_session(s, rec->id);
 	if (rec->kind == STORE_READY)
 		s->quick = -1;	/* this one started: not a crash loop */
 	for (int i = 0; i < s->ntab; i++) {
-		struct stored *st = s->tab[i];
-
+		st = s->tab[i];
 		if (st->rec->id != rec->id || st->serving)
 			continue;
-		if (rec->kind == STORE_READING)
+		/* A state whose descriptors were lost is no state to restore. */
+		if (rec->kind == STORE_READING ||
+		    (rec->kind == STORE_DATA && ret == -EMFILE))
 			st->rec->flags |= STORE_WAS_READING;
-		if (rec->kind == STORE_DATA)
+		else if (rec->kind == STORE_DATA)
 			pending_data(st, rec, &f);
 	}
 	sock_fds_close(&f);
@@ -238,6 +386,8 @@ static void hand_over(struct sup *s)
 	for (int i = 0; i < s->ntab; i++) {
 		struct stored *st = s->tab[i];
 
+		if (st->rec->id < 0)	/* accepted, never named: name it */
+			st->rec->id = ++s->last_id;
 		st->rec->kind = st->serving ? STORE_ADOPT : STORE_ADOPT_PENDING;
 		int ret = store_send(s->store_fd, st->rec, st->fds, st->nfds);
 
@@ -284,6 +434,7 @@ static int start_server(struct sup *s)
 
 		snprintf(num, sizeof(num), "%d", fd);
 		setenv(STORE_FD_ENV, num, 1);
+		setenv(SUP_ACCEPTS_ENV, "1", 1);
 		if (s->started)
 			setenv(RESTART_ENV, "1", 1);
 		if (s->listen_fd >= 0 || s->listen_done) {
@@ -301,7 +452,11 @@ static int start_server(struct sup *s)
 	s->server = pid;
 	s->started = true;
 	s->quick = s->quick < 0 ? 0 : s->quick;
+	s->want = 0;
+	s->nout = 0;	/* for the server before: its sessions go over */
 	hand_over(s);
+	/* From now on never blocked by a server that does not read. */
+	fcntl(s->store_fd, F_SETFL, fcntl(s->store_fd, F_GETFL) | O_NONBLOCK);
 	return 0;
 }
 
@@ -437,21 +592,34 @@ int supervise_run(char **argv)
 			"%s\n", strerror(s.sig_fd < 0 ? errno : -ret));
 		return 1;
 	}
+	s.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	for (ret = -1; ret < 0;) {
-		/* A server gone (EOF) is only polled again once restarted. */
-		struct pollfd p[2] = {
+		/*
+		 * A server gone (EOF) is only polled again once restarted;
+		 * the listener only while the server asks for a client.
+		 */
+		struct pollfd p[3] = {
 			{ .fd = s.sig_fd, .events = POLLIN },
-			{ .fd = s.store_fd, .events = POLLIN },
+			{ .fd = s.store_fd,
+			  .events = POLLIN | (s.nout ? POLLOUT : 0) },
+			{ .fd = s.listen_fd, .events = POLLIN },
 		};
 		int fd = s.store_fd;
+		bool listen = s.store_fd >= 0 && s.want > 0 && s.listen_fd >= 0;
 
-		if (poll(p, s.store_fd >= 0 ? 2 : 1, -1) < 0 && errno != EINTR)
+		if (poll(p, s.store_fd < 0 ? 1 : listen ? 3 : 2, -1) < 0 &&
+		    errno != EINTR)
 			break;
-		if (s.store_fd >= 0 && p[1].revents &&
+		if (s.store_fd >= 0 && p[1].revents & POLLOUT)
+			flush_out(&s);
+		if (s.store_fd >= 0 && p[1].revents & ~POLLOUT &&
 		    store_input(&s) == -ENODATA && s.store_fd == fd) {
 			close(s.store_fd);	/* SIGCHLD follows */
 			s.store_fd = -1;
 		}
+		if (listen && p[2].revents && s.store_fd >= 0 &&
+		    s.listen_fd == p[2].fd)
+			accept_client(&s);
 		if (p[0].revents)
 			ret = on_sup_signal(&s);
 	}
@@ -459,5 +627,6 @@ int supervise_run(char **argv)
 		stored_free(s.tab[--s.ntab]);
 	free(s.tab);
 	free(s.in);
+	free(s.out);
 	return ret < 0 ? 1 : ret;
 }

@@ -11,6 +11,11 @@
 /* The server's end of the store channel, and the listener, by number. */
 #define STORE_FD_ENV	"FAULTLINE_STORE_FD"
 #define LISTEN_FD_ENV	"FAULTLINE_LISTEN_FD"
+/*
+ * Set by a supervisor that accepts the listener's clients for its server
+ * (STORE_WANT, STORE_ACCEPTED) and answers STORE_ACK (STORE_KEPT).
+ */
+#define SUP_ACCEPTS_ENV	"FAULTLINE_SUPERVISOR_ACCEPTS"
 /* Set for a server started after another: a restart or a handover. */
 #define RESTART_ENV	"FAULTLINE_RESTARTED"
 
