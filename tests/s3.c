@@ -1161,6 +1161,195 @@ static void test_store(void)
 	unlink(d);
 }
 
+/* ---- leases of the store's locks ------------------------------------------- */
+
+#define LSTORE	"s3://" BUCKET "/lease"
+#define LEASE	3	/* s: FAULTLINE_S3_LOCK_LEASE of the creates below */
+#define LEASE_S	"3"
+
+/* `exec faultline image ARGS` in the background, output to out: its pid. */
+static pid_t image_bg(const char *args, const char *out)
+{
+	char cmd[1024];
+	pid_t pid;
+
+	snprintf(cmd, sizeof(cmd), "exec '%s' image %s", serve_bin(), args);
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		setenv("FAULTLINE_S3_LOCK_LEASE", LEASE_S, 1);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Wait (up to 30 s) for the first chunk PUT under lease/ after line from. */
+static bool chunk_put_seen(long from)
+{
+	long uns;
+
+	for (int i = 0; i < 15000; i++) {
+		if (count_requests(from, "PUT", "/" BUCKET "/lease/chunks/",
+				   &uns) > 0)
+			return true;
+		usleep(2000);
+	}
+	return false;
+}
+
+/* Lock objects under lease/locks/ in the server's directory. */
+static int lease_locks(void)
+{
+	char cmd[600], out[64] = "";
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "ls '%s/%s/lease/locks' 2>/dev/null | "
+		 "grep -c '_S3rver_object$'", srv.dir, BUCKET);
+	p = popen(cmd, "r");
+	if (p && !fgets(out, sizeof(out), p))
+		out[0] = 0;
+	if (p)
+		pclose(p);
+	return atoi(out);
+}
+
+/*
+ * gc of the lease store (keeping keep.fli) until it goes on, once a
+ * second for up to 60 s: its exit status, its output in out, the number
+ * of runs in *runs.
+ */
+static int gc_until_taken(char *out, size_t n, int *runs)
+{
+	int st = -1;
+
+	for (*runs = 0; *runs < 60; (*runs)++) {
+		if (*runs)
+			sleep(1);
+		st = image_cmd("gc --store " LSTORE " " LSTORE
+			       "/images/keep.fli", out, n);
+		if (st != 1 || !strstr(out, " is held ("))
+			break;
+	}
+	return st;
+}
+
+/* The whole file at path, NUL-terminated, into out. */
+static void slurp(const char *path, char *out, size_t n)
+{
+	FILE *f = fopen(path, "r");
+	size_t got = f ? fread(out, 1, n - 1, f) : 0;
+
+	out[got] = 0;
+	if (f)
+		fclose(f);
+}
+
+static int lines(const char *s)
+{
+	int n = 0;
+
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+/*
+ * A create killed mid-upload leaves its lock: gc refuses while its lease
+ * runs, naming when it ends, then takes it over after it (one line) and
+ * sweeps.  A create paused (SIGSTOP) past its lease is taken over by gc;
+ * woken up (SIGCONT), it stops with one line and puts no index.
+ */
+static void check_leases(void)
+{
+	static char out[8192];
+	struct mem_file big;
+	char log[128], args[512];
+	uint64_t t0;
+	long from, uns;
+	int st, runs;
+	pid_t pid;
+
+	snprintf(log, sizeof(log), "%s/create.out", tmp);
+	env_set(SECRET, NULL);
+	snprintf(args, sizeof(args), "create '%s' " LSTORE "/images/keep.fli "
+		 "--store " LSTORE, mem.path);
+	st = image_cmd(args, out, sizeof(out));
+	ok(st == 0, "lease: a kept image in s3://.../lease (exit %d)", st);
+	if (st)
+		diag("%s", out);
+
+	/* killed mid-upload */
+	if (mem_file_create(&big, 32ull << 20, 0x1ea5e))
+		BAIL("setup: %s", strerror(errno));
+	snprintf(args, sizeof(args), "create '%s' " LSTORE "/images/killed.fli "
+		 "--store " LSTORE, big.path);
+	from = access_lines();
+	pid = image_bg(args, log);
+	ok(chunk_put_seen(from), "lease: a create (lease %d s) uploading", LEASE);
+	kill(pid, SIGKILL);
+	t0 = su_now_ms();
+	su_reap(pid, 5000);
+	ok(!stored("lease/images/killed.fli") && lease_locks() == 1,
+	   "... SIGKILLed: no index, its lock left in the bucket");
+	st = image_cmd("gc --store " LSTORE " " LSTORE "/images/keep.fli", out,
+		       sizeof(out));
+	/* refused unless the lease ran out meanwhile (a slow machine) */
+	ok((st == 1 && strstr(out, "locks/create-") &&
+	    strstr(out, "taken over in ") && strstr(out, "nothing deleted")) ||
+	   (st == 0 && su_now_ms() - t0 >= LEASE * 1000),
+	   "gc right after: refused while its lease runs (exit %d): %.*s", st,
+	   (int)strcspn(out, "\n"), out);
+	from = access_lines();
+	st = gc_until_taken(out, sizeof(out), &runs);
+	ok(st == 0 && strstr(out, "locks/create-") &&
+	   strstr(out, ": taken over: not renewed for ") &&
+	   strstr(out, "by the store's clock, past its lease of 3 s (host "),
+	   "gc takes the dead create's lock over after its lease, one line "
+	   "(exit %d, %d refusals)", st, runs);
+	diag("%.*s", (int)strcspn(out, "\n"), out);
+	ok(su_now_ms() - t0 >= (LEASE - 1) * 1000, "... not before its lease "
+	   "ran out (%llu ms after the kill)",
+	   (unsigned long long)(su_now_ms() - t0));
+	ok(count_requests(from, "DELETE", "/" BUCKET "/lease/chunks/", &uns) >
+	   0 && lease_locks() == 0, "... swept the dead create's chunks, no "
+	   "lock left");
+	mem_file_destroy(&big);
+
+	/* paused past its lease */
+	if (mem_file_create(&big, 32ull << 20, 0x9a05e))
+		BAIL("setup: %s", strerror(errno));
+	snprintf(args, sizeof(args), "create '%s' " LSTORE "/images/paused.fli "
+		 "--store " LSTORE, big.path);
+	from = access_lines();
+	pid = image_bg(args, log);
+	ok(chunk_put_seen(from), "lease: another create uploading");
+	kill(pid, SIGSTOP);
+	ok(!stored("lease/images/paused.fli"), "... SIGSTOPped before its "
+	   "index");
+	st = gc_until_taken(out, sizeof(out), &runs);
+	ok(st == 0 && strstr(out, ": taken over: not renewed for "),
+	   "gc takes the paused create's lock over (exit %d, %d refusals)",
+	   st, runs);
+	kill(pid, SIGCONT);
+	st = su_reap(pid, 60000);
+	slurp(log, out, sizeof(out));
+	ok(st == 1 && lines(out) == 1 && strstr(out, "locks/create-") &&
+	   (strstr(out, "taken over") || strstr(out, "lease")),
+	   "... SIGCONT: the create stops, one line (exit %d): %s", st, out);
+	ok(!stored("lease/images/paused.fli"), "... and puts no index");
+	is_int(lease_locks(), 0, "... nor leaves a lock");
+	st = image_cmd("verify " LSTORE "/images/keep.fli", out, sizeof(out));
+	ok(st == 0, "the kept image verifies (exit %d)", st);
+	mem_file_destroy(&big);
+	unlink(log);
+}
+
 int main(void)
 {
 	char img[128], cmd[512];
@@ -1192,6 +1381,7 @@ int main(void)
 	test_presigned();
 	test_daemon();
 	test_store();
+	check_leases();
 
 	server_stop();
 	mem_file_destroy(&mem);
