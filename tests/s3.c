@@ -51,125 +51,18 @@
 #include "source/source.h"
 #include "tap.h"
 #include "serve_util.h"
+#include "s3srv.h"
 #include "http_util.h"
 
 #define SIZE	(16ull << 20)
-#define KEY_ID	"AKIAFLTEST0000000001"
-#define SECRET	"fl-test-secret-9f3b2c7d0e6a"
-#define TOKEN	"fl-test-session-token-51a8c0ffee"
-#define REGION	"eu-west-3"
-#define BUCKET	"snaps"
 
-static struct {
-	pid_t pid;
-	int port;
-	int stdin_w;
-	char dir[128];
-	char log[128];		/* its stdout and stderr */
-	char access[128];	/* a line per request (server.js) */
-	char endpoint[64];
-} srv = { .pid = -1, .stdin_w = -1 };
-
+static struct s3srv srv = { .pid = -1, .stdin_w = -1 };
 static struct mem_file mem;
 static char tmp[64];
 
-/* ---- the server ------------------------------------------------------------ */
-
-static const char *s3rver_dir(void)
-{
-	const char *d = getenv("FL_S3RVER_DIR");
-
-	return d ? d : "build/s3rver";
-}
-
-static const char *why_not(void)
-{
-	static char why[PATH_MAX + 64];
-	char path[PATH_MAX];
-
-	if (system("command -v node >/dev/null 2>&1"))
-		return "node is not installed (make deps installs nodejs)";
-	if (system("command -v curl >/dev/null 2>&1"))
-		return "curl is not installed (make deps installs it)";
-	snprintf(path, sizeof(path),
-		 "%s/node_modules/@20minutes/s3rver/package.json", s3rver_dir());
-	if (access(path, R_OK)) {
-		snprintf(why, sizeof(why), "the S3 test server is not in %s "
-			 "(make deps installs it with npm)", s3rver_dir());
-		return why;
-	}
-	return NULL;
-}
-
-static int server_start(void)
-{
-	char modules[PATH_MAX], rel[PATH_MAX], port[16];
-	int p[2];
-
-	snprintf(rel, sizeof(rel), "%s/node_modules", s3rver_dir());
-	if (!realpath(rel, modules) || pipe2(p, O_CLOEXEC))
-		return -1;
-	snprintf(srv.dir, sizeof(srv.dir), "%s/s3", tmp);
-	snprintf(srv.log, sizeof(srv.log), "%s/s3.log", tmp);
-	snprintf(srv.access, sizeof(srv.access), "%s/access.log", tmp);
-	mkdir(srv.dir, 0700);
-	srv.port = free_port();
-	snprintf(port, sizeof(port), "%d", srv.port);
-	snprintf(srv.endpoint, sizeof(srv.endpoint), "http://127.0.0.1:%d",
-		 srv.port);
-	fflush(stdout);
-	srv.pid = fork();
-	if (srv.pid == 0) {
-		int fd = open(srv.log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		dup2(p[0], 0);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		setenv("FL_S3_SECRET", SECRET, 1);
-		setenv("NODE_PATH", modules, 1);
-		setenv("NODE_NO_WARNINGS", "1", 1);
-		execlp("node", "node", "tests/s3/server.js", port, srv.dir,
-		       KEY_ID, BUCKET, srv.access, (char *)NULL);
-		_exit(127);
-	}
-	close(p[0]);
-	srv.stdin_w = p[1];
-	for (int i = 0; i < 3000; i++) {
-		if (port_open(srv.port))
-			return 0;
-		if (waitpid(srv.pid, NULL, WNOHANG) == srv.pid) {
-			srv.pid = -1;
-			return -1;
-		}
-		usleep(5000);
-	}
-	return -1;
-}
-
-static void server_stop(void)
-{
-	if (srv.pid > 0) {
-		close(srv.stdin_w);
-		kill(srv.pid, SIGTERM);
-		if (su_reap(srv.pid, 5000) == SU_TIMEOUT)
-			diag("the S3 server did not stop in 5 s");
-		srv.pid = -1;
-	}
-}
-
-/* Upload file as BUCKET/key with a signed PUT (curl, not faultline). */
 static int upload(const char *file, const char *key)
 {
-	char cmd[1024];
-
-	snprintf(cmd, sizeof(cmd),
-		 "h=$(sha256sum '%s' | cut -d' ' -f1) && "
-		 "curl -sSf -o /dev/null --aws-sigv4 aws:amz:%s:s3 "
-		 "-u '%s:%s' -X PUT -H \"x-amz-content-sha256: $h\" "
-		 "--data-binary @'%s' '%s/%s/%s'", file, REGION, KEY_ID,
-		 SECRET, file, srv.endpoint, BUCKET, key);
-	return system(cmd);
+	return s3srv_upload(&srv, file, key);
 }
 
 /* Lines of the access log (requests served so far), as nginx's. */
@@ -240,16 +133,7 @@ static long requests_as_signed(long from, const char *path, bool token)
 
 static void env_set(const char *secret, const char *token)
 {
-	setenv("AWS_ACCESS_KEY_ID", KEY_ID, 1);
-	setenv("AWS_SECRET_ACCESS_KEY", secret, 1);
-	setenv("AWS_REGION", REGION, 1);
-	setenv("AWS_ENDPOINT_URL", srv.endpoint, 1);
-	unsetenv("AWS_DEFAULT_REGION");
-	unsetenv("AWS_ENDPOINT_URL_S3");
-	if (token)
-		setenv("AWS_SESSION_TOKEN", token, 1);
-	else
-		unsetenv("AWS_SESSION_TOKEN");
+	s3srv_env(&srv, secret, token);
 }
 
 /* Does s hold a secret of this test (the right one, a wrong one, a token)? */
@@ -1353,7 +1237,7 @@ static void check_leases(void)
 int main(void)
 {
 	char img[128], cmd[512];
-	const char *why = why_not();
+	const char *why = s3srv_why_not();
 	int ret;
 
 	if (why)
@@ -1361,7 +1245,7 @@ int main(void)
 	snprintf(tmp, sizeof(tmp), "/tmp/fl-s3-%d", (int)getpid());
 	if (mkdir(tmp, 0700) || mem_file_create(&mem, SIZE, 0x53))
 		BAIL("setup: %s", strerror(errno));
-	if (server_start()) {
+	if (s3srv_start(&srv, tmp)) {
 		serve_log_dump_file(srv.log);
 		BAIL("the S3 test server did not start");
 	}
@@ -1383,7 +1267,7 @@ int main(void)
 	test_store();
 	check_leases();
 
-	server_stop();
+	s3srv_stop(&srv);
 	mem_file_destroy(&mem);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
 	ret = system(cmd);
