@@ -55,125 +55,18 @@
 #include "source/source.h"
 #include "tap.h"
 #include "serve_util.h"
+#include "s3srv.h"
 #include "http_util.h"
 
 #define SIZE	(16ull << 20)
-#define KEY_ID	"AKIAFLTEST0000000001"
-#define SECRET	"fl-test-secret-9f3b2c7d0e6a"
-#define TOKEN	"fl-test-session-token-51a8c0ffee"
-#define REGION	"eu-west-3"
-#define BUCKET	"snaps"
 
-static struct {
-	pid_t pid;
-	int port;
-	int stdin_w;
-	char dir[128];
-	char log[128];		/* its stdout and stderr */
-	char access[128];	/* a line per request (server.js) */
-	char endpoint[64];
-} srv = { .pid = -1, .stdin_w = -1 };
-
+static struct s3srv srv = { .pid = -1, .stdin_w = -1 };
 static struct mem_file mem;
 static char tmp[64];
 
-/* ---- the server ------------------------------------------------------------ */
-
-static const char *s3rver_dir(void)
-{
-	const char *d = getenv("FL_S3RVER_DIR");
-
-	return d ? d : "build/s3rver";
-}
-
-static const char *why_not(void)
-{
-	static char why[PATH_MAX + 64];
-	char path[PATH_MAX];
-
-	if (system("command -v node >/dev/null 2>&1"))
-		return "node is not installed (make deps installs nodejs)";
-	if (system("command -v curl >/dev/null 2>&1"))
-		return "curl is not installed (make deps installs it)";
-	snprintf(path, sizeof(path),
-		 "%s/node_modules/@20minutes/s3rver/package.json", s3rver_dir());
-	if (access(path, R_OK)) {
-		snprintf(why, sizeof(why), "the S3 test server is not in %s "
-			 "(make deps installs it with npm)", s3rver_dir());
-		return why;
-	}
-	return NULL;
-}
-
-static int server_start(void)
-{
-	char modules[PATH_MAX], rel[PATH_MAX], port[16];
-	int p[2];
-
-	snprintf(rel, sizeof(rel), "%s/node_modules", s3rver_dir());
-	if (!realpath(rel, modules) || pipe2(p, O_CLOEXEC))
-		return -1;
-	snprintf(srv.dir, sizeof(srv.dir), "%s/s3", tmp);
-	snprintf(srv.log, sizeof(srv.log), "%s/s3.log", tmp);
-	snprintf(srv.access, sizeof(srv.access), "%s/access.log", tmp);
-	mkdir(srv.dir, 0700);
-	srv.port = free_port();
-	snprintf(port, sizeof(port), "%d", srv.port);
-	snprintf(srv.endpoint, sizeof(srv.endpoint), "http://127.0.0.1:%d",
-		 srv.port);
-	fflush(stdout);
-	srv.pid = fork();
-	if (srv.pid == 0) {
-		int fd = open(srv.log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		dup2(p[0], 0);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		setenv("FL_S3_SECRET", SECRET, 1);
-		setenv("NODE_PATH", modules, 1);
-		setenv("NODE_NO_WARNINGS", "1", 1);
-		execlp("node", "node", "tests/s3/server.js", port, srv.dir,
-		       KEY_ID, BUCKET, srv.access, (char *)NULL);
-		_exit(127);
-	}
-	close(p[0]);
-	srv.stdin_w = p[1];
-	for (int i = 0; i < 3000; i++) {
-		if (port_open(srv.port))
-			return 0;
-		if (waitpid(srv.pid, NULL, WNOHANG) == srv.pid) {
-			srv.pid = -1;
-			return -1;
-		}
-		usleep(5000);
-	}
-	return -1;
-}
-
-static void server_stop(void)
-{
-	if (srv.pid > 0) {
-		close(srv.stdin_w);
-		kill(srv.pid, SIGTERM);
-		if (su_reap(srv.pid, 5000) == SU_TIMEOUT)
-			diag("the S3 server did not stop in 5 s");
-		srv.pid = -1;
-	}
-}
-
-/* Upload file as BUCKET/key with a signed PUT (curl, not faultline). */
 static int upload(const char *file, const char *key)
 {
-	char cmd[1024];
-
-	snprintf(cmd, sizeof(cmd),
-		 "h=$(sha256sum '%s' | cut -d' ' -f1) && "
-		 "curl -sSf -o /dev/null --aws-sigv4 aws:amz:%s:s3 "
-		 "-u '%s:%s' -X PUT -H \"x-amz-content-sha256: $h\" "
-		 "--data-binary @'%s' '%s/%s/%s'", file, REGION, KEY_ID,
-		 SECRET, file, srv.endpoint, BUCKET, key);
-	return system(cmd);
+	return s3srv_upload(&srv, file, key);
 }
 
 /* Lines of the access log (requests served so far), as nginx's. */
@@ -244,16 +137,7 @@ static long requests_as_signed(long from, const char *path, bool token)
 
 static void env_set(const char *secret, const char *token)
 {
-	setenv("AWS_ACCESS_KEY_ID", KEY_ID, 1);
-	setenv("AWS_SECRET_ACCESS_KEY", secret, 1);
-	setenv("AWS_REGION", REGION, 1);
-	setenv("AWS_ENDPOINT_URL", srv.endpoint, 1);
-	unsetenv("AWS_DEFAULT_REGION");
-	unsetenv("AWS_ENDPOINT_URL_S3");
-	if (token)
-		setenv("AWS_SESSION_TOKEN", token, 1);
-	else
-		unsetenv("AWS_SESSION_TOKEN");
+	s3srv_env(&srv, secret, token);
 }
 
 /* Does s hold a secret of this test (the right one, a wrong one, a token)? */
@@ -1264,10 +1148,197 @@ static void test_store(void)
 	unlink(d);
 }
 
+/* ---- leases of the store's locks ------------------------------------------- */
+
+#define LSTORE	"s3://" BUCKET "/lease"
+#define LEASE	3	/* s: FAULTLINE_S3_LOCK_LEASE of the creates below */
+#define LEASE_S	"3"
+
+/* `exec faultline image ARGS` in the background, output to out: its pid. */
+static pid_t image_bg(const char *args, const char *out)
+{
+	char cmd[1024];
+	pid_t pid;
+
+	snprintf(cmd, sizeof(cmd), "exec '%s' image %s", serve_bin(), args);
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		setenv("FAULTLINE_S3_LOCK_LEASE", LEASE_S, 1);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Wait (up to 30 s) for the first chunk PUT under lease/ after line from. */
+static bool chunk_put_seen(long from)
+{
+	long uns;
+
+	for (int i = 0; i < 15000; i++) {
+		if (count_requests(from, "PUT", "/" BUCKET "/lease/chunks/",
+				   &uns) > 0)
+			return true;
+		usleep(2000);
+	}
+	return false;
+}
+
+/* Lock objects under lease/locks/ in the server's directory. */
+static int lease_locks(void)
+{
+	char cmd[600], out[64] = "";
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "ls '%s/%s/lease/locks' 2>/dev/null | "
+		 "grep -c '_S3rver_object$'", srv.dir, BUCKET);
+	p = popen(cmd, "r");
+	if (p && !fgets(out, sizeof(out), p))
+		out[0] = 0;
+	if (p)
+		pclose(p);
+	return atoi(out);
+}
+
+/*
+ * gc of the lease store (keeping keep.fli) until it goes on, once a
+ * second for up to 60 s: its exit status, its output in out, the number
+ * of runs in *runs.
+ */
+static int gc_until_taken(char *out, size_t n, int *runs)
+{
+	int st = -1;
+
+	for (*runs = 0; *runs < 60; (*runs)++) {
+		if (*runs)
+			sleep(1);
+		st = image_cmd("gc --store " LSTORE, out, n);
+		if (st != 1 || !strstr(out, " is held ("))
+			break;
+	}
+	return st;
+}
+
+/* The whole file at path, NUL-terminated, into out. */
+static void slurp(const char *path, char *out, size_t n)
+{
+	FILE *f = fopen(path, "r");
+	size_t got = f ? fread(out, 1, n - 1, f) : 0;
+
+	out[got] = 0;
+	if (f)
+		fclose(f);
+}
+
+static int lines(const char *s)
+{
+	int n = 0;
+
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+/*
+ * A create killed mid-upload leaves its lock: gc refuses while its lease
+ * runs, naming when it ends, then takes it over after it (one line) and
+ * sweeps.  A create paused (SIGSTOP) past its lease is taken over by gc;
+ * woken up (SIGCONT), it stops with one line and puts no index.
+ */
+static void check_leases(void)
+{
+	static char out[8192];
+	struct mem_file big;
+	char log[128], args[512];
+	uint64_t t0;
+	long from, uns;
+	int st, runs;
+	pid_t pid;
+
+	snprintf(log, sizeof(log), "%s/create.out", tmp);
+	env_set(SECRET, NULL);
+	snprintf(args, sizeof(args), "create '%s' " LSTORE "/images/keep.fli "
+		 "--store " LSTORE, mem.path);
+	st = image_cmd(args, out, sizeof(out));
+	ok(st == 0, "lease: a kept image in s3://.../lease (exit %d)", st);
+	if (st)
+		diag("%s", out);
+
+	/* killed mid-upload */
+	if (mem_file_create(&big, 32ull << 20, 0x1ea5e))
+		BAIL("setup: %s", strerror(errno));
+	snprintf(args, sizeof(args), "create '%s' " LSTORE "/images/killed.fli "
+		 "--store " LSTORE, big.path);
+	from = access_lines();
+	pid = image_bg(args, log);
+	ok(chunk_put_seen(from), "lease: a create (lease %d s) uploading", LEASE);
+	kill(pid, SIGKILL);
+	t0 = su_now_ms();
+	su_reap(pid, 5000);
+	ok(!stored("lease/images/killed.fli") && lease_locks() == 1,
+	   "... SIGKILLed: no index, its lock left in the bucket");
+	st = image_cmd("gc --store " LSTORE, out, sizeof(out));
+	/* refused unless the lease ran out meanwhile (a slow machine) */
+	ok((st == 1 && strstr(out, "locks/create-") &&
+	    strstr(out, "taken over in ") && strstr(out, "nothing deleted")) ||
+	   (st == 0 && su_now_ms() - t0 >= LEASE * 1000),
+	   "gc right after: refused while its lease runs (exit %d): %.*s", st,
+	   (int)strcspn(out, "\n"), out);
+	from = access_lines();
+	st = gc_until_taken(out, sizeof(out), &runs);
+	ok(st == 0 && strstr(out, "locks/create-") &&
+	   strstr(out, ": taken over: not renewed for ") &&
+	   strstr(out, "by the store's clock, past its lease of 3 s (host "),
+	   "gc takes the dead create's lock over after its lease, one line "
+	   "(exit %d, %d refusals)", st, runs);
+	diag("%.*s", (int)strcspn(out, "\n"), out);
+	ok(su_now_ms() - t0 >= (LEASE - 1) * 1000, "... not before its lease "
+	   "ran out (%llu ms after the kill)",
+	   (unsigned long long)(su_now_ms() - t0));
+	ok(count_requests(from, "DELETE", "/" BUCKET "/lease/chunks/", &uns) >
+	   0 && lease_locks() == 0, "... swept the dead create's chunks, no "
+	   "lock left");
+	mem_file_destroy(&big);
+
+	/* paused past its lease */
+	if (mem_file_create(&big, 32ull << 20, 0x9a05e))
+		BAIL("setup: %s", strerror(errno));
+	snprintf(args, sizeof(args), "create '%s' " LSTORE "/images/paused.fli "
+		 "--store " LSTORE, big.path);
+	from = access_lines();
+	pid = image_bg(args, log);
+	ok(chunk_put_seen(from), "lease: another create uploading");
+	kill(pid, SIGSTOP);
+	ok(!stored("lease/images/paused.fli"), "... SIGSTOPped before its "
+	   "index");
+	st = gc_until_taken(out, sizeof(out), &runs);
+	ok(st == 0 && strstr(out, ": taken over: not renewed for "),
+	   "gc takes the paused create's lock over (exit %d, %d refusals)",
+	   st, runs);
+	kill(pid, SIGCONT);
+	st = su_reap(pid, 60000);
+	slurp(log, out, sizeof(out));
+	ok(st == 1 && lines(out) == 1 && strstr(out, "locks/create-") &&
+	   (strstr(out, "taken over") || strstr(out, "lease")),
+	   "... SIGCONT: the create stops, one line (exit %d): %s", st, out);
+	ok(!stored("lease/images/paused.fli"), "... and puts no index");
+	is_int(lease_locks(), 0, "... nor leaves a lock");
+	st = image_cmd("verify " LSTORE "/images/keep.fli", out, sizeof(out));
+	ok(st == 0, "the kept image verifies (exit %d)", st);
+	mem_file_destroy(&big);
+	unlink(log);
+}
+
 int main(void)
 {
 	char img[128], cmd[512];
-	const char *why = why_not();
+	const char *why = s3srv_why_not();
 	int ret;
 
 	if (why)
@@ -1275,7 +1346,7 @@ int main(void)
 	snprintf(tmp, sizeof(tmp), "/tmp/fl-s3-%d", (int)getpid());
 	if (mkdir(tmp, 0700) || mem_file_create(&mem, SIZE, 0x53))
 		BAIL("setup: %s", strerror(errno));
-	if (server_start()) {
+	if (s3srv_start(&srv, tmp)) {
 		serve_log_dump_file(srv.log);
 		BAIL("the S3 test server did not start");
 	}
@@ -1295,8 +1366,9 @@ int main(void)
 	test_presigned();
 	test_daemon();
 	test_store();
+	check_leases();
 
-	server_stop();
+	s3srv_stop(&srv);
 	mem_file_destroy(&mem);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
 	ret = system(cmd);

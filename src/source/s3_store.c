@@ -18,14 +18,12 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,6 +33,7 @@
 #include "format/image.h"
 #include "source/http_state.h"
 #include "source/s3.h"
+#include "source/s3_lock.h"
 #include "source/s3_store.h"
 #include "util/error.h"
 
@@ -42,7 +41,7 @@
 
 struct s3_store {
 	char spec[1024];	/* "s3://BUCKET/PREFIX/" */
-	char lock[64];		/* our lock's name under PREFIX/, or "" */
+	struct s3_lock *lk;	/* the lock we hold (s3_lock.c), or NULL */
 	struct s3_target t;	/* t.url: the prefix's URL, ending in '/' */
 	pthread_mutex_t mu;
 	CURL *idle[S3S_IDLE];
@@ -64,7 +63,21 @@ struct resp {
 	char *all;		/* REQ_LIST, _GET: the whole body (malloc'd) */
 	size_t alen;
 	size_t cap;		/* its bytes at most; 0: LIST_MAX */
+	time_t date;		/* the store's clock: Date, 0 if none */
+	time_t lm;		/* Last-Modified, 0 if none */
 };
+
+/* A response header's date (HTTP-date), 0 if none or unparsable. */
+static time_t header_time(CURL *e, const char *name)
+{
+	struct curl_header *h;
+	time_t t;
+
+	if (curl_easy_header(e, name, 0, CURLH_HEADER, -1, &h) != CURLHE_OK)
+		return 0;
+	t = curl_getdate(h->value, NULL);
+	return t > 0 ? t : 0;
+}
 
 static size_t on_body(char *p, size_t size, size_t n, void *arg)
 {
@@ -221,6 +234,8 @@ static int request(struct s3_store *s, const struct s3_target *t,
 		curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &r->status);
 		curl_easy_getinfo(e, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T,
 				  &r->clen);
+		r->date = header_time(e, "Date");
+		r->lm = header_time(e, "Last-Modified");
 		if (!retryable(cc, r->status) || ++tries >= HTTP_TRIES)
 			break;
 		nanosleep(&(struct timespec){ 0, (long)HTTP_BACKOFF_MS *
@@ -322,12 +337,16 @@ int s3_store_head(struct s3_store *s, const char *name, uint64_t *size)
 int s3_store_put(struct s3_store *s, const char *name, const void *buf,
 		 size_t len, uint64_t *size)
 {
-	char what[1200], *url;
+	char what[1200], *url = NULL;
 	struct resp r = { 0 };
 	int ret = object(s, name, &url, what, sizeof(what));
 
-	if (ret < 0)
+	if (!ret && s->lk)	/* never more work under a lock lost */
+		ret = s3_lock_check(s->lk, false);
+	if (ret < 0) {
+		free(url);
 		return ret;
+	}
 	ret = request(s, &s->t, url, what, REQ_PUT, buf, len, true, &r);
 	free(url);
 	if (ret < 0)
@@ -352,6 +371,14 @@ int s3_store_put_spec(struct s3_store *s, const char *spec, const void *buf,
 
 	if (ret < 0)
 		return ret;
+	/* an index only while the lock is ours, asked of the store now */
+	if (s->lk && (ret = s3_lock_confirm(s->lk)) < 0) {
+		char why[1600];
+
+		snprintf(why, sizeof(why), "%s", fl_last_error());
+		s3_target_free(&t);
+		return fl_err(ret, "%s: not written: %s", spec, why);
+	}
 	ret = request(s, &t, t.url, spec, REQ_PUT, buf, len, false, &r);
 	s3_target_free(&t);
 	if (!ret && r.status != 200)
@@ -512,12 +539,18 @@ int s3_store_list(struct s3_store *s, const char *sub,
 
 int s3_store_delete(struct s3_store *s, const char *name)
 {
-	char what[1200], *url;
+	char what[1200], *url = NULL;
 	struct resp r = { 0 };
 	int ret = object(s, name, &url, what, sizeof(what));
 
 	if (ret < 0)
 		return fl_err(ret, "%s: DELETE: no memory", what);
+	/* gc deletes only while its lock is surely its own */
+	if (s->lk && strcmp(name, s3_lock_name(s->lk)) &&
+	    (ret = s3_lock_check(s->lk, true)) < 0) {
+		free(url);
+		return ret;
+	}
 	ret = request(s, &s->t, url, what, REQ_DELETE, NULL, 0, false, &r);
 	free(url);
 	if (!ret && r.status != 204 && r.status != 200)
@@ -525,85 +558,63 @@ int s3_store_delete(struct s3_store *s, const char *name)
 	return ret;
 }
 
-/* ---- locks ------------------------------------------------------------------ */
+/* ---- what the locks (s3_lock.c) need ------------------------------------ */
 
-/* The locks in the way of ours: their count, the first's name. */
-struct lock_scan {
-	const char *own;
-	bool exclusive;
-	int n;
-	char first[128];
-};
-
-static int lock_seen(void *arg, const char *name, uint64_t size)
+int s3_store_stat(struct s3_store *s, const char *name, char *body, size_t n,
+		  struct s3_stat *st)
 {
-	struct lock_scan *l = arg;
+	char what[1200], *url;
+	struct resp r = { 0 };
+	enum req q = body ? REQ_GET : REQ_HEAD;
+	int ret = object(s, name, &url, what, sizeof(what));
 
-	(void)size;
-	if (!strcmp(name, l->own) ||
-	    (!l->exclusive && strncmp(name, S3_LOCKS "gc-", 9)))
-		return 0;
-	if (!l->n++)
-		snprintf(l->first, sizeof(l->first), "%s", name);
+	if (ret < 0)
+		return fl_err(ret, "%s: %s: no memory", what, req_name[q]);
+	ret = request(s, &s->t, url, what, q, NULL, 0, false, &r);
+	free(url);
+	if (ret < 0)
+		return ret;
+	if (r.status == 404)
+		return -ENOENT;
+	if (r.status != 200)
+		return status_err(what, q, &r);
+	st->size = r.clen >= 0 ? (uint64_t)r.clen : 0;
+	st->date = r.date;
+	st->lm = r.lm;
+	if (body && n) {
+		size_t k = r.blen < n - 1 ? r.blen : n - 1;
+
+		memcpy(body, r.body, k);
+		body[k] = 0;
+	}
 	return 0;
+}
+
+int s3_store_replace(struct s3_store *s, const char *name, const void *buf,
+		     size_t len)
+{
+	char what[1200], *url;
+	struct resp r = { 0 };
+	int ret = object(s, name, &url, what, sizeof(what));
+
+	if (ret < 0)
+		return fl_err(ret, "%s: PUT: no memory", what);
+	ret = request(s, &s->t, url, what, REQ_PUT, buf, len, false, &r);
+	free(url);
+	if (!ret && r.status != 200)
+		ret = status_err(what, REQ_PUT, &r);
+	return ret;
 }
 
 int s3_store_lock(struct s3_store *s, bool exclusive)
 {
-	char body[160], host[64] = "?";
-	uint64_t rnd, size;
-	unsigned int ms = 250, waited = 0;
-	int ret;
-
-	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
-		return fl_err(-EIO, "%s: no random lock name", s->spec);
-	snprintf(s->lock, sizeof(s->lock), S3_LOCKS "%s-%016" PRIx64,
-		 exclusive ? "gc" : "create", rnd);
-	gethostname(host, sizeof(host) - 1);
-	snprintf(body, sizeof(body), "faultline image %s, host %s, pid %d, "
-		 "since %lld\n", exclusive ? "gc" : "create", host, getpid(),
-		 (long long)time(NULL));
-	for (;;) {
-		struct lock_scan l = { .own = s->lock, .exclusive = exclusive };
-
-		ret = s3_store_put(s, s->lock, body, strlen(body), &size);
-		if (ret)
-			break;
-		ret = s3_store_list(s, S3_LOCKS, lock_seen, &l);
-		if (ret) {		/* ours is there: never leave it */
-			char why[512];
-
-			snprintf(why, sizeof(why), "%s", fl_last_error());
-			s3_store_delete(s, s->lock);
-			fl_err(ret, "%s", why);
-			break;
-		}
-		if (!l.n)
-			break;
-		s3_store_delete(s, s->lock);
-		if (exclusive || waited >= S3_LOCK_WAIT_MS) {
-			s->lock[0] = 0;
-			return fl_err(-EBUSY, "%s%s is held (%d lock%s there): %s",
-				      s->spec, l.first, l.n, l.n == 1 ? "" :
-				      "s", exclusive ? "a create or a gc is "
-				      "writing into the store; nothing was "
-				      "deleted, run gc again once it is done "
-				      "(a lock left by one that died: delete "
-				      "that object)" : "a gc is sweeping the "
-				      "store; create again once it is done");
-		}
-		usleep(ms * 1000);	/* a gc is running: it ends soon */
-		waited += ms;
-		ms = ms < 4000 ? 2 * ms : ms;
-	}
-	if (ret)
-		s->lock[0] = 0;
-	return ret;
+	if (s->lk)
+		return fl_err(-EALREADY, "%s: a lock is held already", s->spec);
+	return s3_lock_take(s, exclusive, &s->lk);
 }
 
 void s3_store_unlock(struct s3_store *s)
 {
-	if (s->lock[0])
-		s3_store_delete(s, s->lock);
-	s->lock[0] = 0;
+	s3_lock_drop(s, s->lk);
+	s->lk = NULL;
 }

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 struct s3_store;
 
@@ -65,19 +66,40 @@ int s3_store_delete(struct s3_store *s, const char *name);
 
 /*
  * Locks, so that gc never deletes an object a create is about to name:
- * PREFIX/locks/create-ID (shared) and PREFIX/locks/gc-ID (exclusive).
- * Taking one puts ours, then lists the others: with S3's strong
- * read-after-write and list consistency, of two that race each sees the
- * other's (or one sees both), so no gc and create both go on.  A create
- * that meets a gc's lock takes its own away and tries again, for up to
- * S3_LOCK_WAIT_MS; a gc that meets any other lock gives up (-EBUSY, the
- * line naming the lock), deleting nothing.  0 or -errno with one line.
+ * PREFIX/locks/create-ID (shared) and PREFIX/locks/gc-ID (exclusive),
+ * each with an owner and a lease timed by the store's clock, renewed
+ * while held (s3_lock.c, which says how).  A create that meets a live
+ * gc's lock tries again for up to S3_LOCK_WAIT_MS; a gc that meets any
+ * live lock gives up (-EBUSY, the line naming the lock), deleting
+ * nothing; a lock whose lease ran out is taken over, said in one line.
+ * While held, a chunk's PUT fails once the lock is known lost, a DELETE
+ * unless the lock is surely still ours, and an index's PUT unless the
+ * store confirms it right then.  0 or -errno with one line.
  */
 #define S3_LOCKS	"locks/"
 #define S3_LOCK_WAIT_MS	(5 * 60 * 1000)
 int s3_store_lock(struct s3_store *s, bool exclusive);
-/* Take ours away (best effort: a lock left behind is named by gc). */
+/* Take ours away (best effort: a lock left behind is taken over later). */
 void s3_store_unlock(struct s3_store *s);
+
+/* An object's size and times, by the store's clock (0: not sent). */
+struct s3_stat {
+	uint64_t size;
+	time_t lm;		/* Last-Modified */
+	time_t date;		/* Date: the store's now */
+};
+
+/*
+ * HEAD (body NULL) or GET the object name: 0 with st filled in and, for a
+ * GET, the start of its body (NUL-terminated, at most n - 1 bytes);
+ * -ENOENT if it is not there; else -errno with one line.
+ */
+int s3_store_stat(struct s3_store *s, const char *name, char *body, size_t n,
+		  struct s3_stat *st);
+
+/* PUT buf as the object name, replacing it: 0 or -errno with one line. */
+int s3_store_replace(struct s3_store *s, const char *name, const void *buf,
+		     size_t len);
 
 /* The store's spec, "s3://BUCKET/PREFIX/" (with a '/'). */
 const char *s3_store_spec(const struct s3_store *s);
