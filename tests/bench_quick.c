@@ -178,7 +178,8 @@ static void check_storage(json_object *j)
 					      "disk_mib")) > 0,
 		   "storage: %s has its bytes on disk", storage_keys[i]);
 	if (!http) {
-		skip(4, "nginx is not installed: no HTTP rows");
+		skip_missing(4, "nginx", "not in /usr/sbin or /usr/bin "
+			     "(apt-get install nginx-light): no HTTP rows");
 		return;
 	}
 	for (const char *const *k = storage_http_keys; *k; k++) {
@@ -312,8 +313,9 @@ int main(void)
 	json_object_put(all);
 
 	if (run("command -v gnuplot >/dev/null", NULL)) {
-		skip(1 + (int)(sizeof(benches) / sizeof(*benches)),
-		     "gnuplot not installed (gnuplot-nox)");
+		skip_missing(1 + (int)(sizeof(benches) / sizeof(*benches)),
+			     "gnuplot", "not on PATH (apt-get install "
+			     "gnuplot-nox)");
 	} else {
 		snprintf(cmd, sizeof(cmd), "%s bench plot %s/res.json -o %s "
 			 ">/dev/null", bin, dir, dir);

@@ -870,7 +870,7 @@ static void case_huge(const struct mode *m)
 
 	if (huge_why[0]) {
 		snprintf(err, sizeof(err), "%s: %s: %s", c, m->name, huge_why);
-		skip(1, err);
+		skip_missing(1, "hugetlb pages", err);
 		return;
 	}
 	env_open(&v, m, QUIET, 0, HLEN, 1, 1);

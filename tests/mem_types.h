@@ -164,7 +164,8 @@ static inline void mem_run(const struct mem_case *cases, int ncases)
 			} else if (why[t][0]) {
 				snprintf(reason, sizeof(reason), "%s on %s: %s",
 					 k->name, m->name, why[t]);
-				skip(k->points[t], reason);
+				skip_missing(k->points[t], "hugetlb pages",
+					     reason);
 			} else {
 				diag("%s on %s", k->name, m->name);
 				alarm(MEM_CASE_SECS);

@@ -82,20 +82,24 @@ static const char *s3rver_dir(void)
 	return d ? d : "build/s3rver";
 }
 
-static const char *why_not(void)
+/* What is missing to run the S3 test server (*component), or NULL. */
+static const char *why_not(const char **component)
 {
 	static char why[PATH_MAX + 64];
 	char path[PATH_MAX];
 
+	*component = "node";
 	if (system("command -v node >/dev/null 2>&1"))
-		return "node is not installed (make deps installs nodejs)";
+		return "not on PATH (make deps installs nodejs)";
+	*component = "curl";
 	if (system("command -v curl >/dev/null 2>&1"))
-		return "curl is not installed (make deps installs it)";
+		return "not on PATH (make deps installs it)";
+	*component = "the S3 test server";
 	snprintf(path, sizeof(path),
 		 "%s/node_modules/@20minutes/s3rver/package.json", s3rver_dir());
 	if (access(path, R_OK)) {
-		snprintf(why, sizeof(why), "the S3 test server is not in %s "
-			 "(make deps installs it with npm)", s3rver_dir());
+		snprintf(why, sizeof(why), "not in %s (make deps installs it "
+			 "with npm)", s3rver_dir());
 		return why;
 	}
 	return NULL;
@@ -1164,11 +1168,11 @@ static void test_store(void)
 int main(void)
 {
 	char img[128], cmd[512];
-	const char *why = why_not();
+	const char *component, *why = why_not(&component);
 	int ret;
 
 	if (why)
-		skip_all(why);
+		skip_all_missing(component, why);
 	snprintf(tmp, sizeof(tmp), "/tmp/fl-s3-%d", (int)getpid());
 	if (mkdir(tmp, 0700) || mem_file_create(&mem, SIZE, 0x53))
 		BAIL("setup: %s", strerror(errno));
