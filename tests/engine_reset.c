@@ -35,6 +35,7 @@
 #include <time.h>
 
 #include "faultline.h"
+#include "huge_lock.h"
 #include "hugetlb.h"
 #include "kernel/uffd.h"
 #include "load.h"
@@ -55,7 +56,6 @@
 
 static struct fl_source *src;
 static struct uffd_caps caps;
-static char huge_why[160];	/* why the hugetlb case cannot run, or "" */
 static unsigned int seed;
 static const char *volatile running = "setup";
 static char *snap;		/* the snapshot file, removed at any exit */
@@ -858,7 +858,7 @@ static void case_readers(const struct mode *m)
  * a reset without it still takes every page back.  Either is right; the
  * test says which happened.
  */
-static void case_huge(const struct mode *m)
+static void huge_run(const struct mode *m)
 {
 	static const uint8_t wr[HLEN / HPAGE] = { 0, 1, 0, 1 };
 	const char *c = "hugetlb 2M";
@@ -868,11 +868,6 @@ static void case_huge(const struct mode *m)
 	struct env v;
 	int t, r;
 
-	if (huge_why[0]) {
-		snprintf(err, sizeof(err), "%s: %s: %s", c, m->name, huge_why);
-		skip_missing(1, "hugetlb pages", err);
-		return;
-	}
 	env_open(&v, m, QUIET, 0, HLEN, 1, 1);
 	touch_all(&v);
 	t = fl_engine_track_writes(v.e);
@@ -920,6 +915,28 @@ static void case_huge(const struct mode *m)
 	   "resident before a touch", c, m->name, r, (unsigned long long)in);
 	all_snapshot(&v, c, "eager reset");
 	env_close(&v);
+}
+
+/*
+ * The pool is the host's: the case runs under its lock (huge_lock.h), its
+ * pages reserved and given back under it.
+ */
+static void case_huge(const struct mode *m)
+{
+	char err[256];
+	int r;
+
+	r = huge_lock();
+	if (r == 0)
+		r = huge_reserve(HUGE_POOL);
+	if (r < 0) {
+		snprintf(err, sizeof(err), "hugetlb 2M: %s: cannot reserve %d "
+			 "2 MiB pages: %s", m->name, HUGE_POOL, strerror(-r));
+		skip_missing(1, "hugetlb pages", err);
+	} else {
+		huge_run(m);
+	}
+	huge_unlock();
 }
 
 /* ---- 8. without tracking ------------------------------------------------ */
@@ -1152,7 +1169,6 @@ int main(void)
 {
 	static char name[128];
 	const char *fs = getenv("FL_SEED"), *only = getenv("FL_CASE");
-	int r;
 
 	load_start();	/* first: spinners fork from an empty process */
 	signal(SIGINT, on_signal);
@@ -1168,10 +1184,6 @@ int main(void)
 		BAIL("source: %s", fl_last_error());
 	if (uffd_query(&caps) < 0)
 		caps.features = 0;
-	r = huge_reserve(HUGE_POOL);
-	if (r < 0)
-		snprintf(huge_why, sizeof(huge_why), "cannot reserve %d 2 MiB "
-			 "hugetlb pages: %s", HUGE_POOL, strerror(-r));
 	for (int i = 0; i < NMODES; i++)
 		probe(&modes[i]);
 	for (size_t c = 0; c < sizeof(cases) / sizeof(*cases); c++) {
@@ -1197,7 +1209,6 @@ int main(void)
 		}
 	}
 	alarm(0);
-	huge_restore();
 	fl_source_put(src);
 	drop_snap();
 	return done_testing();
