@@ -151,7 +151,7 @@ LOAD_TESTS := serve_bad serve_stress engine_events engine_eexist engine_adaptive
 # (what machines without /dev/kvm do), wherever they run.
 TCG_TESTS := vmm
 
-.PHONY: criu all build-deps deps check check-loaded check-sanitize check-tsan check-units tests demo install clean tcg-kernel
+.PHONY: criu all build-deps deps check check-loaded check-reset check-sanitize check-tsan check-units tests demo install clean tcg-kernel
 all: $(BUILD)/libfaultline.a $(BUILD)/libfaultline.so $(BUILD)/faultline
 
 # Are the build packages there?  An order-only prerequisite of every
@@ -364,6 +364,14 @@ check-loaded: deps tcg-kernel criu
 		$(LOAD_TESTS:%=$(BUILD)/tests/%)
 	FL_FORCE_TCG=1 sh tests/loaded.sh prove -f --timer \
 		$(TCG_TESTS:%=$(BUILD)/tests/%)
+	$(MAKE) check-reset
+
+# engine_reset's randomized case at 1,000 rounds (make check runs 200),
+# with a spinning process per CPU beside it: check-loaded and CI run it.
+RESET_ROUNDS ?= 1000
+check-reset: $(BUILD)/tests/engine_reset
+	FL_RESET_ROUNDS=$(RESET_ROUNDS) FL_CASE="random writers" \
+		sh tests/loaded.sh prove -f --timer $(BUILD)/tests/engine_reset
 
 # The whole suite built with AddressSanitizer and UndefinedBehaviorSanitizer
 # (LeakSanitizer included) in build-san/, daemon and all.  Every process
