@@ -91,6 +91,14 @@ CRIU_PKGS := libprotobuf-dev libnl-3-dev libnet1-dev libcap-dev uuid-dev \
 	     libbsd-dev libnftables-dev libgnutls28-dev
 # The metrics tests: promtool and a real Prometheus server (tests only).
 MON_PKGS  := prometheus
+# In CI (CI=true, or FL_REQUIRE_ALL=1; FL_REQUIRE_ALL=0 overrides CI) every
+# component the tests use is required: `make deps` or `make criu` that
+# cannot get one fails, naming it, and a test that would skip for want of
+# one fails (testlib/tap.h, skip_missing).  Elsewhere they are skipped,
+# said.  $(call missing,WHAT): that line, and the exit status it needs.
+, := ,
+REQUIRE_ALL := $(filter-out 0 false no,$(or $(FL_REQUIRE_ALL),$(CI)))
+missing = { echo "faultline: $(1)$(if $(REQUIRE_ALL),: required in CI (CI=true or FL_REQUIRE_ALL=1),)"; $(if $(REQUIRE_ALL),exit 1,:); }
 TCG_KMODS := arch/x86/kvm/kvm.ko arch/x86/kvm/kvm-amd.ko \
 	     virt/lib/irqbypass.ko drivers/crypto/ccp/ccp.ko
 
@@ -143,7 +151,7 @@ LOAD_TESTS := serve_bad serve_stress engine_events engine_eexist engine_adaptive
 # (what machines without /dev/kvm do), wherever they run.
 TCG_TESTS := vmm
 
-.PHONY: criu all build-deps deps check check-loaded check-sanitize check-tsan check-units tests demo install clean tcg-kernel
+.PHONY: criu all build-deps deps check check-loaded check-reset check-sanitize check-tsan check-units tests demo install clean tcg-kernel
 all: $(BUILD)/libfaultline.a $(BUILD)/libfaultline.so $(BUILD)/faultline
 
 # Are the build packages there?  An order-only prerequisite of every
@@ -189,7 +197,7 @@ deps:
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 			--no-install-recommends $$missing >/dev/null; \
 	elif [ -n "$$missing" ]; then \
-		echo "KVM (without /dev/kvm), CRIU and metrics tests need: sudo apt-get install -y --no-install-recommends $$missing"; \
+		$(call missing,KVM (without /dev/kvm)$(,) CRIU and metrics tests need: sudo apt-get install -y --no-install-recommends $$missing); \
 	fi
 	@if ! command -v node >/dev/null 2>&1 || \
 	    ! command -v npm >/dev/null 2>&1; then \
@@ -198,7 +206,7 @@ deps:
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 				apt-get install -y -qq $(S3_PKGS) >/dev/null; \
 		else \
-			echo "the s3:// tests need: sudo apt-get install -y $(S3_PKGS)"; \
+			$(call missing,the s3:// tests need: sudo apt-get install -y $(S3_PKGS)); \
 		fi; \
 	fi
 	@if command -v npm >/dev/null 2>&1 && \
@@ -211,8 +219,10 @@ deps:
 			--no-fund --loglevel=error >/dev/null) && \
 		cp tests/s3/package-lock.json $(S3RVER_DIR)/installed.json || \
 		{ rm -rf $(S3RVER_DIR); \
-		  echo "no S3 test server: the s3:// tests will be skipped"; }; \
+		  $(call missing,no S3 test server (npm ci in $(S3RVER_DIR) failed): the s3:// tests $(if $(REQUIRE_ALL),cannot run,will be skipped)); }; \
 	fi
+	@command -v npm >/dev/null 2>&1 || [ -z "$(REQUIRE_ALL)" ] || \
+		$(call missing,no npm: no S3 test server)
 
 # The kernel and kvm modules for the TCG VM, from Debian's package, and
 # the kernel decompressed (QEMU boots the ELF directly, 5 s sooner).
@@ -332,10 +342,11 @@ $(BUILD)/tests/symbols: tests/symbols.c $(BUILD)/libfltest.a \
 tests: $(TEST_BIN)
 
 # The criu the CRIU tests run (tests/criu/get-criu.sh; cached in build/criu).
-# Without one (offline, not Debian) those tests skip, saying so.
+# Without one (offline, not Debian) those tests skip, saying so; in CI
+# (REQUIRE_ALL) it fails here.
 criu: deps
-	@CRIU_DIR=build/criu sh tests/criu/get-criu.sh >/dev/null || \
-		echo "no criu >= 4.1: the CRIU tests will be skipped"
+	@CRIU_DIR=$${CRIU_DIR:-build/criu} sh tests/criu/get-criu.sh >/dev/null || \
+		$(call missing,no criu >= 4.1: the CRIU tests $(if $(REQUIRE_ALL),cannot run,will be skipped))
 
 check: deps tcg-kernel criu
 	$(MAKE) all $(TEST_BIN)
@@ -353,6 +364,14 @@ check-loaded: deps tcg-kernel criu
 		$(LOAD_TESTS:%=$(BUILD)/tests/%)
 	FL_FORCE_TCG=1 sh tests/loaded.sh prove -f --timer \
 		$(TCG_TESTS:%=$(BUILD)/tests/%)
+	$(MAKE) check-reset
+
+# engine_reset's randomized case at 1,000 rounds (make check runs 200),
+# with a spinning process per CPU beside it: check-loaded and CI run it.
+RESET_ROUNDS ?= 1000
+check-reset: $(BUILD)/tests/engine_reset
+	FL_RESET_ROUNDS=$(RESET_ROUNDS) FL_CASE="random writers" \
+		sh tests/loaded.sh prove -f --timer $(BUILD)/tests/engine_reset
 
 # The whole suite built with AddressSanitizer and UndefinedBehaviorSanitizer
 # (LeakSanitizer included) in build-san/, daemon and all.  Every process

@@ -27,20 +27,23 @@ static const char *s3rver_dir(void)
 	return d ? d : "build/s3rver";
 }
 
-const char *s3srv_why_not(void)
+const char *s3srv_why_not(const char **component)
 {
 	static char why[PATH_MAX + 64];
 	char path[PATH_MAX];
 
+	*component = "node";
 	if (system("command -v node >/dev/null 2>&1"))
-		return "node is not installed (make deps installs nodejs)";
+		return "not on PATH (make deps installs nodejs)";
+	*component = "curl";
 	if (system("command -v curl >/dev/null 2>&1"))
-		return "curl is not installed (make deps installs it)";
+		return "not on PATH (make deps installs it)";
+	*component = "the S3 test server";
 	snprintf(path, sizeof(path),
 		 "%s/node_modules/@20minutes/s3rver/package.json", s3rver_dir());
 	if (access(path, R_OK)) {
-		snprintf(why, sizeof(why), "the S3 test server is not in %s "
-			 "(make deps installs it with npm)", s3rver_dir());
+		snprintf(why, sizeof(why), "not in %s (make deps installs it "
+			 "with npm)", s3rver_dir());
 		return why;
 	}
 	return NULL;

@@ -24,8 +24,11 @@ struct s3srv {
 	char endpoint[64];
 };
 
-/* Why the server cannot run here (a line naming what is missing), or NULL. */
-const char *s3srv_why_not(void);
+/*
+ * Why the server cannot run here, or NULL: *component names what is
+ * missing (for skip_all_missing()), the answer says where to get it.
+ */
+const char *s3srv_why_not(const char **component);
 
 /* Start it with its files under tmp: 0, or -1 (its log in s->log). */
 int s3srv_start(struct s3srv *s, const char *tmp);

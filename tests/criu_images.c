@@ -116,9 +116,10 @@ int main(int argc, char **argv)
 
 	cu_workload_main(argc, argv);
 	if (geteuid() != 0)
-		skip_all("criu dump needs root");
+		skip_all_missing("root", "criu dump needs root");
 	if (!cu_criu())
-		skip_all("no criu >= 4.1 (tests/criu/get-criu.sh failed)");
+		skip_all_missing("criu >= 4.1", "tests/criu/get-criu.sh "
+				 "found or built none (make criu)");
 	char *d = cu_tmpdir("criu-images");
 
 	snprintf(work, sizeof(work), "%s", d);

@@ -665,13 +665,16 @@ int main(int argc, char **argv)
 
 	cu_workload_main(argc, argv);
 	if (geteuid() != 0)
-		skip_all("criu needs root");
+		skip_all_missing("root", "criu needs root");
 	if (!cu_criu())
-		skip_all("no criu >= 4.1 (tests/criu/get-criu.sh failed)");
+		skip_all_missing("criu >= 4.1", "tests/criu/get-criu.sh "
+				 "found or built none (make criu)");
 	if (access(faultline_bin(), X_OK) < 0)
-		skip_all("no faultline binary (make all)");
+		skip_all_missing("build/faultline", "not built (make all)");
 	have_nginx = nginx_binary() && nginx_setup(&ngx) == 0 &&
 		     nginx_start(&ngx) == 0;
+	if (nginx_binary() && !have_nginx)
+		ok(0, "nginx starts, for the case over HTTP");
 	/* CRIU's page server needs it (bench.h says why) */
 	long pipe_old = bench_pipe_max_raise(BENCH_CRIU_PIPE);
 
@@ -680,8 +683,12 @@ int main(int argc, char **argv)
 
 		if (only && !strstr(sc[i].name, only))
 			continue;	/* a developer's run of some */
-		if (sc[i].image == 2 && !have_nginx)
-			diag("%s: skipped, no nginx", sc[i].name);
+		if (sc[i].image == 2 && !nginx_binary())
+			skip_missing(1, "nginx", "not installed (apt-get install "
+				     "nginx-light): pages from a faultline "
+				     "image over HTTP");
+		else if (sc[i].image == 2 && !have_nginx)
+			skip(1, "nginx did not start");
 		else
 			run(&sc[i]);
 	}

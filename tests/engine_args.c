@@ -184,7 +184,8 @@ int main(void)
 			  MAP_NORESERVE, -1, 0);
 
 	if (huge == MAP_FAILED) {
-		skip(1, "no hugetlb mappings here");
+		skip_missing(1, "hugetlb", "a MAP_HUGETLB mapping is refused "
+			     "here");
 	} else {
 		d.addr = (uintptr_t)huge;
 		d.page_size = 4096;

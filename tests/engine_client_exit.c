@@ -344,7 +344,8 @@ int main(void)
 	if (fl_source_open(path, &src) == 0 && truncate(path, 0) == 0)
 		good = reused_pid_session(src);
 	if (good < 0)
-		skip(1, "cannot choose a pid (clone3 set_tid needs root)");
+		skip_missing(1, "root", "clone3 set_tid needs it to choose "
+			     "a pid");
 	else
 		ok(good, "on_error kill: a client that exited is never killed "
 		   "under its pid, now another process's; the engine says "

@@ -35,6 +35,7 @@
 #include <time.h>
 
 #include "faultline.h"
+#include "huge_lock.h"
 #include "hugetlb.h"
 #include "kernel/uffd.h"
 #include "load.h"
@@ -50,12 +51,11 @@
 #define CASE_SECS	120		/* a case on a mechanism, at most */
 #define JOIN_SECS	60		/* a thread taking longer hangs */
 #define DIRTY		0xababababababababull
-#define ROUNDS		200		/* random rounds (case 5) */
+#define ROUNDS		200		/* random rounds (case 5): FL_RESET_ROUNDS */
 #define QUIET		(FL_ENGINE_NO_PREFETCH | FL_ENGINE_NO_BACKGROUND)
 
 static struct fl_source *src;
 static struct uffd_caps caps;
-static char huge_why[160];	/* why the hugetlb case cannot run, or "" */
 static unsigned int seed;
 static const char *volatile running = "setup";
 static char *snap;		/* the snapshot file, removed at any exit */
@@ -620,8 +620,68 @@ static void *write_random(void *arg)
 }
 
 /*
- * ROUNDS rounds: 4 threads write (a word, a page, or discard a run) at
- * random, then a reset, lazy or eager at random, returns at least the
+ * A reader during a random round's reset: it faults the pages no writer
+ * of the round hit (the others may hold a writer's bytes until the reset
+ * takes them), from its own first page on, and each must read the
+ * snapshot's bytes throughout, whatever the reset is doing to them.
+ */
+struct round_reader {
+	struct worker w;
+	const struct env *v;
+	const uint8_t *hit;
+	uint64_t from;
+	atomic_int stop;
+	uint64_t bad;
+	char why[160];
+};
+
+static void *read_unhit(void *arg)
+{
+	struct round_reader *rd = arg;
+	const struct env *v = rd->v;
+
+	do {
+		for (uint64_t k = 0; k < v->n && !rd->bad; k++) {
+			uint64_t pg = (k + rd->from) % v->n;
+			const uint64_t *w = (const uint64_t *)page_at(v, pg);
+
+			if (rd->hit[pg])
+				continue;
+			for (uint64_t i = 0; i < PAGE / 8; i++) {
+				uint64_t want = pattern_word(pg * PAGE + i * 8,
+							     SEED);
+				uint64_t got = __atomic_load_n(&w[i],
+							       __ATOMIC_RELAXED);
+
+				if (got == want)
+					continue;
+				rd->bad++;
+				snprintf(rd->why, sizeof(rd->why), "page %llu "
+					 "word %llu read 0x%llx, the snapshot "
+					 "0x%llx", (unsigned long long)pg,
+					 (unsigned long long)i,
+					 (unsigned long long)got,
+					 (unsigned long long)want);
+				break;
+			}
+		}
+	} while (!atomic_load(&rd->stop));
+	atomic_store(&rd->w.done, 1);
+	return NULL;
+}
+
+/* The rounds of case 5: FL_RESET_ROUNDS (make check-reset: 1000). */
+static int random_rounds(void)
+{
+	const char *e = getenv("FL_RESET_ROUNDS");
+
+	return e && atoi(e) > 0 ? atoi(e) : ROUNDS;
+}
+
+/*
+ * Rounds: 4 threads write (a word, a page, or discard a run) at random,
+ * then a reset, lazy or eager at random, with 2 readers faulting the
+ * pages nobody hit while it runs (round_reader), returns at least the
  * pages hit and leaves every page the snapshot's.  Prefetch and the
  * background restore run meanwhile.
  */
@@ -632,6 +692,8 @@ static void case_random(const struct mode *m)
 	unsigned int s = seed;
 	int short_round = -1, bad_round = -1, nshort = 0, nbad = 0;
 	char why[240] = "none", shortwhy[160] = "none", tmp[200], what[64];
+	char readwhy[200] = "none";
+	int rounds = random_rounds(), read_round = -1, nread = 0;
 	uint64_t sum = 0;
 	struct fl_stats s0, s1;
 	struct env v;
@@ -639,7 +701,8 @@ static void case_random(const struct mode *m)
 	env_open(&v, m, 0, 0, LEN, 0, 2);
 	track(&v, c);
 	stats(&v, &s0);
-	for (int round = 0; round < ROUNDS; round++) {
+	for (int round = 0; round < rounds; round++) {
+		struct round_reader rd[2];
 		struct writer t[4];
 		unsigned int flags = rand_r(&s) % 2 ? FL_RESET_EAGER : 0;
 		uint64_t nh;
@@ -658,7 +721,27 @@ static void case_random(const struct mode *m)
 		for (int i = 0; i < 4; i++)
 			join_within(&t[i].w, what);
 		nh = count(hit, v.n, NULL);
+		for (int i = 0; i < 2; i++) {
+			rd[i] = (struct round_reader){ .v = &v, .hit = hit,
+				.from = rand_r(&s) % v.n };
+			atomic_init(&rd[i].w.done, 0);
+			atomic_init(&rd[i].stop, 0);
+			if (pthread_create(&rd[i].w.th, NULL, read_unhit,
+					   &rd[i]))
+				BAIL("%s: pthread_create", running);
+		}
 		r = fl_engine_reset(v.e, flags);
+		snprintf(what, sizeof(what), "a reader of round %d", round);
+		for (int i = 0; i < 2; i++) {
+			atomic_store(&rd[i].stop, 1);
+			join_within(&rd[i].w, what);
+			if (rd[i].bad && !nread++) {
+				read_round = round;
+				snprintf(readwhy, sizeof(readwhy), "during a %s "
+					 "reset: %s", flags ? "eager" : "lazy",
+					 rd[i].why);
+			}
+		}
 		if (r < 0 || (uint64_t)r < nh) {
 			if (!nshort++) {
 				short_round = round;
@@ -680,11 +763,14 @@ static void case_random(const struct mode *m)
 	stats(&v, &s1);
 	ok(nbad == 0, "%s: %s: %d rounds of 4 threads, then a reset: %d "
 	   "rounds left a page not the snapshot (first: round %d, %s)", c,
-	   m->name, ROUNDS, nbad, bad_round, why);
+	   m->name, rounds, nbad, bad_round, why);
+	ok(nread == 0, "%s: %s: 2 readers faulting during each reset read "
+	   "the snapshot in every page no writer hit (%d rounds did not; "
+	   "first: round %d, %s)", c, m->name, nread, read_round, readwhy);
 	ok(nshort == 0, "%s: %s: every reset returned at least the pages hit "
 	   "(%d did not; first: round %d, %s)", c, m->name, nshort,
 	   short_round, shortwhy);
-	ok(s1.resets - s0.resets == ROUNDS &&
+	ok(s1.resets - s0.resets == (uint64_t)rounds &&
 	   (nshort || s1.pages_reset - s0.pages_reset == sum),
 	   "%s: %s: stats: %llu resets, %llu pages reset (returned %llu)", c,
 	   m->name, (unsigned long long)(s1.resets - s0.resets),
@@ -858,7 +944,7 @@ static void case_readers(const struct mode *m)
  * a reset without it still takes every page back.  Either is right; the
  * test says which happened.
  */
-static void case_huge(const struct mode *m)
+static void huge_run(const struct mode *m)
 {
 	static const uint8_t wr[HLEN / HPAGE] = { 0, 1, 0, 1 };
 	const char *c = "hugetlb 2M";
@@ -868,11 +954,6 @@ static void case_huge(const struct mode *m)
 	struct env v;
 	int t, r;
 
-	if (huge_why[0]) {
-		snprintf(err, sizeof(err), "%s: %s: %s", c, m->name, huge_why);
-		skip(1, err);
-		return;
-	}
 	env_open(&v, m, QUIET, 0, HLEN, 1, 1);
 	touch_all(&v);
 	t = fl_engine_track_writes(v.e);
@@ -920,6 +1001,28 @@ static void case_huge(const struct mode *m)
 	   "resident before a touch", c, m->name, r, (unsigned long long)in);
 	all_snapshot(&v, c, "eager reset");
 	env_close(&v);
+}
+
+/*
+ * The pool is the host's: the case runs under its lock (huge_lock.h), its
+ * pages reserved and given back under it.
+ */
+static void case_huge(const struct mode *m)
+{
+	char err[256];
+	int r;
+
+	r = huge_lock();
+	if (r == 0)
+		r = huge_reserve(HUGE_POOL);
+	if (r < 0) {
+		snprintf(err, sizeof(err), "hugetlb 2M: %s: cannot reserve %d "
+			 "2 MiB pages: %s", m->name, HUGE_POOL, strerror(-r));
+		skip_missing(1, "hugetlb pages", err);
+	} else {
+		huge_run(m);
+	}
+	huge_unlock();
 }
 
 /* ---- 8. without tracking ------------------------------------------------ */
@@ -1152,7 +1255,6 @@ int main(void)
 {
 	static char name[128];
 	const char *fs = getenv("FL_SEED"), *only = getenv("FL_CASE");
-	int r;
 
 	load_start();	/* first: spinners fork from an empty process */
 	signal(SIGINT, on_signal);
@@ -1168,10 +1270,6 @@ int main(void)
 		BAIL("source: %s", fl_last_error());
 	if (uffd_query(&caps) < 0)
 		caps.features = 0;
-	r = huge_reserve(HUGE_POOL);
-	if (r < 0)
-		snprintf(huge_why, sizeof(huge_why), "cannot reserve %d 2 MiB "
-			 "hugetlb pages: %s", HUGE_POOL, strerror(-r));
 	for (int i = 0; i < NMODES; i++)
 		probe(&modes[i]);
 	for (size_t c = 0; c < sizeof(cases) / sizeof(*cases); c++) {
@@ -1197,7 +1295,6 @@ int main(void)
 		}
 	}
 	alarm(0);
-	huge_restore();
 	fl_source_put(src);
 	drop_snap();
 	return done_testing();

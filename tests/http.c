@@ -590,7 +590,8 @@ int main(void)
 	int ret;
 
 	if (!nginx_binary())
-		skip_all("nginx not installed (apt-get install nginx-light)");
+		skip_all_missing("nginx", "not installed (apt-get install "
+				 "nginx-light)");
 	if (nginx_setup(&ng) < 0)
 		BAIL("cannot set up nginx in /tmp");
 	snprintf(raw_path, sizeof(raw_path), "%s/slow", ng.www);

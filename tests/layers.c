@@ -225,7 +225,8 @@ static void test_urls(const uint8_t *mem2, const uint8_t *mem_img)
 	struct nginx ng;
 
 	if (!nginx_binary()) {
-		skip(4, "nginx not installed (apt-get install nginx-light)");
+		skip_missing(4, "nginx", "not installed (apt-get install "
+			     "nginx-light)");
 		return;
 	}
 	if (nginx_setup(&ng) < 0)

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "faultline.h"
+#include "huge_lock.h"
 #include "hugetlb.h"
 #include "kernel/uffd.h"
 #include "tap.h"
@@ -140,7 +141,10 @@ static inline void mem_run(const struct mem_case *cases, int ncases)
 
 	if (uffd_query(&caps) < 0)
 		caps.features = 0;
-	r = huge_reserve(MEM_HUGE_POOL);
+	/* the pool is the host's: one suite's cases in it at a time */
+	r = huge_lock();
+	if (r == 0)
+		r = huge_reserve(MEM_HUGE_POOL);
 	if (r < 0)
 		snprintf(why[MEM_HUGETLB], sizeof(why[0]), "cannot reserve %d "
 			 "2 MiB hugetlb pages: %s", MEM_HUGE_POOL,
@@ -164,7 +168,8 @@ static inline void mem_run(const struct mem_case *cases, int ncases)
 			} else if (why[t][0]) {
 				snprintf(reason, sizeof(reason), "%s on %s: %s",
 					 k->name, m->name, why[t]);
-				skip(k->points[t], reason);
+				skip_missing(k->points[t], "hugetlb pages",
+					     reason);
 			} else {
 				diag("%s on %s", k->name, m->name);
 				alarm(MEM_CASE_SECS);
@@ -172,7 +177,7 @@ static inline void mem_run(const struct mem_case *cases, int ncases)
 			}
 		}
 	}
-	huge_restore();
+	huge_unlock();
 }
 
 #endif

@@ -927,9 +927,10 @@ int main(void)
 	const char *mb = getenv("FL_POSTCOPY_MB");
 
 	if (geteuid() != 0)
-		skip_all("needs root (network namespaces)");
+		skip_all_missing("root", "network namespaces need it");
 	if (run("ip -V >/dev/null 2>&1") || run("tc -V >/dev/null 2>&1"))
-		skip_all("needs iproute2 (ip, tc)");
+		skip_all_missing("iproute2 (ip, tc)", "not on PATH "
+				 "(apt-get install iproute2)");
 	size = (mb ? strtoull(mb, NULL, 0) : 64) << 20;
 	alarm(120);
 	if (mem_file_create(&mem, size, SEED) ||

@@ -1338,11 +1338,11 @@ static void check_leases(void)
 int main(void)
 {
 	char img[128], cmd[512];
-	const char *why = s3srv_why_not();
+	const char *component, *why = s3srv_why_not(&component);
 	int ret;
 
 	if (why)
-		skip_all(why);
+		skip_all_missing(component, why);
 	snprintf(tmp, sizeof(tmp), "/tmp/fl-s3-%d", (int)getpid());
 	if (mkdir(tmp, 0700) || mem_file_create(&mem, SIZE, 0x53))
 		BAIL("setup: %s", strerror(errno));

@@ -140,7 +140,7 @@ static void refused(bool chowned)
 int main(void)
 {
 	if (geteuid() != 0)
-		skip_all("needs root: the client becomes another uid");
+		skip_all_missing("root", "the client becomes another uid");
 	if (mem_file_create(&mem, 8 * MIB, 0x1a11) < 0 ||
 	    chmod(mem.path, 0600) < 0)
 		BAIL("no memory file");

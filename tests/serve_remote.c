@@ -54,7 +54,8 @@ int main(void)
 	const char *const cached[] = { "--cache", cache, NULL };
 
 	if (!nginx_binary())
-		skip_all("nginx is not installed");
+		skip_all_missing("nginx", "not installed (apt-get install "
+				 "nginx-light)");
 	if (mem_file_create(&mem, SIZE, 0x5e7e) || nginx_setup(&ngx))
 		BAIL("setup: %s", strerror(errno));
 	snprintf(img, sizeof(img), "%s/snap.img", ngx.www);

@@ -322,7 +322,8 @@ static void check_metrics(pid_t client)
 	snprintf(cmd, sizeof(cmd), "promtool check metrics < %s > %s.out 2>&1",
 		 path, path);
 	if (system("command -v promtool >/dev/null 2>&1") != 0) {
-		skip(1, "promtool is not installed (Debian package prometheus)");
+		skip_missing(1, "promtool", "not on PATH (apt-get install "
+			     "prometheus)");
 	} else {
 		int rc = system(cmd);
 
@@ -427,7 +428,8 @@ static void check_prometheus(pid_t client)
 	char logp[200];
 
 	if (system("command -v prometheus >/dev/null 2>&1") != 0) {
-		skip(2, "prometheus is not installed (Debian package prometheus)");
+		skip_missing(2, "prometheus", "not on PATH (apt-get install "
+			     "prometheus)");
 		return;
 	}
 	if (!ok(prom_start(&p) == 0, "prometheus: started on loopback")) {

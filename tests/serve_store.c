@@ -144,7 +144,8 @@ int main(void)
 	uint64_t stored;
 
 	if (!nginx_binary())
-		skip_all("nginx is not installed");
+		skip_all_missing("nginx", "not installed (apt-get install "
+				 "nginx-light)");
 	if (mem_file_create(&mem, SIZE, 0x5701e) || nginx_setup(&ngx))
 		BAIL("setup: %s", strerror(errno));
 	snprintf(img, sizeof(img), "%s/images/snap.fli", ngx.www);

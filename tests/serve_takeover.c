@@ -358,7 +358,8 @@ static void killed_before_read(void)
 	int st;
 
 	if (system("strace -V >/dev/null 2>&1") != 0) {
-		skip(2, "no strace to kill the server inside a read");
+		skip_missing(2, "strace", "kills the server inside a read; not "
+			     "on PATH (apt-get install strace)");
 		return;
 	}
 	serve_init(&s);
