@@ -135,7 +135,8 @@ VMM_OBJ   := $(VMM_SRC:%.c=$(BUILD)/%.o) $(BUILD)/vmm/blob.o
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
 # The CLI's code but main(), for tests that reach it (the nginx helper).
 CLILIB_OBJ := $(filter-out $(BUILD)/tools/main.o,$(CLI_OBJ))
-TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+# tests/soak.c is make soak's, not make check's (its sizes: SOAK_*).
+TEST_BIN  := $(filter-out $(BUILD)/tests/soak,$(TEST_SRC:tests/%.c=$(BUILD)/tests/%))
 # TAP scripts prove runs beside them, with the build directory in BUILD:
 # install.sh installs into a temporary stage and builds a user's program
 # against it through pkg-config (not under check-sanitize: it says why);
@@ -151,7 +152,7 @@ LOAD_TESTS := serve_bad serve_stress engine_events engine_eexist engine_adaptive
 # (what machines without /dev/kvm do), wherever they run.
 TCG_TESTS := vmm
 
-.PHONY: criu all build-deps deps check check-loaded check-reset check-sanitize check-tsan check-units tests demo install clean tcg-kernel
+.PHONY: soak criu all build-deps deps check check-loaded check-reset check-sanitize check-tsan check-units tests demo install clean tcg-kernel
 all: $(BUILD)/libfaultline.a $(BUILD)/libfaultline.so $(BUILD)/faultline
 
 # Are the build packages there?  An order-only prerequisite of every
@@ -353,6 +354,15 @@ check: deps tcg-kernel criu
 	$(TEST_SH_ENV) prove -f --timer $(TEST_BIN) $(TEST_SH)
 	FL_LOAD=1 prove -f --timer $(LOAD_TESTS:%=$(BUILD)/tests/%)
 	FL_FORCE_TCG=1 prove -f --timer $(TCG_TESTS:%=$(BUILD)/tests/%)
+
+# The soak (tests/soak.c): SOAK_SESSIONS Firecracker-style sessions
+# through one `faultline serve` beside malformed clients, with a spinning
+# process per CPU beside it; every byte right, no client hung, the
+# daemon's descriptors back to their start, its RSS not growing.
+SOAK_SESSIONS ?= 10000
+soak: all $(BUILD)/tests/soak
+	SOAK_SESSIONS=$(SOAK_SESSIONS) sh tests/loaded.sh prove -v --timer \
+		$(BUILD)/tests/soak
 
 # The whole suite as `check` runs it, with a spinning process per CPU
 # beside it for the whole run (tests/loaded.sh): what it asserts must hold

@@ -274,6 +274,7 @@ int cmd_bench(int argc, char **argv)
 
 	if (argc > 1 && !strcmp(argv[1], "--criu-workload"))
 		return bench_criu_workload(argc - 1, argv + 1);
+	bench_cleanup_install();
 	ret = parse_args(&b, argc, argv);
 	if (ret)
 		return ret == 1 ? 0 : ret;

@@ -215,6 +215,24 @@ void bench_daemon_stop(struct bench_daemon *d);
 /* fc_client_connect(), retried while the socket is not there yet (5 s). */
 int bench_daemon_connect(struct fc_client *fc, const char *sock);
 
+/* ---- cleanup.c: a bench stopped by SIGINT, SIGTERM or SIGHUP ------------ */
+
+/*
+ * Install the handler (`faultline bench` does, first): on the signal it
+ * stops and reaps every child of this process (SIGTERM, SIGKILL after
+ * 2 s), removes every registered path (rm -r, no link followed), puts
+ * fs.pipe-max-size back, then dies of the signal.
+ */
+void bench_cleanup_install(void);
+/* A temporary file or directory the bench made (at most 64, < 256 bytes). */
+void bench_path_add(const char *path);
+/* ... removed (or kept) by the bench itself: no longer the handler's. */
+void bench_path_forget(const char *path);
+/* unlink(path) and bench_path_forget(path). */
+void bench_unlink(const char *path);
+/* fs.pipe-max-size's value to put back (-1: none). */
+void bench_pipe_max_note(long old);
+
 /* ---- the benchmarks ------------------------------------------------------ */
 
 int bench_populate(const struct bench_opts *o, struct bench_table *t);

@@ -929,6 +929,7 @@ int bench_criu(const struct bench_opts *o, struct bench_table *t)
 	snprintf(c.dir, sizeof(c.dir), "/tmp/flb-criu-XXXXXX");
 	if (!mkdtemp(c.dir))
 		return -errno;
+	bench_path_add(c.dir);
 	at(c.img, sizeof(c.img), c.dir, "img");
 	runs = calloc((size_t)n, sizeof(*runs));
 	if (!runs)
@@ -948,6 +949,7 @@ int bench_criu(const struct bench_opts *o, struct bench_table *t)
 		fill_table(t, runs, n, c.size);
 		remove_tree(c.dir);
 	}
+	bench_path_forget(c.dir);
 	free(runs);
 	return ret;
 }

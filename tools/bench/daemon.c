@@ -62,6 +62,7 @@ int bench_daemon_start(struct bench_daemon *d, const char *bench, int id,
 	snprintf(d->sock, sizeof(d->sock), "/tmp/flb-%d-%d.sock",
 		 (int)getpid(), id);
 	unlink(d->sock);
+	bench_path_add(d->sock);
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0)
@@ -113,7 +114,7 @@ void bench_daemon_stop(struct bench_daemon *d)
 done:
 	d->pid = 0;
 	if (d->sock[0])
-		unlink(d->sock);
+		bench_unlink(d->sock);
 }
 
 int bench_daemon_connect(struct fc_client *fc, const char *sock)

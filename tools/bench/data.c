@@ -106,6 +106,8 @@ int bench_memfile(uint64_t len, char *path, bool unlink_it)
 	}
 	if (unlink_it)
 		unlink(path);
+	else
+		bench_path_add(path);
 	for (uint64_t off = 0; off < len && !ret; off += bs) {
 		size_t n = len - off < bs ? len - off : bs;
 
@@ -125,7 +127,7 @@ int bench_memfile(uint64_t len, char *path, bool unlink_it)
 	if (ret) {
 		close(fd);
 		if (!unlink_it)
-			unlink(path);
+			bench_unlink(path);
 	}
 out:
 	free(buf);
@@ -343,6 +345,7 @@ long bench_pipe_max_raise(long want)
 	if (old < 0 || old >= want)
 		return -1;
 	pipe_max_write(want);
+	bench_pipe_max_note(old);
 	return old;
 }
 
@@ -350,4 +353,5 @@ void bench_pipe_max_put(long old)
 {
 	if (old >= 0)
 		pipe_max_write(old);
+	bench_pipe_max_note(-1);
 }

@@ -642,6 +642,7 @@ int bench_fault_latency(const struct bench_opts *o, struct bench_table *t)
 	snprintf(c.stats_path, sizeof(c.stats_path), "/tmp/flb-lat-%d.json",
 		 (int)getpid());
 	unlink(c.stats_path);
+	bench_path_add(c.stats_path);
 
 	for (int r = 0; r < runs; r++) {
 		ret = run_all_modes(&c);
@@ -677,8 +678,10 @@ int bench_fault_latency(const struct bench_opts *o, struct bench_table *t)
 out:
 	if (c.fd >= 0) {
 		close(c.fd);
-		unlink(c.path);
+		bench_unlink(c.path);
 	}
+	if (c.stats_path[0])
+		bench_unlink(c.stats_path);
 	for (int m = 0; m < L_NMODES; m++)
 		free(c.samples[m]);
 	free(c.restore_ms);

@@ -3,6 +3,7 @@
  * http_util.c - the nginx helpers declared in http_util.h.
  */
 #define _GNU_SOURCE
+#include "bench.h"
 #include "http_util.h"
 
 const char *nginx_binary(void)
@@ -54,6 +55,7 @@ int nginx_setup(struct nginx *n)
 	snprintf(n->www, sizeof(n->www), "%s/www", n->dir);
 	snprintf(n->log, sizeof(n->log), "%s/access.log", n->dir);
 	mkdir(n->dir, 0755);
+	bench_path_add(n->dir);
 	mkdir(n->www, 0755);
 	snprintf(path, sizeof(path), "%s/tmp", n->dir);
 	mkdir(path, 0755);
@@ -174,4 +176,5 @@ void nginx_cleanup(struct nginx *n)
 	if (system(cmd)) {
 		/* leave it for inspection */
 	}
+	bench_path_forget(n->dir);
 }

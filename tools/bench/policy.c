@@ -275,7 +275,7 @@ int bench_policy(const struct bench_opts *o, struct bench_table *t)
 out:
 	if (src)
 		fl_source_put(src);
-	unlink(path);
+	bench_unlink(path);
 	free(res);
 	return ret;
 }

@@ -403,7 +403,7 @@ int bench_populate(const struct bench_opts *o, struct bench_table *t)
 out:
 	bench_daemon_stop(&c.daemon);
 	if (c.path[0])
-		unlink(c.path);
+		bench_unlink(c.path);
 	if (c.staging)
 		bench_unmap(c.staging, 2 * MIB);
 	if (c.src)

@@ -370,7 +370,7 @@ out:
 		nginx_cleanup(&c.ng);
 	if (fd >= 0) {
 		close(fd);
-		unlink(c.raw);
+		bench_unlink(c.raw);
 	}
 	free(c.pages);
 	free(samples);

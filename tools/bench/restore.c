@@ -440,6 +440,7 @@ static int start_daemon(struct rs_ctx *c, enum rs_daemon d)
 			       c->trace[dd->trace];
 	}
 	unlink(c->stats[d]);
+	bench_path_add(c->stats[d]);
 	return bench_daemon_start(&c->daemon[d], "kvm-restore", d, args);
 }
 
@@ -879,13 +880,13 @@ static void rs_free(struct rs_ctx *c, struct rs_results *res)
 	for (int d = 0; d < D_N; d++) {
 		bench_daemon_stop(&c->daemon[d]);
 		if (c->stats[d][0])
-			unlink(c->stats[d]);
+			bench_unlink(c->stats[d]);
 	}
 	close_mem(&c->small);
 	close_mem(&c->big);
 	for (int tr = T_NONE + 1; tr < T_N; tr++) {
-		unlink(c->trace[tr]);
-		unlink(c->sorted[tr]);
+		bench_unlink(c->trace[tr]);
+		bench_unlink(c->sorted[tr]);
 	}
 	free(res->ms);
 	free(res->faults);
@@ -911,6 +912,8 @@ int bench_restore(const struct bench_opts *o, struct bench_table *t)
 			 "/tmp/flb-%d-%s.trace", (int)getpid(), g);
 		snprintf(c.sorted[tr], sizeof(c.sorted[tr]),
 			 "/tmp/flb-%d-%s-sorted.trace", (int)getpid(), g);
+		bench_path_add(c.trace[tr]);
+		bench_path_add(c.sorted[tr]);
 	}
 	for (int i = 0; i < NCASES; i++)
 		res.ok[i] = true;
