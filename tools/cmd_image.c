@@ -32,6 +32,9 @@
 #include "util/size.h"
 #include "util/zero.h"
 
+/* What `faultline image` does, in the order its usage gives them. */
+#define IMAGE_SUBS	"create, inspect, verify, unpack, gc, register, delete"
+
 static void image_usage(FILE *f)
 {
 	fprintf(f,
@@ -42,7 +45,10 @@ static void image_usage(FILE *f)
 		"       faultline image inspect IMAGE\n"
 		"       faultline image verify IMAGE\n"
 		"       faultline image unpack IMAGE RAW\n"
-		"       faultline image gc --store DIR|s3://BUCKET/PREFIX [--dry-run] IMAGE...\n"
+		"       faultline image gc --store STORE [--dry-run]\n"
+		"       faultline image register --store STORE IMAGE...\n"
+		"       faultline image delete --store STORE IMAGE\n"
+		"STORE is a chunk store: a directory or s3://BUCKET/PREFIX.\n"
 		"SIZE is a power of two from 4K to 16M (default 512K); "
 		"N is a zstd level (default %d).\n"
 		"--criu: the pages of a CRIU dump, its pages files end to end in\n"
@@ -62,10 +68,18 @@ static void image_usage(FILE *f)
 		"each chunk the bucket lacks (a signed HEAD) is uploaded (a signed\n"
 		"PUT) under PREFIX/chunks/, then the index to IMAGE, an s3:// key\n"
 		"in that bucket (e.g. PREFIX/images/NAME); --parent may be s3:// too.\n"
-		"gc: delete the chunks of DIR that none of the IMAGEs (nor their\n"
-		"parents) references; it waits for a create writing into DIR.\n"
-		"In a bucket it refuses while a create writes there (its lock,\n"
-		"PREFIX/locks/create-*), and a create waits for it.\n"
+		"gc: delete the chunks of STORE that no image in its registry\n"
+		"references (nor their parents); it takes no list of images. It\n"
+		"waits for a create writing into STORE; in a bucket it refuses\n"
+		"while a create writes there (its lock, PREFIX/locks/create-*),\n"
+		"and a create waits for it. A store made before the registry\n"
+		"existed is refused, in one line, until its images are registered.\n"
+		"register: record each IMAGE (an index of STORE) in STORE's\n"
+		"registry by its content id, so gc keeps its chunks; create --store\n"
+		"registers the image it writes.\n"
+		"delete: remove IMAGE from STORE's registry and its index file;\n"
+		"its chunks go at the next gc. An index removed by hand changes\n"
+		"nothing until then.\n"
 		"inspect: the header, the content id, a diff's parent and its\n"
 		"chain as serving would resolve it.  inspect and verify take a\n"
 		"file or a URL (http(s)://, s3://: its chunk store too).\n"
@@ -257,8 +271,9 @@ static int do_create(int argc, char **argv)
 			o.store = argv[++i];
 		} else if (!strcmp(a, "--chunk") || !strcmp(a, "--level")) {
 			if (i + 1 >= argc) {
-				fprintf(stderr, "faultline image: %s needs a value\n",
-					a);
+				fprintf(stderr, "faultline image: option '%s' "
+					"needs a value; see `faultline help "
+					"image`\n", a);
 				return CLI_USAGE;
 			}
 			const char *v = argv[++i];
@@ -290,8 +305,8 @@ static int do_create(int argc, char **argv)
 				o.level = (int)l;
 			}
 		} else if (a[0] == '-' && a[1]) {
-			fprintf(stderr, "faultline image: unknown option '%s'\n",
-				a);
+			fprintf(stderr, "faultline image: unknown option '%s' "
+				"for create; see `faultline help image`\n", a);
 			return CLI_USAGE;
 		} else if (npos < 2) {
 			pos[npos++] = a;
@@ -301,10 +316,9 @@ static int do_create(int argc, char **argv)
 			return CLI_USAGE;
 		}
 	}
-	if (npos != (criu ? 1 : 2)) {
-		image_usage(stderr);
-		return CLI_USAGE;
-	}
+	if (npos != (criu ? 1 : 2))
+		return cli_missing("image", criu ? "create --criu DIR takes "
+				   "one IMAGE" : "create takes RAW IMAGE");
 	if (criu && o.parent) {
 		fprintf(stderr, "faultline image: --criu and --parent: a CRIU "
 			"dump is not a diff snapshot\n");
@@ -575,10 +589,9 @@ int cmd_image(int argc, char **argv)
 {
 	const char *sub = argc > 1 ? argv[1] : NULL;
 
-	if (!sub) {
-		image_usage(stderr);
-		return CLI_USAGE;
-	}
+	if (!sub)
+		return cli_missing("image", "a subcommand is required ("
+				   IMAGE_SUBS ")");
 	if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
 		image_usage(stdout);
 		return 0;
@@ -589,8 +602,16 @@ int cmd_image(int argc, char **argv)
 		return do_gc(argc - 2, argv + 2);
 	if (!strcmp(sub, "unpack") && argc == 4)
 		return do_unpack(argv[2], argv[3]);
-	if ((strcmp(sub, "inspect") && strcmp(sub, "verify")) || argc != 3) {
-		image_usage(stderr);
+	if (strcmp(sub, "inspect") && strcmp(sub, "verify") &&
+	    strcmp(sub, "unpack")) {
+		fprintf(stderr, "faultline image: '%s': not a subcommand ("
+			IMAGE_SUBS "); see `faultline help image`\n", sub);
+		return CLI_USAGE;
+	}
+	if (argc != (strcmp(sub, "unpack") ? 3 : 4)) {
+		fprintf(stderr, "faultline image: %s takes %s; see `faultline "
+			"help image`\n", sub, strcmp(sub, "unpack") ? "one IMAGE" :
+			"IMAGE RAW");
 		return CLI_USAGE;
 	}
 	if (!strcmp(sub, "inspect"))

@@ -256,6 +256,7 @@ int cmd_status(int argc, char **argv)
 	json_object *st;
 	int opt, ret;
 
+	opterr = 0;	/* cli_bad_option() says it, in one line */
 	while ((opt = getopt_long(argc, argv, "s:c:jh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 's': sock = optarg; break;
@@ -265,14 +266,14 @@ int cmd_status(int argc, char **argv)
 			fputs(usage, stdout);
 			return 0;
 		default:
-			fputs(usage, stderr);
-			return 2;
+			return cli_bad_option("status", argv, "s:c:jh", opts);
 		}
 	}
-	if (optind < argc || (!sock == !control)) {
-		fputs(usage, stderr);
-		return 2;
-	}
+	if (optind < argc)
+		return cli_bad("status", "argument", argv[optind], "unexpected");
+	if (!sock == !control)
+		return cli_missing("status", "one of --socket PATH and "
+				   "--control PATH is required");
 	if (sock && ctl_path_for(sock, path, sizeof(path)) < 0)
 		return fail("%s.ctl: %s", sock, "too long for a socket path");
 	if ((ret = ask(control ? control : path, &reply)))

@@ -241,6 +241,7 @@ int cmd_vmm(int argc, char **argv)
 	bool json = false, have_backend = false, have_wl = false, write = false;
 	int opt, ret;
 
+	opterr = 0;	/* cli_bad_option() says it, in one line */
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'm': c.mem_file = optarg; break;
@@ -305,15 +306,14 @@ int cmd_vmm(int argc, char **argv)
 		case 'E': c.reset_eager = true; break;
 		case 'T': c.engine_flags |= FL_ENGINE_TRACK_SYNC; break;
 		case 'h': fputs(usage, stdout); return 0;
-		default: fputs(usage, stderr); return CLI_USAGE;
+		default: return cli_bad_option("vmm", argv, "", opts);
 		}
 	}
 	if (optind < argc)
 		return bad("argument", argv[optind], "unexpected");
 	if (!c.mem_file || !have_backend || !have_wl) {
-		fprintf(stderr, "faultline vmm: --mem-file, --backend and "
-			"--workload are required\n%s", usage);
-		return CLI_USAGE;
+		return cli_missing("vmm", "--mem-file, --backend and "
+				   "--workload are required");
 	}
 	c.wl.write = write;
 	if (vmm_check_options(&c) < 0) {
