@@ -18,6 +18,7 @@
 #include "faultline.h"
 #include "daemon/config.h"
 #include "daemon/ctl.h"
+#include "util/sock.h"
 
 int cli_exit(const char *cmd, int ret)
 {
@@ -71,6 +72,26 @@ int cli_check_writable(const char *path)
 	else
 		*slash = 0;
 	return access(dir, W_OK | X_OK) < 0 ? -errno : 0;
+}
+
+int cli_check_socket(const char *cmd, const char *opt, const char *given,
+		     const char *path)
+{
+	const char *at = strcmp(given, path) ? path : "it";
+	int ret = cli_check_writable(path);
+
+	if (ret < 0) {
+		fprintf(stderr, "faultline %s: %s %s: cannot listen on %s: %s\n",
+			cmd, opt, given, at, strerror(-ret));
+		return CLI_FAILED;
+	}
+	if (sock_claim_unix(path) < 0) {	/* says "PATH: why" */
+		fprintf(stderr, "faultline %s: %s %s%s%s\n", cmd, opt,
+			strcmp(given, path) ? given : "",
+			strcmp(given, path) ? ": " : "", fl_last_error());
+		return CLI_FAILED;
+	}
+	return 0;
 }
 
 int cli_log_level(const char *cmd, const char *name)

@@ -76,6 +76,15 @@ int cli_metrics_opt(const char *cmd, const char *arg, struct serve_config *c);
  */
 int cli_control_path(const char *cmd, const char *given,
 		     struct serve_config *c, char *buf, size_t len);
+/*
+ * The socket path a daemon will listen on, checked before anything else
+ * opens (its control socket, PATH.ctl, would otherwise be the one named):
+ * its directory there and writable, no server listening on it.  opt and
+ * given: what the user typed (--socket PATH, -W DIR).  0, or CLI_FAILED
+ * after one line.
+ */
+int cli_check_socket(const char *cmd, const char *opt, const char *given,
+		     const char *path);
 /* A file written later: 0 if its directory takes it now, or -errno. */
 int cli_check_writable(const char *path);
 /*

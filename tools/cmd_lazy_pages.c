@@ -312,7 +312,9 @@ int cmd_lazy_pages(int argc, char **argv)
 	if (ret == 0 && !getenv(STORE_FD_ENV)) {
 		fl_source_put(c.source);
 		criu_free(&set);
-		return supervise_run(argv - 1);
+		ret = cli_check_socket("lazy-pages", work == dir ? "-D" : "-W",
+				       work, sock);
+		return ret ? ret : supervise_run(argv - 1);
 	}
 	if (ret == 0) {
 		c.socket_path = sock;

@@ -255,7 +255,12 @@ int cmd_serve(int argc, char **argv)
 	 * (this command again, told so by the environment).  argv - 1 is
 	 * the whole command line: main() passed argv + 1.
 	 */
-	if (!getenv(STORE_FD_ENV))
+	if (!getenv(STORE_FD_ENV)) {
+		if (c.socket_path && (ret = cli_check_socket("serve", "--socket",
+							     c.socket_path,
+							     c.socket_path)))
+			return ret;
 		return supervise_run(argv - 1);
+	}
 	return cli_exit("serve", serve_run(&c));
 }
