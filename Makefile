@@ -141,8 +141,9 @@ TEST_BIN  := $(filter-out $(BUILD)/tests/soak,$(TEST_SRC:tests/%.c=$(BUILD)/test
 # install.sh installs into a temporary stage and builds a user's program
 # against it through pkg-config (not under check-sanitize: it says why);
 # text.sh checks that help, bench output and docs stand alone (no issue
-# numbers, no paths outside the tree).
-TEST_SH   := tests/install.sh tests/text.sh
+# numbers, no paths outside the tree); docs.sh keeps the docs and
+# `faultline help` in step (commands, options, the version shown).
+TEST_SH   := tests/install.sh tests/text.sh tests/docs.sh
 TEST_SH_ENV = BUILD=$(BUILD) MAKE="$(MAKE)"
 # Concurrency tests run a second time with every CPU busy (tests/load.h).
 LOAD_TESTS := serve_bad serve_stress engine_events engine_eexist engine_adaptive \

@@ -59,7 +59,8 @@ static const struct cli_case {
 	  "faultline serve: --cache-max needs --cache" },
 	{ "serve --socket @D/s --mem-file @D/empty", 1, "err",
 	  "empty (0 bytes)" },
-	{ "serve", 2, "err", "usage: faultline serve" },
+	{ "serve", 2, "err", "faultline serve: --mem-file FILE is required; "
+	  "see `faultline help serve`" },
 	/* A remote origin that is not there: the wait is logged, not silent. */
 	{ "serve --socket @D/s --mem-file 'tcp://127.0.0.1:1?retry_ms=2500'",
 	  1, "err", "retrying for up to 2 s" },

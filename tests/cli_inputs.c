@@ -12,6 +12,9 @@
  */
 #include "serve_util.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #define RAN	124	/* timeout's status: it ran until stopped */
 
 static char dir[64], out[128], err[128];
@@ -155,6 +158,17 @@ static const struct cli_case {
 	{ "serve --socket @D/s --mem-file @D/mem --layer @D/small", 1, "err",
 	  "faultline serve: layer @D/small is 4.9 KiB (5000 bytes), its base "
 	  "@D/mem is 1 MiB (1048576 bytes): not a diff of that base" },
+	/* A memory file that is not whole pages: refused at start. */
+	{ "serve --socket @D/s --mem-file @D/small", 1, "err",
+	  "faultline serve: @D/small is 4.9 KiB (5000 bytes): not a whole "
+	  "number of 4 KiB pages, as a guest's memory is" },
+	{ "send --listen 127.0.0.1:@P --mem-file @D/small", 1, "err",
+	  "faultline send: @D/small is 4.9 KiB (5000 bytes): not a whole "
+	  "number of 4 KiB pages" },
+	/* The socket the user named, not the status socket beside it. */
+	{ "serve --socket @D/nodir/x.sock --mem-file @D/mem", 1, "err",
+	  "faultline serve: --socket @D/nodir/x.sock: cannot listen on it: "
+	  "No such file or directory" },
 };
 
 /* Commands that run until stopped, and what they say while they run. */
@@ -163,15 +177,15 @@ static const struct cli_case running[] = {
 	{ "serve --socket @D/s --mem-file @D/img", RAN, "err",
 	  "faultline: serving @D/img (1 MiB) on " },
 	/* Sizes as people read them, not "(0 MiB)". */
-	{ "serve --socket @D/s --mem-file @D/small", RAN, "err",
-	  "faultline: serving @D/small (4.9 KiB) on " },
+	{ "serve --socket @D/s --mem-file @D/page3", RAN, "err",
+	  "faultline: serving @D/page3 (12 KiB) on " },
 	{ "serve --socket @D/s --mem-file @D/mem", RAN, "err",
 	  "faultline: serving @D/mem (1 MiB) on " },
 	/* An image over a raw base: a layer (a full one). */
 	{ "serve --socket @D/s --mem-file @D/mem --layer @D/img", RAN, "err",
 	  "faultline: serving @D/mem + @D/img (1 MiB) on " },
-	{ "send --listen 127.0.0.1:@P --mem-file @D/small", RAN, "err",
-	  "faultline: send: serving @D/small (4.9 KiB, 1 block of 64 KiB, id " },
+	{ "send --listen 127.0.0.1:@P --mem-file @D/page3", RAN, "err",
+	  "faultline: send: serving @D/page3 (12 KiB, 1 block of 64 KiB, id " },
 };
 
 static void check(const struct cli_case *c, int secs)
@@ -193,6 +207,242 @@ static void check(const struct cli_case *c, int secs)
 		diag("stderr:");
 		serve_log_dump_file(err);
 	}
+}
+
+/* How many lines path holds; its last one into last. */
+static int lines(const char *path, char *last, size_t len)
+{
+	char line[1024];
+	FILE *f = fopen(path, "r");
+	int n = 0;
+
+	last[0] = 0;
+	while (f && fgets(line, sizeof(line), f)) {
+		n++;
+		snprintf(last, len, "%s", line);
+	}
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* How many times what is in path. */
+static int count_in(const char *path, const char *what)
+{
+	char buf[8192], *p = buf;
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	int count = 0;
+
+	if (f)
+		fclose(f);
+	buf[n] = 0;
+	while ((p = strstr(p, what))) {
+		count++;
+		p += strlen(what);
+	}
+	return count;
+}
+
+/*
+ * A wrong option, in every command: one line with the faultline prefix,
+ * naming what was typed, and where the usage is; never the usage itself
+ * (24 to 36 lines, or for probe, the usage alone).
+ */
+static void test_bad_options(void)
+{
+	static const struct { const char *args, *line; } cases[] = {
+		{ "probe --bogus", "faultline probe: unknown option '--bogus'; "
+		  "see `faultline help probe`" },
+		{ "serve --socket @D/s --mem-file @D/mem --bogus", "faultline "
+		  "serve: unknown option '--bogus'; see `faultline help serve`" },
+		{ "serve --s @D/s --mem-file @D/mem", "faultline serve: option "
+		  "'--s' is ambiguous (--socket, --stats-json, --socket-owner); "
+		  "see `faultline help serve`" },
+		{ "serve --socket @D/s --mem-file", "faultline serve: option "
+		  "'--mem-file' needs a value; see `faultline help serve`" },
+		{ "serve --socket @D/s --mem-file @D/mem --once=1", "faultline "
+		  "serve: option '--once' takes no value ('--once=1'); see "
+		  "`faultline help serve`" },
+		{ "send --bogus", "faultline send: unknown option '--bogus'; see "
+		  "`faultline help send`" },
+		{ "vmm --bogus", "faultline vmm: unknown option '--bogus'; see "
+		  "`faultline help vmm`" },
+		{ "lazy-pages -x", "faultline lazy-pages: unknown option '-x'; "
+		  "see `faultline help lazy-pages`" },
+		{ "lazy-pages --no", "faultline lazy-pages: option '--no' is "
+		  "ambiguous (--no-prefetch, --no-background" },
+		{ "status --bogus", "faultline status: unknown option '--bogus'; "
+		  "see `faultline help status`" },
+		{ "image create @D/mem @D/x --bogus", "faultline image: unknown "
+		  "option '--bogus' for create; see `faultline help image`" },
+		{ "bench --bogus", "faultline bench: unknown option '--bogus'; "
+		  "see `faultline help bench`" },
+		{ "serve --socket @D/s", "faultline serve: --mem-file FILE is "
+		  "required; see `faultline help serve`" },
+		{ "nosuch", "faultline: unknown command 'nosuch'; see `faultline "
+		  "help`" },
+	};
+	char text[512], last[1024];
+
+	for (unsigned int i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		int st = run(cases[i].args, 10), n = lines(err, last,
+							   sizeof(last));
+
+		expand(cases[i].line, text, sizeof(text));
+		ok(st == 2 && n == 1 && su_file_has(err, text) &&
+		   su_file_size(out) == 0, "faultline %s: exit %d (want 2), "
+		   "one line (%d) on stderr: \"%s\"", cases[i].args, st, n,
+		   cases[i].line);
+		if (st != 2 || n != 1 || !su_file_has(err, text))
+			serve_log_dump_file(err);
+	}
+}
+
+/* Commands that meet a daemon already there, and what they say of it. */
+static void test_beside_daemon(const char *mem, const char *page3)
+{
+	struct serve s, small;
+	char args[512], text[512], last[1024];
+	int st, lfd, one = 1, port2;
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+
+	serve_init(&s);
+	serve_init(&small);
+	if (serve_start(&s, mem, NULL) || serve_start(&small, page3, NULL)) {
+		ok(0, "daemons for the tests beside one");
+		serve_stop(&s);
+		serve_cleanup(&s);
+		serve_cleanup(&small);
+		return;
+	}
+	/* A second daemon on the same socket: that socket named. */
+	snprintf(args, sizeof(args), "serve --socket %s --mem-file @D/mem",
+		 s.sock);
+	st = run(args, 10);
+	snprintf(text, sizeof(text), "faultline serve: --socket %s: another "
+		 "server is listening on it", s.sock);
+	ok(st == 1 && su_file_has(err, text) && !su_file_has(err, ".ctl"),
+	   "a second daemon on a socket in use: exit %d (want 1), \"%s\"",
+	   st, text);
+	if (st != 1 || !su_file_has(err, text))
+		serve_log_dump_file(err);
+	/* status: a 12 KiB source as 12 KiB, not "0.0 MiB". */
+	snprintf(args, sizeof(args), "status --socket %s", small.sock);
+	st = run(args, 10);
+	snprintf(text, sizeof(text), "%s (12 KiB), protocol", page3);
+	ok(st == 0 && su_file_has(out, text), "status shows a 12 KiB source "
+	   "as \"(12 KiB)\" (exit %d)", st);
+	if (st != 0 || !su_file_has(out, text))
+		serve_log_dump_file(out);
+	serve_stop(&s);
+	serve_stop(&small);
+	serve_cleanup(&s);
+	serve_cleanup(&small);
+	/* --metrics on a port in use: the option said once. */
+	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, sizeof(a)) ||
+	    listen(lfd, 1) || getsockname(lfd, (struct sockaddr *)&a, &alen)) {
+		ok(0, "a TCP listener: %s", strerror(errno));
+		return;
+	}
+	port2 = ntohs(a.sin_port);
+	snprintf(args, sizeof(args), "serve --socket @D/m.sock --mem-file "
+		 "@D/mem --metrics %d", port2);
+	st = run(args, 10);
+	snprintf(text, sizeof(text), "faultline serve: --metrics %d: "
+		 "127.0.0.1:%d: Address already in use", port2, port2);
+	ok(st == 1 && su_file_has(err, text) && count_in(err, "--metrics") == 1
+	   && lines(err, last, sizeof(last)) == 1, "--metrics on a port in "
+	   "use: exit %d (want 1), one line saying the option once: \"%s\"",
+	   st, text);
+	if (st != 1 || !su_file_has(err, text))
+		serve_log_dump_file(err);
+	close(lfd);
+}
+
+/* vmm --reset: its columns named, its last line the comparison. */
+static void test_reset_columns(void)
+{
+	char last[1024];
+	int st = run("vmm --mem-file @D/mem --backend inproc --workload linear "
+		     "--guest process --reset 3", 60);
+
+	lines(out, last, sizeof(last));
+	ok(st == 0 && su_file_has(out, "columns: run; reset ms: the engine's "
+				  "reset before it; dropped: the pages it "
+				  "dropped; ranges: the contiguous ranges") &&
+	   su_file_has(out, " run  reset ms dropped ranges   run ms  faults "
+		       "| restore ms   run ms  faults"),
+	   "vmm --reset names its columns (exit %d)", st);
+	ok(!strncmp(last, "reset + run ", 12) &&
+	   strstr(last, " ms against restore + run ") &&
+	   strstr(last, " ms (medians of runs 2-3): reset + run takes "),
+	   "... and ends with reset + run against restore + run: %s", last);
+	if (st != 0)
+		serve_log_dump_file(err);
+}
+
+/*
+ * probe --criu: where criu is, whether a dump works, and the exact fix;
+ * applied, the fix leaves nothing to fix.  Not found: `make criu`.
+ */
+static void test_probe_criu(void)
+{
+	char cmd[PATH_MAX + 1024], path[PATH_MAX], text[PATH_MAX + 64];
+	bool fault;
+	int st;
+
+	if (access("/usr/bin/criu", X_OK) && access("/bin/criu", X_OK)) {
+		snprintf(cmd, sizeof(cmd), "cp %s %s/faultline && cd %s && "
+			 "env -u CRIU_FAULT PATH=/usr/bin:/bin timeout 30 "
+			 "./faultline probe --criu >%s 2>%s", bin, dir, dir,
+			 out, err);
+		st = system(cmd);
+		st = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+		ok(st == 1 && su_file_has(out, "criu:   not on PATH, nor at "
+					  "build/criu/bin/criu") &&
+		   su_file_has(out, "fix:    make criu"), "probe --criu "
+		   "without a criu: exit %d (want 1), says `make criu`", st);
+		if (st != 1)
+			serve_log_dump_file(out);
+	} else {
+		skip(1, "a criu in /usr/bin");
+	}
+	if (geteuid() != 0 || !realpath("build/criu/bin/criu", path) ||
+	    !access("/usr/sbin/criu", X_OK) || !access("/sbin/criu", X_OK)) {
+		skip(2, "not root, no build/criu/bin/criu, or a criu installed");
+		return;
+	}
+	snprintf(cmd, sizeof(cmd), "env -u CRIU_FAULT PATH=/usr/sbin:/usr/bin:"
+		 "/sbin:/bin timeout 90 %s probe --criu >%s 2>%s", bin, out,
+		 err);
+	st = system(cmd);
+	st = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	*strrchr(path, '/') = 0;
+	snprintf(text, sizeof(text), "fix:    export PATH=\"%s:$PATH\"", path);
+	fault = su_file_has(out, "ok with CRIU_FAULT=130");
+	ok(st == 0 && su_file_has(out, ", not on PATH") &&
+	   su_file_has(out, text) && (fault ? su_file_has(out, "fix:    "
+			"export CRIU_FAULT=130") : su_file_has(out, "dump:   ok (")),
+	   "probe --criu: exit %d (want 0), the criu make criu built, not on "
+	   "PATH, a dump %s, and each fix", st, fault ?
+	   "that hangs without CRIU_FAULT=130" : "that works as is");
+	if (st != 0 || !su_file_has(out, text))
+		serve_log_dump_file(out);
+	snprintf(cmd, sizeof(cmd), "env %s PATH=%s:/usr/sbin:/usr/bin:/sbin:"
+		 "/bin timeout 90 %s probe --criu >%s 2>%s", fault ?
+		 "CRIU_FAULT=130" : "-u CRIU_FAULT", path, bin, out, err);
+	st = system(cmd);
+	st = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	ok(st == 0 && su_file_has(out, "dump:   ok (") &&
+	   su_file_has(out, "fix:    none: criu dump works here as it is"),
+	   "... and with its fixes applied, nothing left to fix (exit %d)", st);
+	if (st != 0)
+		serve_log_dump_file(out);
 }
 
 /*
@@ -337,12 +587,17 @@ int main(void)
 	snprintf(path, sizeof(path), "%s/mem", dir);
 	if (link(mem.path, path) < 0 && symlink(mem.path, path) < 0)
 		BAIL("link: %s", strerror(errno));
-	if (make_file("small", 5000) < 0)
+	if (make_file("small", 5000) < 0 || make_file("page3", 12288) < 0)
 		BAIL("cannot create %s/small", dir);
 	for (unsigned int i = 0; i < sizeof(cases) / sizeof(*cases); i++)
 		check(&cases[i], 10);
 	for (unsigned int i = 0; i < sizeof(running) / sizeof(*running); i++)
 		check(&running[i], 2);
+	test_bad_options();
+	snprintf(path, sizeof(path), "%s/page3", dir);
+	test_beside_daemon(mem.path, path);
+	test_reset_columns();
+	test_probe_criu();
 	test_unprivileged();
 	test_ctrl_c(mem.path);
 	mem_file_destroy(&mem);

@@ -43,7 +43,8 @@ int main(void)
 	p = popen("build/faultline probe --bogus 2>&1", "r");
 	n = p ? fread(buf, 1, sizeof(buf) - 1, p) : 0;
 	buf[n] = 0;
-	ok(p && pclose(p) != 0 && strstr(buf, "usage"), "bad flag: usage, non-zero exit");
+	ok(p && pclose(p) != 0 && strstr(buf, "faultline probe: unknown option '--bogus'; see `faultline help probe`") &&
+	   !strstr(buf, "usage"), "bad flag: one line and where the usage is, non-zero exit");
 	json_object_put(o);
 	return done_testing();
 }

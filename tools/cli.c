@@ -6,6 +6,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include "faultline.h"
 #include "daemon/config.h"
 #include "daemon/ctl.h"
+#include "util/sock.h"
 
 int cli_exit(const char *cmd, int ret)
 {
@@ -70,6 +72,26 @@ int cli_check_writable(const char *path)
 	else
 		*slash = 0;
 	return access(dir, W_OK | X_OK) < 0 ? -errno : 0;
+}
+
+int cli_check_socket(const char *cmd, const char *opt, const char *given,
+		     const char *path)
+{
+	const char *at = strcmp(given, path) ? path : "it";
+	int ret = cli_check_writable(path);
+
+	if (ret < 0) {
+		fprintf(stderr, "faultline %s: %s %s: cannot listen on %s: %s\n",
+			cmd, opt, given, at, strerror(-ret));
+		return CLI_FAILED;
+	}
+	if (sock_claim_unix(path) < 0) {	/* says "PATH: why" */
+		fprintf(stderr, "faultline %s: %s %s%s%s\n", cmd, opt,
+			strcmp(given, path) ? given : "",
+			strcmp(given, path) ? ": " : "", fl_last_error());
+		return CLI_FAILED;
+	}
+	return 0;
 }
 
 int cli_log_level(const char *cmd, const char *name)
@@ -200,4 +222,92 @@ int cli_serve_opt(const char *cmd, int opt, const char *arg,
 		return 0;
 	}
 	return cli_bad(cmd, "option", arg, "not a serve option");
+}
+
+/* The options whose long name starts with name (len bytes), in buf. */
+static int prefix_matches(const struct option *opts, const char *name,
+			  size_t len, char *buf, size_t buflen)
+{
+	size_t n = 0;
+	int count = 0;
+
+	buf[0] = 0;
+	for (const struct option *o = opts; o->name; o++) {
+		if (strncmp(o->name, name, len))
+			continue;
+		if (strlen(o->name) == len)
+			return -1;	/* an exact match */
+		if (n < buflen)
+			n += (size_t)snprintf(buf + n, buflen - n, "%s--%s",
+					      count ? ", " : "", o->name);
+		count++;
+	}
+	return count;
+}
+
+static const struct option *find_option(const struct option *opts,
+					const char *name, size_t len)
+{
+	for (const struct option *o = opts; o->name; o++)
+		if (strlen(o->name) == len && !strncmp(o->name, name, len))
+			return o;
+	return NULL;
+}
+
+int cli_bad_option(const char *cmd, char **argv, const char *shortopts,
+		   const struct option *opts)
+{
+	const char *word = optind > 0 ? argv[optind - 1] : "", *sc;
+	const struct option *o;
+	char why[256];
+
+	if (!strncmp(word, "--", 2) && word[2]) {
+		const char *name = word + 2, *eq = strchr(name, '=');
+		size_t len = eq ? (size_t)(eq - name) : strlen(name);
+		int n = prefix_matches(opts, name, len, why, sizeof(why));
+
+		o = n < 0 ? find_option(opts, name, len) : NULL;
+		if (n > 1) {
+			fprintf(stderr, "faultline %s: option '%.*s' is "
+				"ambiguous (%s); see `faultline help %s`\n",
+				cmd, (int)len + 2, word, why, cmd);
+			return CLI_USAGE;
+		}
+		if (n == 1 && !eq)	/* a unique prefix: its value missing */
+			o = find_option(opts, why + 2, strlen(why + 2));
+		if (o && o->has_arg == no_argument && eq) {
+			fprintf(stderr, "faultline %s: option '--%s' takes no "
+				"value ('%s'); see `faultline help %s`\n", cmd,
+				o->name, word, cmd);
+			return CLI_USAGE;
+		}
+		if (o) {
+			fprintf(stderr, "faultline %s: option '--%s' needs a "
+				"value; see `faultline help %s`\n", cmd,
+				o->name, cmd);
+			return CLI_USAGE;
+		}
+		fprintf(stderr, "faultline %s: unknown option '%.*s'; see "
+			"`faultline help %s`\n", cmd, (int)len + 2, word, cmd);
+		return CLI_USAGE;
+	}
+	sc = optopt > 0 && optopt < 256 && optopt != ':' ?
+	     strchr(shortopts, optopt) : NULL;
+	if (sc && sc[1] == ':' && sc[2] != ':')
+		fprintf(stderr, "faultline %s: option '-%c' needs a value; see "
+			"`faultline help %s`\n", cmd, optopt, cmd);
+	else if (optopt > 0 && optopt < 256)
+		fprintf(stderr, "faultline %s: unknown option '-%c'; see "
+			"`faultline help %s`\n", cmd, optopt, cmd);
+	else
+		fprintf(stderr, "faultline %s: unknown option '%s'; see "
+			"`faultline help %s`\n", cmd, word, cmd);
+	return CLI_USAGE;
+}
+
+int cli_missing(const char *cmd, const char *what)
+{
+	fprintf(stderr, "faultline %s: %s; see `faultline help %s`\n", cmd,
+		what, cmd);
+	return CLI_USAGE;
 }

@@ -22,6 +22,8 @@ int cmd_send(int argc, char **argv);	/* tools/cmd_send.c */
 int cmd_vmm(int argc, char **argv);	/* tools/cmd_vmm.c */
 int cmd_lazy_pages(int argc, char **argv);	/* tools/cmd_lazy_pages.c */
 int cmd_status(int argc, char **argv);	/* tools/cmd_status.c */
+/* `probe --criu`: can criu dump here, and the fix (tools/cmd_probe_criu.c). */
+int probe_criu(void);
 
 /*
  * Exit statuses, the same for every subcommand (`faultline --help` says
@@ -44,6 +46,16 @@ int cli_bad(const char *cmd, const char *opt, const char *val,
 /* The same line for a file an option names that cannot be used: CLI_FAILED. */
 int cli_cannot(const char *cmd, const char *opt, const char *path,
 	       const char *why);
+/*
+ * getopt_long() refused argv's option (it returned '?' or ':', opterr 0):
+ * one line naming what was typed (unknown, ambiguous, a value missing or
+ * not taken) and `faultline help CMD`; returns CLI_USAGE.
+ */
+struct option;
+int cli_bad_option(const char *cmd, char **argv, const char *shortopts,
+		   const struct option *opts);
+/* A required option missing: one line with the same pointer; CLI_USAGE. */
+int cli_missing(const char *cmd, const char *what);
 /* --chunk SIZE (a fault's fill): 0, or CLI_USAGE after saying why. */
 int cli_parse_chunk(const char *cmd, const char *arg, uint64_t *chunk);
 /*
@@ -68,6 +80,15 @@ int cli_metrics_opt(const char *cmd, const char *arg, struct serve_config *c);
  */
 int cli_control_path(const char *cmd, const char *given,
 		     struct serve_config *c, char *buf, size_t len);
+/*
+ * The socket path a daemon will listen on, checked before anything else
+ * opens (its control socket, PATH.ctl, would otherwise be the one named):
+ * its directory there and writable, no server listening on it.  opt and
+ * given: what the user typed (--socket PATH, -W DIR).  0, or CLI_FAILED
+ * after one line.
+ */
+int cli_check_socket(const char *cmd, const char *opt, const char *given,
+		     const char *path);
 /* A file written later: 0 if its directory takes it now, or -errno. */
 int cli_check_writable(const char *path);
 /*

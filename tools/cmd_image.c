@@ -33,6 +33,9 @@
 #include "util/size.h"
 #include "util/zero.h"
 
+/* What `faultline image` does, in the order its usage gives them. */
+#define IMAGE_SUBS	"create, inspect, verify, unpack, gc, register, delete"
+
 static void image_usage(FILE *f)
 {
 	fprintf(f,
@@ -270,8 +273,9 @@ static int do_create(int argc, char **argv)
 			o.store = argv[++i];
 		} else if (!strcmp(a, "--chunk") || !strcmp(a, "--level")) {
 			if (i + 1 >= argc) {
-				fprintf(stderr, "faultline image: %s needs a value\n",
-					a);
+				fprintf(stderr, "faultline image: option '%s' "
+					"needs a value; see `faultline help "
+					"image`\n", a);
 				return CLI_USAGE;
 			}
 			const char *v = argv[++i];
@@ -303,8 +307,8 @@ static int do_create(int argc, char **argv)
 				o.level = (int)l;
 			}
 		} else if (a[0] == '-' && a[1]) {
-			fprintf(stderr, "faultline image: unknown option '%s'\n",
-				a);
+			fprintf(stderr, "faultline image: unknown option '%s' "
+				"for create; see `faultline help image`\n", a);
 			return CLI_USAGE;
 		} else if (npos < 2) {
 			pos[npos++] = a;
@@ -314,10 +318,9 @@ static int do_create(int argc, char **argv)
 			return CLI_USAGE;
 		}
 	}
-	if (npos != (criu ? 1 : 2)) {
-		image_usage(stderr);
-		return CLI_USAGE;
-	}
+	if (npos != (criu ? 1 : 2))
+		return cli_missing("image", criu ? "create --criu DIR takes "
+				   "one IMAGE" : "create takes RAW IMAGE");
 	if (criu && o.parent) {
 		fprintf(stderr, "faultline image: --criu and --parent: a CRIU "
 			"dump is not a diff snapshot\n");
@@ -527,10 +530,9 @@ int cmd_image(int argc, char **argv)
 {
 	const char *sub = argc > 1 ? argv[1] : NULL;
 
-	if (!sub) {
-		image_usage(stderr);
-		return CLI_USAGE;
-	}
+	if (!sub)
+		return cli_missing("image", "a subcommand is required ("
+				   IMAGE_SUBS ")");
 	if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
 		image_usage(stdout);
 		return 0;
@@ -542,8 +544,16 @@ int cmd_image(int argc, char **argv)
 		return cmd_image_store(sub, argc - 2, argv + 2);
 	if (!strcmp(sub, "unpack") && argc == 4)
 		return do_unpack(argv[2], argv[3]);
-	if ((strcmp(sub, "inspect") && strcmp(sub, "verify")) || argc != 3) {
-		image_usage(stderr);
+	if (strcmp(sub, "inspect") && strcmp(sub, "verify") &&
+	    strcmp(sub, "unpack")) {
+		fprintf(stderr, "faultline image: '%s': not a subcommand ("
+			IMAGE_SUBS "); see `faultline help image`\n", sub);
+		return CLI_USAGE;
+	}
+	if (argc != (strcmp(sub, "unpack") ? 3 : 4)) {
+		fprintf(stderr, "faultline image: %s takes %s; see `faultline "
+			"help image`\n", sub, strcmp(sub, "unpack") ? "one IMAGE" :
+			"IMAGE RAW");
 		return CLI_USAGE;
 	}
 	if (!strcmp(sub, "inspect"))

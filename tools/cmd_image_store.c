@@ -10,6 +10,7 @@
  * only ways to change what it keeps.
  */
 #define _GNU_SOURCE
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,18 @@ struct store_args {
 	int npos;
 };
 
+/* A usage error: one line and `faultline help image`; CLI_USAGE. */
+static int usage(const char *fmt, ...)
+{
+	char what[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	return cli_missing("image", what);
+}
+
 /* --store and (gc) --dry-run, and the rest: 0 or CLI_USAGE said. */
 static int parse(const char *sub, int argc, char **argv, struct store_args *a)
 {
@@ -44,24 +57,20 @@ static int parse(const char *sub, int argc, char **argv, struct store_args *a)
 			   !strcmp(sub, "gc")) {
 			a->dry_run = true;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "faultline image: %s: unknown option "
-				"'%s'\n", sub, argv[i]);
-			return CLI_USAGE;
+			return usage("%s: unknown option '%s'", sub, argv[i]);
 		} else {
 			a->pos[a->npos++] = argv[i];
 		}
 	}
 	if (!a->store) {
-		fprintf(stderr, "faultline image: %s needs --store DIR or "
-			"--store s3://BUCKET/PREFIX\n", sub);
-		return CLI_USAGE;
+		return usage("%s needs --store DIR or --store "
+			     "s3://BUCKET/PREFIX", sub);
 	}
 	if (!strncasecmp(a->store, "http://", 7) ||
 	    !strncasecmp(a->store, "https://", 8)) {
-		fprintf(stderr, "faultline image: %s --store %s: a store over "
-			"http(s) is read-only; give its directory or s3:// "
-			"store\n", sub, a->store);
-		return CLI_USAGE;
+		return usage("%s --store %s: a store over http(s) is "
+			     "read-only; give its directory or s3:// store", sub,
+			     a->store);
 	}
 	return 0;
 }
@@ -79,9 +88,8 @@ static int do_register(const struct store_args *a)
 	int ret;
 
 	if (!a->npos) {
-		fprintf(stderr, "faultline image: register needs the images "
-			"to register (IMAGE...)\n");
-		return CLI_USAGE;
+		return usage("register needs the images to register "
+			     "(IMAGE...)");
 	}
 	ret = store_register(a->store, a->pos, a->npos, said, NULL);
 	if (ret < 0) {
@@ -100,9 +108,8 @@ static int do_delete(const struct store_args *a)
 	int ret;
 
 	if (a->npos != 1) {
-		fprintf(stderr, "faultline image: delete takes one image, by "
-			"its index or its content id (IMAGE|ID)\n");
-		return CLI_USAGE;
+		return usage("delete takes one image, by its index or its "
+			     "content id (IMAGE|ID)");
 	}
 	ret = store_unregister(a->store, a->pos[0], id);
 	if (ret < 0) {
@@ -121,10 +128,9 @@ static int do_gc(const struct store_args *a)
 	int ret;
 
 	if (a->npos) {
-		fprintf(stderr, "faultline image: gc takes no images ('%s'): "
-			"it keeps the chunks of every image registered in the "
-			"store (image register, image delete)\n", a->pos[0]);
-		return CLI_USAGE;
+		return usage("gc takes no images ('%s'): it keeps the chunks "
+			     "of every image registered in the store (image "
+			     "register, image delete)", a->pos[0]);
 	}
 	ret = store_gc(a->store, a->dry_run, &in);
 	if (in.links)

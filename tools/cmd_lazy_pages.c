@@ -34,6 +34,7 @@
 #include "util/sock.h"
 
 #define SOCK_NAME	"lazy-pages.socket"
+#define SHORT_OPTS	"D:W:o:v::t:c:j:e:h"
 
 static const char usage[] =
 	"usage: faultline lazy-pages -D|--images-dir DIR [-W|--work-dir DIR]\n"
@@ -208,8 +209,8 @@ int cmd_lazy_pages(int argc, char **argv)
 	int opt, ret;
 	char *end;
 
-	while ((opt = getopt_long(argc, argv, "D:W:o:v::t:c:j:e:h", opts,
-				  NULL)) != -1) {
+	opterr = 0;	/* cli_bad_option() says it, in one line */
+	while ((opt = getopt_long(argc, argv, SHORT_OPTS, opts, NULL)) != -1) {
 		switch (opt) {
 		case 'D': dir = optarg; break;
 		case 'W': work = optarg; break;
@@ -254,17 +255,16 @@ int cmd_lazy_pages(int argc, char **argv)
 			fputs(usage, stdout);
 			return 0;
 		default:
-			fputs(usage, stderr);
-			return CLI_USAGE;
+			return cli_bad_option("lazy-pages", argv, SHORT_OPTS,
+					      opts);
 		}
 	}
 	if (optind < argc)
 		return cli_bad("lazy-pages", "argument", argv[optind],
 			       "unexpected");
 	if (!dir) {
-		fprintf(stderr, "faultline lazy-pages: -D DIR (the images) is "
-			"required\n%s", usage);
-		return CLI_USAGE;
+		return cli_missing("lazy-pages", "-D DIR (the images) is "
+				   "required");
 	}
 	if (ps && (!ps_host || !ps_port || pages)) {
 		fprintf(stderr, "faultline lazy-pages: --page-server needs "
@@ -312,7 +312,9 @@ int cmd_lazy_pages(int argc, char **argv)
 	if (ret == 0 && !getenv(STORE_FD_ENV)) {
 		fl_source_put(c.source);
 		criu_free(&set);
-		return supervise_run(argv - 1);
+		ret = cli_check_socket("lazy-pages", work == dir ? "-D" : "-W",
+				       work, sock);
+		return ret ? ret : supervise_run(argv - 1);
 	}
 	if (ret == 0) {
 		c.socket_path = sock;

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <json-c/json.h>
 #include <linux/kvm.h>
 #include <stdio.h>
@@ -169,20 +170,50 @@ static void print_text(json_object *o)
 	}
 }
 
+static const char usage[] =
+	"usage: faultline probe [--json]\n"
+	"       faultline probe --criu\n"
+	"  What the kernel offers (userfaultfd features and ioctls, hugetlb\n"
+	"  pages, KVM) and what faultline uses of it; --json: as a document.\n"
+	"  --criu: can criu dump a process here?  Finds criu (on PATH, else\n"
+	"  build/criu/bin/criu, which `make criu` builds), dumps a child that\n"
+	"  only waits into a temporary directory (as root), and prints the\n"
+	"  exact fix where one is needed: `export PATH=...` for a criu not on\n"
+	"  PATH, `export CRIU_FAULT=130` where a dump hangs because hardware\n"
+	"  breakpoints never fire (PVM guests).  Exit 0 when criu can dump.\n";
+
 int cmd_probe(int argc, char **argv)
 {
-	bool json = argc > 1 && !strcmp(argv[1], "--json");
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "criu", no_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	bool json = false, criu = false;
 	struct uffd_caps caps;
 	struct kvm_info kvm;
+	int opt;
 
-	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		printf("usage: faultline probe [--json]\n");
-		return 0;
+	opterr = 0;	/* cli_bad_option() says it, in one line */
+	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'j': json = true; break;
+		case 'c': criu = true; break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			return cli_bad_option("probe", argv, "h", opts);
+		}
 	}
-	if (argc > 2 || (argc == 2 && !json)) {
-		fprintf(stderr, "usage: faultline probe [--json]\n");
-		return CLI_USAGE;
-	}
+	if (optind < argc)
+		return cli_bad("probe", "argument", argv[optind], "unexpected");
+	if (criu && json)
+		return cli_missing("probe", "--criu prints text only (no "
+				   "--json)");
+	if (criu)
+		return probe_criu();
 	int ret = uffd_query(&caps);
 
 	if (ret < 0) {

@@ -33,6 +33,7 @@ int cmd_send(int argc, char **argv)
 	uint64_t v;
 	int opt;
 
+	opterr = 0;	/* cli_bad_option() says it, in one line */
 	while ((opt = getopt_long(argc, argv, "l:m:b:oh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'l': c.listen = optarg; break;
@@ -52,8 +53,7 @@ int cmd_send(int argc, char **argv)
 			fputs(usage, stdout);
 			return 0;
 		default:
-			fputs(usage, stderr);
-			return CLI_USAGE;
+			return cli_bad_option("send", argv, "l:m:b:oh", opts);
 		}
 	}
 	if (optind < argc) {
@@ -62,9 +62,8 @@ int cmd_send(int argc, char **argv)
 		return CLI_USAGE;
 	}
 	if (!c.listen || !c.mem_file) {
-		fprintf(stderr, "faultline send: --listen and --mem-file are "
-			"required\n%s", usage);
-		return CLI_USAGE;
+		return cli_missing("send", "--listen and --mem-file are "
+				   "required");
 	}
 	if (sock_split_hostport(c.listen, host, sizeof(host), port,
 				sizeof(port)) < 0) {

@@ -131,6 +131,8 @@ static int check_combinations(const struct serve_config *c, bool cache_max)
 	return 0;
 }
 
+#define SHORT_OPTS	"s:m:c:t:j:ou:e:r:p:h"
+
 int cmd_serve(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -166,7 +168,8 @@ int cmd_serve(int argc, char **argv)
 	char ctl[SOCK_UNIX_PATH_MAX];
 	int opt, ret;
 
-	while ((opt = getopt_long(argc, argv, "s:m:c:t:j:ou:e:r:p:h", opts, NULL)) != -1) {
+	opterr = 0;	/* cli_bad_option() says it, in one line */
+	while ((opt = getopt_long(argc, argv, SHORT_OPTS, opts, NULL)) != -1) {
 		switch (opt) {
 		case 's': c.socket_path = optarg; break;
 		case 'm': c.mem_file = optarg; break;
@@ -228,18 +231,16 @@ int cmd_serve(int argc, char **argv)
 			fputs(usage, stdout);
 			return 0;
 		default:
-			fputs(usage, stderr);
-			return CLI_USAGE;
+			return cli_bad_option("serve", argv, SHORT_OPTS, opts);
 		}
 	}
 	if (optind < argc)
 		return cli_bad("serve", "argument", argv[optind], "unexpected");
 	if (!c.mem_file || (!c.socket_path && !getenv(STORE_FD_ENV) &&
 			    !sock_activated())) {
-		fprintf(stderr, "faultline serve: %s is required\n%s",
-			c.mem_file ? "--socket PATH (or systemd's socket "
-			"activation)" : "--mem-file FILE", usage);
-		return CLI_USAGE;
+		return cli_missing("serve", c.mem_file ? "--socket PATH (or "
+				   "systemd's socket activation) is required" :
+				   "--mem-file FILE is required");
 	}
 	if ((ret = check_combinations(&c, cache_max)) ||
 	    (ret = cli_control_path("serve", control, &c, ctl, sizeof(ctl))))
@@ -254,7 +255,12 @@ int cmd_serve(int argc, char **argv)
 	 * (this command again, told so by the environment).  argv - 1 is
 	 * the whole command line: main() passed argv + 1.
 	 */
-	if (!getenv(STORE_FD_ENV))
+	if (!getenv(STORE_FD_ENV)) {
+		if (c.socket_path && (ret = cli_check_socket("serve", "--socket",
+							     c.socket_path,
+							     c.socket_path)))
+			return ret;
 		return supervise_run(argv - 1);
+	}
 	return cli_exit("serve", serve_run(&c));
 }

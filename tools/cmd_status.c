@@ -25,6 +25,7 @@
 #include "daemon/ctl.h"
 #include "daemon/log.h"
 #include "daemon/status.h"
+#include "util/size.h"
 #include "util/sock.h"
 
 #define REPLY_MAX	(64u << 20)	/* a status of a thousand sessions fits */
@@ -118,9 +119,10 @@ static json_object *obj(json_object *o, const char *k)
 	return json_object_object_get_ex(o, k, &v) ? v : NULL;
 }
 
+/* A size in the unit that shows it ("9.8 KiB", not "0.0 MiB"). */
 static void mib(char *buf, size_t len, uint64_t bytes)
 {
-	snprintf(buf, len, "%.1f MiB", (double)bytes / (1 << 20));
+	snprintf(buf, len, "%s", size_str(bytes).s);
 }
 
 static void age(char *buf, size_t len, uint64_t ms)
@@ -233,10 +235,9 @@ static void show(json_object *st)
 	       (unsigned long long)u64(tot, "clients_killed"),
 	       (unsigned long long)u64(tot, "restores_complete"));
 	if (obj(src, "bytes_fetched"))
-		printf("source: %llu MiB fetched from the origin, %llu MiB "
-		       "from the cache\n",
-		       (unsigned long long)(u64(src, "bytes_fetched") >> 20),
-		       (unsigned long long)(u64(src, "bytes_cached") >> 20));
+		printf("source: %s fetched from the origin, %s from the "
+		       "cache\n", size_str(u64(src, "bytes_fetched")).s,
+		       size_str(u64(src, "bytes_cached")).s);
 	for (size_t i = 0; i < n; i++)
 		show_session(json_object_array_get_idx(ss, i), str(src, "name"));
 }
@@ -256,6 +257,7 @@ int cmd_status(int argc, char **argv)
 	json_object *st;
 	int opt, ret;
 
+	opterr = 0;	/* cli_bad_option() says it, in one line */
 	while ((opt = getopt_long(argc, argv, "s:c:jh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 's': sock = optarg; break;
@@ -265,14 +267,14 @@ int cmd_status(int argc, char **argv)
 			fputs(usage, stdout);
 			return 0;
 		default:
-			fputs(usage, stderr);
-			return 2;
+			return cli_bad_option("status", argv, "s:c:jh", opts);
 		}
 	}
-	if (optind < argc || (!sock == !control)) {
-		fputs(usage, stderr);
-		return 2;
-	}
+	if (optind < argc)
+		return cli_bad("status", "argument", argv[optind], "unexpected");
+	if (!sock == !control)
+		return cli_missing("status", "one of --socket PATH and "
+				   "--control PATH is required");
 	if (sock && ctl_path_for(sock, path, sizeof(path)) < 0)
 		return fail("%s.ctl: %s", sock, "too long for a socket path");
 	if ((ret = ask(control ? control : path, &reply)))

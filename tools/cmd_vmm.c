@@ -124,21 +124,48 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* The median of runs 2..n's field at off (n >= 2). */
+/*
+ * The median over runs 2..n (n >= 2) of the field at off, plus the field
+ * at off2 if off2 is not off (a reset or restore and the run after it).
+ */
 static double median(const struct vmm_reset_run *v, unsigned int n,
-		     size_t off)
+		     size_t off, size_t off2)
 {
 	unsigned int k = n - 1;
 	double *x = malloc(k * sizeof(*x)), m;
 
 	if (!x)
 		return 0;
-	for (unsigned int i = 0; i < k; i++)
-		x[i] = *(const double *)((const char *)&v[i + 1] + off);
+	for (unsigned int i = 0; i < k; i++) {
+		const char *r = (const char *)&v[i + 1];
+
+		x[i] = *(const double *)(r + off);
+		if (off2 != off)
+			x[i] += *(const double *)(r + off2);
+	}
 	qsort(x, k, sizeof(*x), cmp_double);
 	m = k % 2 ? x[k / 2] : (x[k / 2 - 1] + x[k / 2]) / 2;
 	free(x);
 	return m;
+}
+
+/* The last line: reset + run against a fresh restore + run. */
+static void print_verdict(const struct vmm_reset_result *rs, unsigned int n)
+{
+	size_t before = offsetof(struct vmm_reset_run, before_ms);
+	size_t run = offsetof(struct vmm_reset_run, run_ms);
+	double r, f;
+
+	if (n < 2) {
+		printf("reset + run against restore + run: no reset to compare "
+		       "(--reset 1 runs once; give 2 or more)\n");
+		return;
+	}
+	r = median(rs->reset, n, before, run);
+	f = median(rs->fresh, n, before, run);
+	printf("reset + run %.2f ms against restore + run %.2f ms (medians "
+	       "of runs 2-%u): reset + run takes %.0f %% of the time\n", r, f,
+	       n, f > 0 ? 100.0 * r / f : 0.0);
 }
 
 static void print_tracking(const struct vmm_config *c,
@@ -170,16 +197,20 @@ static void print_reset(const struct vmm_config *c, const struct vmm_result *r)
 	       vmm_dirty_name(c->dirty_pattern),
 	       c->reset_eager ? ", eager resets" : "");
 	print_tracking(c, rs);
-	printf("%4s %9s %7s %5s %8s %7s | %10s %8s %7s\n", "run", "reset ms",
-	       "pages", "runs", "run ms", "faults", "restore ms", "run ms",
+	printf("columns: run; reset ms: the engine's reset before it; dropped: "
+	       "the pages it dropped; ranges: the contiguous ranges they "
+	       "made; run ms and faults: the run after it | the same run "
+	       "after a fresh restore in place of the reset\n");
+	printf("%4s %9s %7s %6s %8s %7s | %10s %8s %7s\n", "run", "reset ms",
+	       "dropped", "ranges", "run ms", "faults", "restore ms", "run ms",
 	       "faults");
 	for (unsigned int i = 0; i < n; i++) {
 		const struct vmm_reset_run *a = &rs->reset[i], *b = &rs->fresh[i];
 
 		if (i == 0)
-			printf("%4u %9s %7s %5s", 1, "-", "-", "-");
+			printf("%4u %9s %7s %6s", 1, "-", "-", "-");
 		else
-			printf("%4u %9.3f %7llu %5llu", i + 1, a->before_ms,
+			printf("%4u %9.3f %7llu %6llu", i + 1, a->before_ms,
 			       (unsigned long long)a->pages_reset,
 			       (unsigned long long)a->reset_runs);
 		printf(" %8.2f %7llu | %10.3f %8.2f %7llu%s\n", a->run_ms,
@@ -194,9 +225,10 @@ static void print_reset(const struct vmm_config *c, const struct vmm_result *r)
 
 		printf("median of runs 2-%u: reset %.3f ms, the run after it "
 		       "%.2f ms; fresh restore %.3f ms, the run after it "
-		       "%.2f ms\n", n, median(rs->reset, n, before),
-		       median(rs->reset, n, run), median(rs->fresh, n, before),
-		       median(rs->fresh, n, run));
+		       "%.2f ms\n", n, median(rs->reset, n, before, before),
+		       median(rs->reset, n, run, run),
+		       median(rs->fresh, n, before, before),
+		       median(rs->fresh, n, run, run));
 		printf("in the engine, all %u resets: scan %.3f ms, drop %.3f "
 		       "ms, refill %.3f ms\n", n - 1, rs->scan_ns / 1e6,
 		       rs->drop_ns / 1e6, rs->refill_ns / 1e6);
@@ -206,6 +238,7 @@ static void print_reset(const struct vmm_config *c, const struct vmm_result *r)
 	else
 		printf("checksum WRONG: %u of %u runs did not read the "
 		       "snapshot\n", bad, 2 * n);
+	print_verdict(rs, n);
 }
 
 int cmd_vmm(int argc, char **argv)
@@ -241,6 +274,7 @@ int cmd_vmm(int argc, char **argv)
 	bool json = false, have_backend = false, have_wl = false, write = false;
 	int opt, ret;
 
+	opterr = 0;	/* cli_bad_option() says it, in one line */
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'm': c.mem_file = optarg; break;
@@ -305,15 +339,14 @@ int cmd_vmm(int argc, char **argv)
 		case 'E': c.reset_eager = true; break;
 		case 'T': c.engine_flags |= FL_ENGINE_TRACK_SYNC; break;
 		case 'h': fputs(usage, stdout); return 0;
-		default: fputs(usage, stderr); return CLI_USAGE;
+		default: return cli_bad_option("vmm", argv, "", opts);
 		}
 	}
 	if (optind < argc)
 		return bad("argument", argv[optind], "unexpected");
 	if (!c.mem_file || !have_backend || !have_wl) {
-		fprintf(stderr, "faultline vmm: --mem-file, --backend and "
-			"--workload are required\n%s", usage);
-		return CLI_USAGE;
+		return cli_missing("vmm", "--mem-file, --backend and "
+				   "--workload are required");
 	}
 	c.wl.write = write;
 	if (vmm_check_options(&c) < 0) {

@@ -16,10 +16,12 @@ struct command {
 };
 
 static const struct command commands[] = {
-	{ "probe", cmd_probe, "what the kernel supports [--json]" },
+	{ "probe", cmd_probe, "what the kernel supports [--json]; --criu: "
+	  "can criu dump here" },
 	{ "serve", cmd_serve, "serve Firecracker UFFD clients on a socket" },
 	{ "bench", cmd_bench, "run a benchmark (bench list)" },
-	{ "image", cmd_image, "create, inspect, verify snapshot images" },
+	{ "image", cmd_image, "snapshot images: create, inspect, verify, "
+	  "unpack; chunk stores: gc, register, delete" },
 	{ "send", cmd_send, "send a memory file to a post-copy destination" },
 	{ "vmm", cmd_vmm, "run a test KVM guest over restored memory" },
 	{ "lazy-pages", cmd_lazy_pages, "serve `criu restore --lazy-pages` (criu lazy-pages)" },
@@ -54,8 +56,8 @@ static int help(int argc, char **argv)
 
 			return commands[i].run(2, args);
 		}
-	fprintf(stderr, "faultline help: unknown command '%s'\n", argv[1]);
-	usage(stderr);
+	fprintf(stderr, "faultline help: unknown command '%s'; see `faultline "
+		"help`\n", argv[1]);
 	return CLI_USAGE;
 }
 
@@ -75,7 +77,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(*commands); i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].run(argc - 1, argv + 1);
-	fprintf(stderr, "faultline: unknown command '%s'\n", argv[1]);
-	usage(stderr);
+	fprintf(stderr, "faultline: unknown command '%s'; see `faultline "
+		"help`\n", argv[1]);
 	return CLI_USAGE;
 }

@@ -109,7 +109,9 @@ static int open_metrics(struct ctl *c, const char *arg)
 	if (metrics_bind_spec(arg, spec, sizeof(spec)) < 0)
 		return fl_err(-EINVAL, "--metrics %s: expected [ADDR:]PORT", arg);
 	fd = sock_listen_tcp(spec, 16);
-	if (fd < 0)
+	if (fd < 0 && !strcmp(spec, arg))	/* says "ADDR:PORT: why" */
+		return fl_err(fd, "--metrics %s", fl_last_error());
+	if (fd < 0)	/* the port alone: the address it means, then why */
 		return fl_err(fd, "--metrics %s: %s", arg, fl_last_error());
 	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) {
 		close(fd);

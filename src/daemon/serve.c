@@ -729,6 +729,15 @@ int serve_run(const struct serve_config *cfg)
 		return fl_err(-EINVAL, "%s: empty (0 bytes): no guest memory "
 			      "to serve", cfg->mem_file);
 	}
+	if (!cfg->source && fl_source_size(d.src) % 4096) {
+		uint64_t size = fl_source_size(d.src);
+
+		fl_source_put(d.src);
+		return fl_err(-EINVAL, "%s is %s (%llu bytes): not a whole "
+			      "number of 4 KiB pages, as a guest's memory is",
+			      cfg->mem_file, size_str(size).s,
+			      (unsigned long long)size);
+	}
 	ret = shared_trace(&d);
 	if (ret < 0) {
 		fl_source_put(d.src);

@@ -5,19 +5,27 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "faultline.h"
 #include "util/error.h"
 
 static __thread char last_error[256];
 
+/*
+ * Formatted aside first: an argument may be fl_last_error() itself (a
+ * prefix added to the error below), which vsnprintf would overwrite as
+ * it reads it.
+ */
 int fl_err(int ret, const char *fmt, ...)
 {
+	char msg[sizeof(last_error)];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	memcpy(last_error, msg, sizeof(last_error));
 	return ret;
 }
 

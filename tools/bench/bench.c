@@ -188,6 +188,18 @@ static int option_value(struct bench_args *b, const char *a, const char *v)
 	return 0;
 }
 
+/* An option that takes a value (given last, without it). */
+static bool is_valued(const char *a)
+{
+	static const char *const valued[] = { "--only", "--criu", "--runs",
+					      "--size", "-o", "--out" };
+
+	for (size_t i = 0; i < sizeof(valued) / sizeof(*valued); i++)
+		if (!strcmp(a, valued[i]))
+			return true;
+	return false;
+}
+
 /* 0, 1 (--help printed) or 2 (a bad argument, said on stderr). */
 static int parse_args(struct bench_args *b, int argc, char **argv)
 {
@@ -213,9 +225,10 @@ static int parse_args(struct bench_args *b, int argc, char **argv)
 			if (ret)
 				return ret;
 		} else if (a[0] == '-') {
-			fprintf(stderr, "faultline bench: unknown option "
-				"'%s'\n", a);
-			usage(stderr);
+			fprintf(stderr, "faultline bench: %s '%s'; see "
+				"`faultline help bench`\n", is_valued(a) ?
+				"a value missing after option" :
+				"unknown option", a);
 			return 2;
 		} else if (!b->name) {
 			b->name = a;
@@ -226,10 +239,9 @@ static int parse_args(struct bench_args *b, int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!b->name) {
-		usage(stderr);
-		return 2;
-	}
+	if (!b->name)
+		return cli_missing("bench", "a benchmark NAME is required "
+				   "(`faultline bench list`)");
 	if (!b->o.runs)
 		b->o.runs = b->o.quick ? 1 : 5;
 	return 0;
