@@ -277,9 +277,9 @@ int main(void)
 		if (cases[i].needs && access(cases[i].needs, X_OK)) {
 			char why[128];
 
-			snprintf(why, sizeof(why), "bench %s: no %s",
-				 cases[i].bench, cases[i].needs);
-			skip(4, why);
+			snprintf(why, sizeof(why), "not there: bench %s needs "
+				 "it", cases[i].bench);
+			skip_missing(4, cases[i].needs, why);
 			continue;
 		}
 		run_case(&cases[i], dir);

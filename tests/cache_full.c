@@ -45,7 +45,8 @@ int main(void)
 	int full, rc;
 
 	if (!nginx_binary())
-		skip_all("nginx is not installed");
+		skip_all_missing("nginx", "not installed (make deps installs "
+				 "nginx-light)");
 	if (mem_file_create(&mem, SIZE, 0xcf11) || nginx_setup(&ngx))
 		BAIL("setup: %s", strerror(errno));
 	snprintf(cache, sizeof(cache), "%s/cache", ngx.dir);
@@ -54,7 +55,7 @@ int main(void)
 	if (mount("tmpfs", cache, "tmpfs", 0, "size=2m,mode=0700") < 0) {
 		nginx_cleanup(&ngx);
 		mem_file_destroy(&mem);
-		skip_all("cannot mount a tmpfs (needs root)");
+		skip_all_missing("root", "cannot mount a tmpfs for the cache");
 	}
 	snprintf(cmd, sizeof(cmd), "cp %s %s/mem.raw && chmod 644 %s/mem.raw",
 		 mem.path, ngx.www, ngx.www);

@@ -688,7 +688,7 @@ int main(int argc, char **argv)
 				     "nginx-light): pages from a faultline "
 				     "image over HTTP");
 		else if (sc[i].image == 2 && !have_nginx)
-			skip(1, "nginx did not start");
+			skip_missing(1, "nginx", "did not start");
 		else
 			run(&sc[i]);
 	}

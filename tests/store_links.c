@@ -7,7 +7,7 @@
  * `image verify` fails, `image create` into it is refused, and `image
  * gc` deletes nothing through it and says it skipped the link; a single
  * object replaced by a link: the same.  The store's root itself may be a
- * link (it is opened as given).  A cache file replaced by a link to a
+ * link (it is opened as given); its registry/ may not.  A cache file replaced by a link to a
  * forged but well-formed block outside: the origin's bytes are served,
  * not the forgery's, with a note naming the link; a link planted where
  * the cache writes a file is replaced, never written through.  Every
@@ -271,6 +271,37 @@ static int file_link(void)
 	return bad;
 }
 
+/*
+ * The store's registry/ a link to a directory outside: register, delete
+ * and gc refuse naming it, and nothing is written or deleted outside.
+ */
+static int registry_link(void)
+{
+	char args[512], reg[512];
+	int bad = 0, before;
+
+	snprintf(reg, sizeof(reg), "%s/registry", store);
+	if (sh("mv %s %s && ln -s %s %s", reg, at("victim-reg"),
+	       at("victim-reg"), reg))
+		return diag("cannot plant the link"), 1;
+	before = count_files(at("victim-reg"));
+	snprintf(args, sizeof(args), "register --store %s %s", store, img);
+	if (run_image_cli(dir, args) == 0 || !cli_said("not followed"))
+		bad = 1, diag("register through registry/ not refused");
+	snprintf(args, sizeof(args), "delete --store %s %s", store, img);
+	if (run_image_cli(dir, args) == 0 || !cli_said("not followed"))
+		bad = 1, diag("delete through registry/ not refused");
+	snprintf(args, sizeof(args), "gc --store %s", store);
+	if (run_image_cli(dir, args) == 0 || !cli_said("not followed") ||
+	    !cli_said("nothing deleted"))
+		bad = 1, diag("gc through registry/ not refused");
+	if (count_files(at("victim-reg")) != before)
+		bad = 1, diag("registry/ outside changed: %d files, %d before",
+			      count_files(at("victim-reg")), before);
+	sh("rm -f %s && mv %s %s", reg, at("victim-reg"), reg);
+	return bad;
+}
+
 /* The store's root is opened as given: a link to it serves. */
 static int root_link(void)
 {
@@ -494,10 +525,14 @@ int main(void)
 		ok(run(fb, file_link) == 0, "%s: an object a link out of the "
 		   "store: a read refused naming it, gc deletes nothing "
 		   "outside and says it skipped", how);
+		ok(run(fb, registry_link) == 0, "%s: registry/ a link out of "
+		   "the store: register, delete and gc refuse naming it, "
+		   "nothing outside written or deleted", how);
 		ok(run(fb, root_link) == 0, "%s: the store's root a link: "
 		   "opened as given (create, read, gc)", how);
 		if (!have_nginx) {
-			skip(2, "nginx is not installed");
+			skip_missing(2, "nginx", "not installed (make deps "
+				     "installs nginx-light)");
 			continue;
 		}
 		ok(run(fb, cache_read_link) == 0, "%s: a cache file a link to "

@@ -79,14 +79,15 @@ static int reg_dir(const struct reg *r, bool create)
 {
 	int fd;
 
-	if (create && mkdirat(r->dfd, STORE_REGISTRY, 0755) == 0 &&
+	if (create && io_mkdir_beneath(r->dfd, STORE_REGISTRY, 0755) == 0 &&
 	    fsync(r->dfd) < 0)
 		return fl_err(-errno, "%s: sync: %m", r->spec);
-	fd = openat(r->dfd, STORE_REGISTRY, O_RDONLY | O_DIRECTORY |
-		    O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 && (create || errno != ENOENT))
-		return fl_err(-errno, "%s/%s: %m", r->spec, STORE_REGISTRY);
-	return fd < 0 ? -ENOENT : fd;
+	fd = io_open_beneath(r->dfd, STORE_REGISTRY, O_RDONLY | O_DIRECTORY,
+			     0);
+	if (fd < 0 && (create || fd != -ENOENT))
+		return fl_err(fd, "%s/%s: %s", r->spec, STORE_REGISTRY,
+			      io_beneath_strerror(fd));
+	return fd;
 }
 
 /* The whole of fd (what: for messages) into *buf, fd closed: 0 or -errno. */
@@ -129,11 +130,10 @@ static int reg_get(const struct reg *r, const char *name, void **buf,
 	rd = reg_dir(r, false);
 	if (rd < 0)
 		return rd == -ENOENT ? fl_err(-ENOENT, "%s: none", what) : rd;
-	fd = openat(rd, name + sizeof(STORE_REGISTRY), O_RDONLY | O_CLOEXEC |
-		    O_NOFOLLOW);
+	fd = io_open_beneath(rd, name + sizeof(STORE_REGISTRY), O_RDONLY, 0);
 	close(rd);
 	if (fd < 0)
-		return fl_err(-errno, "%s: %m", what);
+		return fl_err(fd, "%s: %s", what, io_beneath_strerror(fd));
 	return read_fd(fd, what, buf, len);
 }
 
@@ -179,9 +179,8 @@ static int reg_put(const struct reg *r, const char *name, const void *buf,
 		return rd;
 	snprintf(tmp, sizeof(tmp), ".tmp-%d-%u", (int)getpid(),
 		 atomic_fetch_add(&tmp_seq, 1));
-	fd = openat(rd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-		    O_CLOEXEC, 0644);
-	ret = fd < 0 ? -errno : pwrite_full(fd, buf, len, 0);
+	fd = io_open_beneath(rd, tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	ret = fd < 0 ? fd : pwrite_full(fd, buf, len, 0);
 	if (fd >= 0 && !ret && fsync(fd) < 0)
 		ret = -errno;
 	if (fd >= 0 && close(fd) < 0 && !ret)
@@ -197,7 +196,7 @@ static int reg_put(const struct reg *r, const char *name, const void *buf,
 		ret = -errno;
 	close(rd);
 	return ret ? fl_err(ret, "%s/%s: cannot write: %s", r->spec, name,
-			    strerror(-ret)) : 0;
+			    io_beneath_strerror(ret)) : 0;
 }
 
 /* The object name (relative to the store) removed: 0 or -errno. */
@@ -284,10 +283,11 @@ static int has_chunks(const struct reg *r)
 		ret = s3_store_list(r->s3, STORE_CHUNKS "/", chunk_seen, NULL);
 		return ret == -EEXIST ? 1 : ret;
 	}
-	fd = openat(r->dfd, STORE_CHUNKS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-		    O_CLOEXEC);
+	fd = io_open_beneath(r->dfd, STORE_CHUNKS, O_RDONLY | O_DIRECTORY, 0);
 	if (fd < 0 || !(d = fdopendir(fd))) {
-		ret = fl_err(-errno, "%s/%s: %m", r->spec, STORE_CHUNKS);
+		ret = fd < 0 ? fd : -errno;
+		ret = fl_err(ret, "%s/%s: %s", r->spec, STORE_CHUNKS,
+			     io_beneath_strerror(ret));
 		if (fd >= 0)
 			close(fd);
 		return ret;
