@@ -10,23 +10,18 @@
  * disagree.  Latency percentiles are the ends of power-of-two buckets
  * (fl_stats_percentile()) and are named *_le_ns, "at most", beside the
  * measured mean and max: a bucket's end is never shown as a measurement.
- * The restore progress the server logs (progress_check()) is read from
- * the same engines' page states.
  */
 #include <json-c/json.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "daemon/log.h"
-#include "daemon/session.h"
 #include "daemon/status.h"
 #include "engine/observe.h"
 #include "source/source.h"
 #include "util/clock.h"
-#include "util/size.h"
 
 #define SCAN_MS	1000	/* a session's page states scanned at most so often */
 
@@ -248,96 +243,4 @@ char *status_json(struct daemon *d)
 	out = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 	json_object_put(o);
 	return out;
-}
-
-/* ---- restore progress ---------------------------------------------------- */
-
-#define PROGRESS_MS	250	/* how often sessions' progress is checked */
-#define BAR_WIDTH	30
-
-/*
- * The restore of every session still restoring, as one line: a bar
- * redrawn in place on a terminal, a line per 10 % step otherwise.
- */
-static void draw_progress(struct daemon *d, int n, uint64_t done,
-			  uint64_t total, uint64_t ms)
-{
-	unsigned int pct = (unsigned int)(done * 100 / total);
-	double rate = ms ? (double)(done - d->prev_done) * 1000.0 / (double)ms : 0;
-	char bar[BAR_WIDTH + 1], line[160];
-
-	if (done < d->prev_done)	/* a session ended or began */
-		rate = 0;
-	d->prev_done = done;
-	if (!d->tty) {
-		if ((int)pct / 10 == d->last_step)
-			return;
-		d->last_step = (int)pct / 10;
-		slog(NULL, "restoring %d session%s: %u%% (%s of %s)",
-		     n, n > 1 ? "s" : "", pct, size_str(done).s,
-		     size_str(total).s);
-		return;
-	}
-	unsigned int full = (unsigned int)(done * BAR_WIDTH / total);
-
-	for (unsigned int i = 0; i < BAR_WIDTH; i++)
-		bar[i] = i < full ? '#' : '-';
-	bar[BAR_WIDTH] = 0;
-	snprintf(line, sizeof(line), "faultline: restoring %d session%s [%s] "
-		 "%3u%% %s/%s %s/s", n, n > 1 ? "s" : "", bar, pct,
-		 size_str(done).s, size_str(total).s,
-		 size_str((uint64_t)rate).s);
-	put_bar(line);
-}
-
-/*
- * Every PROGRESS_MS: sessions whose restore completed (the engine's own
- * flag, read without its lock), and with --progress the bar, from a scan
- * of each session's page states that never waits for an engine busy with
- * events (the control loop must not stall behind a slow source).
- */
-void progress_check(struct daemon *d)
-{
-	uint64_t now = now_ms(), done = 0, total = 0;
-	uint64_t ms = now - d->t_progress;
-	int n = 0;
-
-	if (ms < PROGRESS_MS)
-		return;
-	d->t_progress = now;
-	for (struct session *s = d->sessions; s; s = s->next) {
-		struct fl_stats st;
-		uint64_t miss, all;
-
-		if (s->state != S_SERVING || s->restored ||
-		    fl_engine_stats(s->engine, &st) < 0)
-			continue;
-		if (st.restore_complete) {
-			say_restored(s, &st, now);
-			continue;
-		}
-		if (!d->cfg->progress)
-			continue;
-		if (fl_engine_progress(s->engine, &miss, &all) == 0) {
-			s->missing = miss;
-			s->total = all;
-			s->t_scan = now;
-		}
-		if (s->total && !s->missing) {	/* all of it faulted in */
-			say_restored(s, &st, now);
-			continue;
-		}
-		done += s->total - s->missing;
-		total += s->total;
-		n += s->total != 0;
-	}
-	if (!d->cfg->progress)
-		return;
-	if (n) {
-		draw_progress(d, n, done, total, ms);
-	} else {
-		if (log_bar_shown())	/* nothing restoring: no bar */
-			put_bar("");
-		d->last_step = -1;
-	}
 }

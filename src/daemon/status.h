@@ -38,11 +38,6 @@ void sess_sample(struct session *s, uint64_t now, struct sess_sample *out);
  */
 void daemon_totals(struct daemon *d, struct daemon_totals *t,
 		   struct fl_stats *all);
-/*
- * Every 250 ms of the control loop: say which sessions finished their
- * restore, and with --progress draw the restoring sessions' bar.
- */
-void progress_check(struct daemon *d);
 /* The status document (JSON), malloc'd; NULL if out of memory. */
 char *status_json(struct daemon *d);
 
