@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon/allow.h"
 #include "daemon/ctl.h"
 #include "daemon/daemon.h"
 #include "daemon/handshake.h"
@@ -140,24 +141,6 @@ static void listen_no_more(struct daemon *d)
 }
 
 /* ---- sessions ----------------------------------------------------------- */
-
-bool uid_allowed(const struct serve_config *cfg, uid_t uid)
-{
-	if (!cfg->nallow)
-		return uid == 0 || uid == getuid() ||
-		       (cfg->socket_chown && uid == cfg->socket_uid);
-	for (int i = 0; i < cfg->nallow; i++)
-		if (cfg->allow_uids[i] == uid)
-			return true;
-	return false;
-}
-
-const char *uid_refusal(const struct serve_config *cfg)
-{
-	return cfg->nallow ? "uid not allowed (not in --allow-uid)" :
-	       "uid not allowed (only root, the daemon's own and "
-	       "--socket-owner's)";
-}
 
 /*
  * Sessions at most: MAX_SESSIONS, or fewer when the descriptor limit is

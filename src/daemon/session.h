@@ -42,10 +42,6 @@ void session_kept(struct daemon *d, int id, int err);
 int session_named(struct daemon *d, struct session *conn, int upto);
 /* conn's handshake is complete: prefetch for the sessions it named. */
 void session_release(struct daemon *d, int conn);
-/* May a peer of uid be served (--allow-uid, --socket-owner)?  serve.c */
-bool uid_allowed(const struct serve_config *cfg, uid_t uid);
-/* The refusal's words when it may not. */
-const char *uid_refusal(const struct serve_config *cfg);
 /* Serve the children that forked since (queued by engine threads). */
 void take_forks(struct daemon *d);
 /* The client wrote (or closed) while being served. */

@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "daemon/allow.h"
 #include "daemon/daemon.h"
 #include "daemon/handshake.h"
 #include "daemon/log.h"
