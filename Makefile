@@ -143,7 +143,7 @@ TEST_BIN  := $(filter-out $(BUILD)/tests/soak,$(TEST_SRC:tests/%.c=$(BUILD)/test
 # text.sh checks that help, bench output and docs stand alone (no issue
 # numbers, no paths outside the tree); docs.sh keeps the docs and
 # `faultline help` in step (commands, options, the version shown).
-TEST_SH   := tests/install.sh tests/text.sh tests/docs.sh
+TEST_SH   := tests/install.sh tests/text.sh tests/docs.sh tests/structure.pl
 TEST_SH_ENV = BUILD=$(BUILD) MAKE="$(MAKE)"
 # Concurrency tests run a second time with every CPU busy (tests/load.h).
 LOAD_TESTS := serve_bad serve_stress engine_events engine_eexist engine_adaptive \
