@@ -568,11 +568,6 @@ static int sender_open(struct sender *snd, const struct send_config *cfg)
 	snd->nblocks = (snd->size + snd->bsize - 1) / snd->bsize;
 	if (!st.st_size)
 		return fl_err(-EINVAL, "%s: empty", cfg->mem_file);
-	if (snd->size % 4096)
-		return fl_err(-EINVAL, "%s is %s (%llu bytes): not a whole "
-			      "number of 4 KiB pages, as a guest's memory is",
-			      cfg->mem_file, size_str(snd->size).s,
-			      (unsigned long long)snd->size);
 	if (snd->size > PEER_MAX_SIZE || snd->nblocks > PEER_MAX_BLOCKS)
 		return fl_err(-EFBIG, "%s: %llu blocks of %u: more than a "
 			      "receiver takes (%llu); use a larger --block-size",
