@@ -275,6 +275,13 @@ int serve_wait(struct serve *s, unsigned int timeout_ms)
 	return s->status;
 }
 
+/*
+ * SIGTERM, then SIGKILL if it has not stopped in STOP_MS: a hang bound,
+ * not a speed one (a daemon ending thousands of sessions on a machine
+ * with a dozen runnable threads per CPU took more than 5 s).
+ */
+#define STOP_MS	30000
+
 int serve_stop(struct serve *s)
 {
 	int st;
@@ -283,9 +290,9 @@ int serve_stop(struct serve *s)
 		return -1;
 	if (serve_alive(s))
 		kill(s->pid, SIGTERM);
-	st = serve_wait(s, 5000);
+	st = serve_wait(s, STOP_MS);
 	if (st < 0) {
-		diag("daemon ignored SIGTERM for 5 s: SIGKILL");
+		diag("daemon ignored SIGTERM for %d s: SIGKILL", STOP_MS / 1000);
 		kill(s->pid, SIGKILL);
 		st = serve_wait(s, 5000);
 	}

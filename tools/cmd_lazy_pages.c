@@ -134,7 +134,7 @@ static int open_spec(const char *spec, const struct criu_set *set,
 static int open_page_server(const char *host, const char *port,
 			    const struct criu_set *set, struct serve_config *c)
 {
-	if (!getenv(STORE_FD_ENV))
+	if (!getenv(SUP_FD_ENV))
 		return 0;	/* the supervisor: its server connects */
 	return source_criu_ps_open(host, port, set, getenv(RESTART_ENV) !=
 				   NULL, &c->source);
@@ -309,7 +309,7 @@ int cmd_lazy_pages(int argc, char **argv)
 	 * child (this command again, told so by the environment) reads the
 	 * images anew.  argv - 1 is the whole command line.
 	 */
-	if (ret == 0 && !getenv(STORE_FD_ENV)) {
+	if (ret == 0 && !getenv(SUP_FD_ENV)) {
 		fl_source_put(c.source);
 		criu_free(&set);
 		ret = cli_check_socket("lazy-pages", work == dir ? "-D" : "-W",

@@ -236,7 +236,7 @@ int cmd_serve(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_bad("serve", "argument", argv[optind], "unexpected");
-	if (!c.mem_file || (!c.socket_path && !getenv(STORE_FD_ENV) &&
+	if (!c.mem_file || (!c.socket_path && !getenv(SUP_FD_ENV) &&
 			    !sock_activated())) {
 		return cli_missing("serve", c.mem_file ? "--socket PATH (or "
 				   "systemd's socket activation) is required" :
@@ -255,7 +255,7 @@ int cmd_serve(int argc, char **argv)
 	 * (this command again, told so by the environment).  argv - 1 is
 	 * the whole command line: main() passed argv + 1.
 	 */
-	if (!getenv(STORE_FD_ENV)) {
+	if (!getenv(SUP_FD_ENV)) {
 		if (c.socket_path && (ret = cli_check_socket("serve", "--socket",
 							     c.socket_path,
 							     c.socket_path)))

@@ -2,7 +2,7 @@
 /*
  * daemon.h - the state of `faultline serve`'s server, shared by its files:
  * serve.c (listening, the control loop), session.c (a session's life),
- * handshake.c (receiving it), takeover.c (adopting, handing over), store.c
+ * handshake.c (receiving it), takeover.c (adopting, handing over), supchan.c
  * (the supervisor's channel), log.c (the log and the progress bar), ctl.c
  * (the control socket and the metrics listener) with status.c and
  * metrics.c (what they answer).  No functions.
@@ -103,10 +103,10 @@ struct daemon {
 	int spare_fd;		/* given up to refuse a client when out of fds */
 	uint64_t accept_paused;	/* ms: listener ignored until then */
 	bool fds_warned;	/* "out of file descriptors" said */
-	int store_fd;		/* to the supervisor (or -1: unsupervised) */
+	int sup_fd;		/* to the supervisor (or -1: unsupervised) */
 	bool sup_accepts;	/* it accepts and acknowledges (SUP_ACCEPTS_ENV) */
-	bool wanted;		/* a client asked of it (STORE_WANT) */
-	struct store_rec *store_in;	/* its messages (STORE_REC_MAX) */
+	bool wanted;		/* a client asked of it (SUP_WANT) */
+	struct sup_rec *sup_in;	/* its messages (SUP_REC_MAX) */
 	bool listen_given;	/* the listener came from the supervisor */
 	struct fork_rec *forks;	/* children to serve (lock; torn_fd wakes) */
 	struct trace *trace;	/* --record with named clients: one working

@@ -18,7 +18,7 @@
 #include "daemon/handshake.h"
 #include "daemon/log.h"
 #include "daemon/session.h"
-#include "daemon/store.h"
+#include "daemon/supchan.h"
 #include "util/error.h"
 #include "util/sock.h"
 
@@ -47,7 +47,7 @@ static void named_fed(struct daemon *d, struct session *s, int ret)
 	if (ret < 0) {
 		refuse_bad(d, s);
 	} else if (ret == 0) {
-		store_data(d, s);	/* after: its clients are kept as theirs */
+		sup_data(d, s);	/* after: its clients are kept as theirs */
 	} else {
 		session_release(d, s->id);
 		snprintf(why, sizeof(why), "handshake complete: %d client%s "
@@ -121,7 +121,7 @@ static void handshake_read(struct daemon *d, struct session *s,
 	int ret = s->proto->feed(s->pstate, buf, n, f->fd, f->n);
 
 	if (!s->proto->named)	/* named_fed() keeps it after its clients */
-		store_data(d, s);
+		sup_data(d, s);
 	handshake_fed(d, s, ret);
 }
 
@@ -131,15 +131,15 @@ void handshake_input(struct daemon *d, struct session *s)
 	struct sock_fds f;
 	ssize_t n;
 
-	store_reading(d, s);
+	sup_reading(d, s);
 	n = sock_recv_fds(s->sock, buf, sizeof(buf), MSG_DONTWAIT, &f,
 			  s->proto->max_fds);
 	if (n == -EAGAIN || n == -EINTR) {
-		store_data(d, s);	/* took nothing: as it was */
+		sup_data(d, s);	/* took nothing: as it was */
 		return;
 	}
 	if (n < 0) {
-		store_data(d, s);
+		sup_data(d, s);
 		refuse(d, s, "receive failed");
 	} else if (n == 0) {
 		char why[160];
@@ -147,7 +147,7 @@ void handshake_input(struct daemon *d, struct session *s)
 		snprintf(why, sizeof(why), "bad handshake: truncated: %s (the "
 			 "client closed the socket mid-handshake)",
 			 s->proto->unfinished);
-		store_data(d, s);
+		sup_data(d, s);
 		refuse(d, s, s->got_bytes ? why :
 		       "client closed before the handshake");
 	} else {

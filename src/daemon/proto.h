@@ -34,7 +34,7 @@ struct proto_client {
 /*
  * What the supervisor keeps of a protocol's state, opaque to it: a blob
  * (malloc'd by keep(), freed by the caller) and descriptors (lent: the
- * store channel passes copies).
+ * supervisor channel passes copies).
  */
 struct proto_keep {
 	void *blob;

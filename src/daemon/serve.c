@@ -37,7 +37,7 @@
 #include "daemon/log.h"
 #include "daemon/progress.h"
 #include "daemon/session.h"
-#include "daemon/store.h"
+#include "daemon/supchan.h"
 #include "daemon/supervise.h"
 #include "daemon/takeover.h"
 #include "engine/fork.h"
@@ -133,11 +133,11 @@ static void stop_listening(struct daemon *d)
  */
 static void listen_no_more(struct daemon *d)
 {
-	struct store_rec r = { .kind = STORE_LISTEN };
+	struct sup_rec r = { .kind = SUP_LISTEN };
 
 	stop_listening(d);
-	if (d->store_fd >= 0)
-		store_send(d->store_fd, &r, NULL, 0);
+	if (d->sup_fd >= 0)
+		sup_send(d->sup_fd, &r, NULL, 0);
 }
 
 /* ---- sessions ----------------------------------------------------------- */
@@ -226,7 +226,7 @@ static void take_client(struct daemon *d, int fd, int id, uint64_t t,
 
 	if (!s) {
 		if (kept)
-			store_drop_id(d, id);
+			sup_drop_id(d, id);
 		return;
 	}
 	s->stored = kept;
@@ -261,8 +261,8 @@ static void accept_one(struct daemon *d)
 	test_pause_after_accept();
 	int id = ++d->next_id;
 	uint64_t t = now_ms();
-	/* Kept at once, should this server die (store.h). */
-	bool kept = d->store_fd >= 0 && store_pending(d, id, fd, t);
+	/* Kept at once, should this server die (supchan.h). */
+	bool kept = d->sup_fd >= 0 && sup_pending(d, id, fd, t);
 
 	take_client(d, fd, id, t, kept);
 }
@@ -274,19 +274,19 @@ static void accept_one(struct daemon *d)
  */
 static void from_supervisor(struct daemon *d)
 {
-	struct store_rec *rec = d->store_in;
+	struct sup_rec *rec = d->sup_in;
 	struct sock_fds f = { .n = 0 };
-	int ret = store_recv(d->store_fd, rec, &f), id;
+	int ret = sup_recv(d->sup_fd, rec, &f), id;
 
 	if (ret < 0 && ret != -EMFILE)
 		return;
-	if (rec->kind == STORE_KEPT) {
+	if (rec->kind == SUP_KEPT) {
 		session_kept(d, rec->id, rec->err);
-	} else if (rec->kind == STORE_ACCEPTED) {
+	} else if (rec->kind == SUP_ACCEPTED) {
 		d->wanted = false;
 		test_pause_after_accept();
 		id = ++d->next_id;
-		store_name(d, rec->id, id);
+		sup_name(d, rec->id, id);
 		if (ret == 0 && f.n == 1) {
 			fcntl(f.fd[0], F_SETFL,
 			      fcntl(f.fd[0], F_GETFL) | O_NONBLOCK);
@@ -296,7 +296,7 @@ static void from_supervisor(struct daemon *d)
 		/* Its socket never came: the supervisor closes its copy. */
 		serr(NULL, "out of file descriptors with %d sessions: a client "
 		     "refused (its connection closed)", d->nsessions);
-		store_drop_id(d, id);
+		sup_drop_id(d, id);
 	}
 	sock_fds_close(&f);
 }
@@ -367,13 +367,13 @@ static void on_signal(struct daemon *d)
 	 * of the unit: one SIGTERM would count twice and end the sessions at
 	 * once).
 	 */
-	if (d->store_fd >= 0 && ((pid_t)si.ssi_pid != getppid() ||
+	if (d->sup_fd >= 0 && ((pid_t)si.ssi_pid != getppid() ||
 				 si.ssi_signo == SIGTERM ||
 				 si.ssi_signo == SIGINT))
 		return;
 	if (si.ssi_signo == (uint32_t)SUPERVISE_STOP_SIG)
 		si.ssi_signo = (uint32_t)si.ssi_int;
-	if (si.ssi_signo == SIGUSR2 && d->store_fd >= 0)
+	if (si.ssi_signo == SIGUSR2 && d->sup_fd >= 0)
 		hand_over_and_exit(d);
 	if (si.ssi_signo == SIGUSR2 || si.ssi_signo == SIGHUP)
 		return;
@@ -434,10 +434,10 @@ static int loop(struct daemon *d)
 		/* The supervisor accepts: asked for one client at a time. */
 		if (d->sup_accepts) {
 			if (d->listen_fd >= 0 && may_accept(d) && !d->wanted) {
-				store_want(d);
+				sup_want(d);
 				d->wanted = true;
 			}
-			pfd[n] = (struct pollfd){ .fd = d->store_fd, .events = POLLIN };
+			pfd[n] = (struct pollfd){ .fd = d->sup_fd, .events = POLLIN };
 			who[n++] = NULL;
 		} else if (d->listen_fd >= 0 && may_accept(d) &&
 			   now_ms() >= d->accept_paused) {
@@ -501,21 +501,21 @@ static int loop(struct daemon *d)
 }
 
 /*
- * Run by the supervisor: the store channel and, after the first start,
+ * Run by the supervisor: the supervisor channel and, after the first start,
  * the listener it keeps (supervise.c).  Taken out of the environment, so
  * that nothing this process starts inherits them.
  */
 static void supervised_fds(struct daemon *d)
 {
-	const char *st = getenv(STORE_FD_ENV), *l = getenv(LISTEN_FD_ENV);
+	const char *st = getenv(SUP_FD_ENV), *l = getenv(LISTEN_FD_ENV);
 
-	d->store_fd = st ? atoi(st) : -1;
-	if (d->store_fd >= 0)
-		fcntl(d->store_fd, F_SETFD, FD_CLOEXEC);
+	d->sup_fd = st ? atoi(st) : -1;
+	if (d->sup_fd >= 0)
+		fcntl(d->sup_fd, F_SETFD, FD_CLOEXEC);
 	/* A supervisor that accepts and acknowledges (an older one does not). */
-	d->sup_accepts = d->store_fd >= 0 && getenv(SUP_ACCEPTS_ENV) &&
-			 (d->store_in = malloc(STORE_REC_MAX));
-	if (l && d->store_fd >= 0) {
+	d->sup_accepts = d->sup_fd >= 0 && getenv(SUP_ACCEPTS_ENV) &&
+			 (d->sup_in = malloc(SUP_REC_MAX));
+	if (l && d->sup_fd >= 0) {
 		d->listen_given = true;		/* -1: listen no more */
 		d->listen_fd = atoi(l);
 		d->own_socket = d->cfg->socket_path != NULL;
@@ -523,7 +523,7 @@ static void supervised_fds(struct daemon *d)
 		fcntl(d->listen_fd, F_SETFL,
 		      fcntl(d->listen_fd, F_GETFL) | O_NONBLOCK);
 	}
-	unsetenv(STORE_FD_ENV);
+	unsetenv(SUP_FD_ENV);
 	unsetenv(LISTEN_FD_ENV);
 	unsetenv(SUP_ACCEPTS_ENV);
 }
@@ -558,7 +558,7 @@ static int shared_trace(struct daemon *d)
 int serve_run(const struct serve_config *cfg)
 {
 	struct daemon d = { .cfg = cfg, .listen_fd = -1, .sig_fd = -1,
-			    .store_fd = -1,
+			    .sup_fd = -1,
 			    .lock = PTHREAD_MUTEX_INITIALIZER,
 			    .torn = PTHREAD_COND_INITIALIZER, .torn_fd = -1,
 			    .last_step = -1, .tty = isatty(2),
@@ -664,22 +664,22 @@ int serve_run(const struct serve_config *cfg)
 			swarn(NULL, "--status-fd %d: %m", cfg->status_fd);
 		close(cfg->status_fd);
 	}
-	if (d.store_fd >= 0 && !d.listen_given) {
-		struct store_rec l = { .kind = STORE_LISTEN };
+	if (d.sup_fd >= 0 && !d.listen_given) {
+		struct sup_rec l = { .kind = SUP_LISTEN };
 
-		store_send(d.store_fd, &l, &d.listen_fd, 1);
+		sup_send(d.sup_fd, &l, &d.listen_fd, 1);
 	}
 	slog(NULL, "serving %s (%s) on %s", d.src->desc,
 	     size_str(fl_source_size(d.src)).s,
 	     cfg->socket_path ? cfg->socket_path : "the systemd socket");
-	if (d.store_fd >= 0) {
-		struct store_rec r = { .kind = STORE_READY };
+	if (d.sup_fd >= 0) {
+		struct sup_rec r = { .kind = SUP_READY };
 
 		adopt_sessions(&d);
 		/* Its one client came to a server before this one. */
 		if (cfg->one_client && d.nsessions && d.listen_fd >= 0)
 			listen_no_more(&d);
-		store_send(d.store_fd, &r, NULL, 0);
+		sup_send(d.sup_fd, &r, NULL, 0);
 	}
 	ret = loop(&d);
 	stop_listening(&d);
@@ -696,6 +696,6 @@ out:
 		free(d.trace);
 	}
 	fl_source_put(d.src);
-	free(d.store_in);
+	free(d.sup_in);
 	return ret;
 }

@@ -29,7 +29,7 @@
 #include "daemon/log.h"
 #include "daemon/session.h"
 #include "daemon/status.h"
-#include "daemon/store.h"
+#include "daemon/supchan.h"
 #include "engine/fork.h"
 #include "format/trace.h"
 #include "kernel/proc.h"
@@ -284,7 +284,7 @@ void session_end(struct daemon *d, struct session *s, const char *why)
 {
 	uint64_t ms = now_ms() - s->t_start;
 
-	store_drop(d, s);	/* first: a server started later never adopts it */
+	sup_drop(d, s);	/* first: a server started later never adopts it */
 	if (s->engine)
 		fl_engine_detach(s->engine);
 	if (s->sock >= 0)
@@ -659,7 +659,7 @@ int start_serving(struct daemon *d, struct session *s,
 		return fl_err(-EINVAL, "handshake: no uffd in SCM_RIGHTS");
 	if (!is_uffd(s->uffd))
 		return fl_err(-EINVAL, "handshake: the fd sent is not a userfaultfd");
-	if (d->store_fd >= 0 && s->state_fd < 0 &&
+	if (d->sup_fd >= 0 && s->state_fd < 0 &&
 	    (s->state_fd = state_memfd(regs, n)) < 0)
 		return s->state_fd;
 	if (s->state_fd >= 0) {
@@ -693,14 +693,14 @@ int start_serving(struct daemon *d, struct session *s,
 		s->stored = true;	/* the supervisor has it already */
 		return serve_now(d, s, "taken over: serving");
 	}
-	if (d->store_fd < 0)
+	if (d->sup_fd < 0)
 		return serve_now(d, s, s->parent ? "forked: serving" : "serving");
 	/*
 	 * Never served unless kept: a server that died would take the only
 	 * copy of its descriptors with it (lazy pages would read as zeros).
 	 * The engine starts once the supervisor says it kept them.
 	 */
-	ret = store_session(d, s, regs, n);
+	ret = sup_session(d, s, regs, n);
 	if (ret < 0) {
 		s->unkept = true;
 		return fl_err(ret, "the supervisor cannot be handed its "
@@ -714,7 +714,7 @@ int start_serving(struct daemon *d, struct session *s,
 }
 
 /*
- * The supervisor's answer for session id (STORE_KEPT): serve it, or end
+ * The supervisor's answer for session id (SUP_KEPT): serve it, or end
  * it with one line; a client whose socket we hold is killed, as any
  * refused client that handed its uffd over.  A session that ended
  * meanwhile is not there: nothing to do.

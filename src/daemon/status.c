@@ -227,7 +227,7 @@ char *status_json(struct daemon *d)
 		return NULL;
 	put_str(o, "version", FL_VERSION);
 	json_object_object_add(o, "server_pid", json_object_new_int(getpid()));
-	json_object_object_add(o, "supervisor_pid", d->store_fd >= 0 ?
+	json_object_object_add(o, "supervisor_pid", d->sup_fd >= 0 ?
 			       json_object_new_int(getppid()) : NULL);
 	put_u64(o, "uptime_ms", now - d->t_up);
 	put_str(o, "socket", d->cfg->socket_path);

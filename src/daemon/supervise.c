@@ -2,11 +2,11 @@
 /*
  * supervise.c - keeps VMs served across the server's crash or upgrade:
  * `faultline serve` starts as this supervisor, runs the server as its
- * child, holds every session's descriptors (the store channel), restarts
+ * child, holds every session's descriptors (the supervisor channel), restarts
  * the server when it dies and re-executes it on SIGHUP.
  *
  * Decision: the supervisor parses nothing a client sends; what it keeps
- * is opaque to it, whatever the protocol: a record (store.h) and its
+ * is opaque to it, whatever the protocol: a record (supchan.h) and its
  * descriptors (docs/architecture.md, Surviving the server's death).
  */
 #define _GNU_SOURCE
@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "daemon/log.h"
-#include "daemon/store.h"
+#include "daemon/supchan.h"
 #include "daemon/supervise.h"
 #include "util/clock.h"
 #include "util/sock.h"
@@ -38,10 +38,10 @@
 /* ---- the supervisor ------------------------------------------------------ */
 
 struct stored {
-	struct store_rec *rec;	/* store_len(rec) bytes */
+	struct sup_rec *rec;	/* sup_len(rec) bytes */
 	int *fds;		/* as the record's kind orders them */
 	int nfds;
-	bool serving;		/* STORE_SESSION, not STORE_PENDING */
+	bool serving;		/* SUP_SESSION, not SUP_PENDING */
 };
 
 struct sup {
@@ -49,19 +49,19 @@ struct sup {
 	char **argv;
 	sigset_t sigs;
 	int sig_fd;
-	int listen_fd;		/* from STORE_LISTEN, or -1 */
-	bool listen_done;	/* STORE_LISTEN without one: none again */
-	int store_fd;		/* our end of the current server's channel */
+	int listen_fd;		/* from SUP_LISTEN, or -1 */
+	bool listen_done;	/* SUP_LISTEN without one: none again */
+	int sup_fd;		/* our end of the current server's channel */
 	pid_t server;
-	int quick;		/* deaths in a row before STORE_READY */
+	int quick;		/* deaths in a row before SUP_READY */
 	int last_id;
 	bool stopping;		/* SIGTERM/SIGINT forwarded */
 	bool upgrading;		/* SIGHUP: a handover asked for */
 	bool started;		/* a server ran before the next one */
-	struct store_rec *in;	/* STORE_REC_MAX bytes: one message */
+	struct sup_rec *in;	/* SUP_REC_MAX bytes: one message */
 	struct stored **tab;	/* every session kept: as many as come */
 	int ntab, cap;
-	int want;		/* clients the server asked for (STORE_WANT) */
+	int want;		/* clients the server asked for (SUP_WANT) */
 	char proto[16];		/* the protocol it asked them for */
 	int tmp_id;		/* accepted, not yet named: ids below 0 */
 	int spare_fd;		/* given up to close a client when out of fds */
@@ -72,8 +72,8 @@ struct sup {
 
 /* A message to the server that did not fit in the channel yet. */
 struct out {
-	uint32_t kind;		/* STORE_ACCEPTED (its socket from the table),
-				 * STORE_KEPT */
+	uint32_t kind;		/* SUP_ACCEPTED (its socket from the table),
+				 * SUP_KEPT */
 	int32_t id, err;
 	uint64_t t_start;
 };
@@ -98,10 +98,10 @@ static void stored_free(struct stored *st)
 static void drop_session(struct sup *s, int id);
 
 /* A copy of rec and of the n fds f holds from first on (taken). */
-static int stored_set(struct stored *st, const struct store_rec *rec,
+static int stored_set(struct stored *st, const struct sup_rec *rec,
 		      struct sock_fds *f, int first)
 {
-	struct store_rec *r = malloc(store_len(rec));
+	struct sup_rec *r = malloc(sup_len(rec));
 	int n = f->n - first, *fds = malloc(sizeof(int) * (size_t)(n + 1));
 
 	if (!r || !fds) {
@@ -109,7 +109,7 @@ static int stored_set(struct stored *st, const struct store_rec *rec,
 		free(fds);
 		return -ENOMEM;
 	}
-	memcpy(r, rec, store_len(rec));
+	memcpy(r, rec, sup_len(rec));
 	memcpy(fds, f->fd + first, sizeof(int) * (size_t)n);
 	f->n = first;
 	free(st->rec);
@@ -155,14 +155,14 @@ static struct stored *find_session(struct sup *s, int id)
  */
 static int send_now(struct sup *s, const struct out *o)
 {
-	struct store_rec r = { .kind = o->kind, .id = o->id, .err = o->err,
+	struct sup_rec r = { .kind = o->kind, .id = o->id, .err = o->err,
 			       .t_start = o->t_start };
-	struct stored *st = o->kind == STORE_ACCEPTED ?
+	struct stored *st = o->kind == SUP_ACCEPTED ?
 			    find_session(s, o->id) : NULL;
 
-	if (o->kind == STORE_ACCEPTED && !st)
+	if (o->kind == SUP_ACCEPTED && !st)
 		return 0;	/* dropped meanwhile */
-	return store_send(s->store_fd, &r, st ? st->fds : NULL, st ? 1 : 0);
+	return sup_send(s->sup_fd, &r, st ? st->fds : NULL, st ? 1 : 0);
 }
 
 static void flush_out(struct sup *s)
@@ -177,7 +177,7 @@ static void flush_out(struct sup *s)
 
 static void to_server(struct sup *s, struct out o)
 {
-	if (s->store_fd < 0)
+	if (s->sup_fd < 0)
 		return;
 	if (!s->nout && send_now(s, &o) != -EAGAIN)
 		return;
@@ -197,18 +197,18 @@ static void to_server(struct sup *s, struct out o)
 }
 
 /*
- * STORE_PENDING (fds: the socket) or STORE_SESSION: keep it, in the place
+ * SUP_PENDING (fds: the socket) or SUP_SESSION: keep it, in the place
  * of what was kept of it before (its handshake), which stays if this
- * cannot be kept.  ret: what store_recv() said (-EMFILE: descriptors
- * lost).  A server that asks (STORE_ACK) is told which (STORE_KEPT) and
+ * cannot be kept.  ret: what sup_recv() said (-EMFILE: descriptors
+ * lost).  A server that asks (SUP_ACK) is told which (SUP_KEPT) and
  * serves the session only if kept.
  */
-static void keep_session(struct sup *s, const struct store_rec *rec,
+static void keep_session(struct sup *s, const struct sup_rec *rec,
 			 struct sock_fds *f, int ret)
 {
-	bool serving = rec->kind == STORE_SESSION;
-	int need = !serving ? 1 : rec->flags & STORE_NO_SOCK ? STORE_NFDS - 1 :
-		   STORE_NFDS;
+	bool serving = rec->kind == SUP_SESSION;
+	int need = !serving ? 1 : rec->flags & SUP_NO_SOCK ? SUP_NFDS - 1 :
+		   SUP_NFDS;
 	struct stored *st = calloc(1, sizeof(*st));
 
 	if (!ret && f->n < need)
@@ -222,7 +222,7 @@ static void keep_session(struct sup *s, const struct store_rec *rec,
 	if (ret < 0) {
 		say(LOG_ERR, "cannot keep session %d (%s): %s", rec->id,
 		    ret == -EMFILE ? "out of file descriptors" :
-		    strerror(-ret), rec->flags & STORE_ACK ? "the server "
+		    strerror(-ret), rec->flags & SUP_ACK ? "the server "
 		    "is told so, and does not serve it" : "it will not "
 		    "survive a restart of the server");
 		sock_fds_close(f);
@@ -234,8 +234,8 @@ static void keep_session(struct sup *s, const struct store_rec *rec,
 		if (rec->id > s->last_id)
 			s->last_id = rec->id;
 	}
-	if (rec->flags & STORE_ACK)
-		to_server(s, (struct out){ .kind = STORE_KEPT, .id = rec->id,
+	if (rec->flags & SUP_ACK)
+		to_server(s, (struct out){ .kind = SUP_KEPT, .id = rec->id,
 					   .err = ret < 0 ? ret : 0 });
 }
 
@@ -247,7 +247,7 @@ static void keep_session(struct sup *s, const struct store_rec *rec,
  */
 static void accept_client(struct sup *s)
 {
-	struct store_rec rec = { .kind = STORE_PENDING, .id = s->tmp_id - 1,
+	struct sup_rec rec = { .kind = SUP_PENDING, .id = s->tmp_id - 1,
 				 .t_start = now_ms() };
 	struct sock_fds f = { .n = 1 };
 
@@ -280,7 +280,7 @@ static void accept_client(struct sup *s)
 	}
 	s->tmp_id--;
 	s->want--;
-	to_server(s, (struct out){ .kind = STORE_ACCEPTED, .id = rec.id,
+	to_server(s, (struct out){ .kind = SUP_ACCEPTED, .id = rec.id,
 				   .t_start = rec.t_start });
 }
 
@@ -296,14 +296,14 @@ static void drop_session(struct sup *s, int id)
 }
 
 /*
- * What a pending handshake's protocol holds after a read (STORE_DATA): it
+ * What a pending handshake's protocol holds after a read (SUP_DATA): it
  * replaces the blob and the descriptors kept before (the socket stays).
  * Kept whole, the read is no longer lost should the server die.
  */
-static void pending_data(struct stored *st, const struct store_rec *rec,
+static void pending_data(struct stored *st, const struct sup_rec *rec,
 			 struct sock_fds *f)
 {
-	struct store_rec *r = malloc(sizeof(*r) + rec->nblob);
+	struct sup_rec *r = malloc(sizeof(*r) + rec->nblob);
 	int *fds = malloc(sizeof(int) * (size_t)(1 + f->n));
 
 	if (!r || !fds) {	/* the old state stays, "was reading" */
@@ -314,9 +314,9 @@ static void pending_data(struct stored *st, const struct store_rec *rec,
 	*r = *st->rec;
 	r->nregions = 0;
 	r->nblob = rec->nblob;
-	memcpy(store_blob(r), store_blob(rec), rec->nblob);
-	r->flags &= ~STORE_WAS_READING;
-	fds[0] = st->fds[STORE_SOCK];
+	memcpy(sup_blob(r), sup_blob(rec), rec->nblob);
+	r->flags &= ~SUP_WAS_READING;
+	fds[0] = st->fds[SUP_SOCK];
 	close_fds(st->fds + 1, st->nfds - 1);
 	memcpy(fds + 1, f->fd, sizeof(int) * (size_t)f->n);
 	free(st->rec);
@@ -328,50 +328,50 @@ static void pending_data(struct stored *st, const struct store_rec *rec,
 }
 
 /* Apply one message from the server; -ENODATA once it has gone. */
-static int store_input(struct sup *s)
+static int sup_input(struct sup *s)
 {
-	struct store_rec *rec = s->in;
+	struct sup_rec *rec = s->in;
 	struct sock_fds f = { .n = 0 };
-	int ret = store_recv(s->store_fd, rec, &f);
+	int ret = sup_recv(s->sup_fd, rec, &f);
 	struct stored *st;
 
 	if (ret == -EBADMSG)
 		return 0;
 	if (ret < 0 && ret != -EMFILE)
 		return ret;
-	if (rec->kind == STORE_LISTEN && !ret && f.n <= 1) {
+	if (rec->kind == SUP_LISTEN && !ret && f.n <= 1) {
 		if (s->listen_fd >= 0)
 			close(s->listen_fd);
 		s->listen_fd = f.n ? f.fd[0] : -1;
 		s->listen_done = !f.n;
 		return 0;
 	}
-	if (rec->kind == STORE_SESSION || rec->kind == STORE_PENDING) {
+	if (rec->kind == SUP_SESSION || rec->kind == SUP_PENDING) {
 		keep_session(s, rec, &f, ret);
 		return 0;
 	}
-	if (rec->kind == STORE_WANT) {
+	if (rec->kind == SUP_WANT) {
 		s->want = 1;
 		memcpy(s->proto, rec->proto, sizeof(s->proto));
 	}
-	if (rec->kind == STORE_NAME && (st = find_session(s, rec->conn))) {
+	if (rec->kind == SUP_NAME && (st = find_session(s, rec->conn))) {
 		st->rec->id = rec->id;	/* accepted: its session's id now */
 		if (rec->id > s->last_id)
 			s->last_id = rec->id;
 	}
-	if (rec->kind == STORE_DROP)
+	if (rec->kind == SUP_DROP)
 		drop_session(s, rec->id);
-	if (rec->kind == STORE_READY)
+	if (rec->kind == SUP_READY)
 		s->quick = -1;	/* this one started: not a crash loop */
 	for (int i = 0; i < s->ntab; i++) {
 		st = s->tab[i];
 		if (st->rec->id != rec->id || st->serving)
 			continue;
 		/* A state whose descriptors were lost is no state to restore. */
-		if (rec->kind == STORE_READING ||
-		    (rec->kind == STORE_DATA && ret == -EMFILE))
-			st->rec->flags |= STORE_WAS_READING;
-		else if (rec->kind == STORE_DATA)
+		if (rec->kind == SUP_READING ||
+		    (rec->kind == SUP_DATA && ret == -EMFILE))
+			st->rec->flags |= SUP_WAS_READING;
+		else if (rec->kind == SUP_DATA)
 			pending_data(st, rec, &f);
 	}
 	sock_fds_close(&f);
@@ -381,25 +381,25 @@ static int store_input(struct sup *s)
 /* Hand every stored session to the new server, then the end marker. */
 static void hand_over(struct sup *s)
 {
-	struct store_rec end = { .kind = STORE_ADOPT_END };
+	struct sup_rec end = { .kind = SUP_ADOPT_END };
 
 	for (int i = 0; i < s->ntab; i++) {
 		struct stored *st = s->tab[i];
 
 		if (st->rec->id < 0)	/* accepted, never named: name it */
 			st->rec->id = ++s->last_id;
-		st->rec->kind = st->serving ? STORE_ADOPT : STORE_ADOPT_PENDING;
-		int ret = store_send(s->store_fd, st->rec, st->fds, st->nfds);
+		st->rec->kind = st->serving ? SUP_ADOPT : SUP_ADOPT_PENDING;
+		int ret = sup_send(s->sup_fd, st->rec, st->fds, st->nfds);
 
 		if (ret < 0)
 			say(LOG_ERR, "cannot hand session %d over: %s", st->rec->id,
 			    strerror(-ret));
 	}
 	end.id = s->last_id;
-	store_send(s->store_fd, &end, NULL, 0);
+	sup_send(s->sup_fd, &end, NULL, 0);
 }
 
-/* Start the server: this binary again, the store channel at STORE_FD_ENV. */
+/* Start the server: this binary again, the supervisor channel at SUP_FD_ENV. */
 static int start_server(struct sup *s)
 {
 	int sv[2];
@@ -433,7 +433,7 @@ static int start_server(struct sup *s)
 		int fd = dup(sv[1]);	/* without CLOEXEC */
 
 		snprintf(num, sizeof(num), "%d", fd);
-		setenv(STORE_FD_ENV, num, 1);
+		setenv(SUP_FD_ENV, num, 1);
 		setenv(SUP_ACCEPTS_ENV, "1", 1);
 		if (s->started)
 			setenv(RESTART_ENV, "1", 1);
@@ -448,7 +448,7 @@ static int start_server(struct sup *s)
 		_exit(127);
 	}
 	close(sv[1]);
-	s->store_fd = sv[0];
+	s->sup_fd = sv[0];
 	s->server = pid;
 	s->started = true;
 	s->quick = s->quick < 0 ? 0 : s->quick;
@@ -456,7 +456,7 @@ static int start_server(struct sup *s)
 	s->nout = 0;	/* for the server before: its sessions go over */
 	hand_over(s);
 	/* From now on never blocked by a server that does not read. */
-	fcntl(s->store_fd, F_SETFL, fcntl(s->store_fd, F_GETFL) | O_NONBLOCK);
+	fcntl(s->sup_fd, F_SETFL, fcntl(s->sup_fd, F_GETFL) | O_NONBLOCK);
 	return 0;
 }
 
@@ -467,11 +467,11 @@ static int server_gone(struct sup *s, int status)
 		       (s->upgrading && WIFEXITED(status) &&
 			WEXITSTATUS(status) == 0);
 
-	while (s->store_fd >= 0 && store_input(s) == 0)
+	while (s->sup_fd >= 0 && sup_input(s) == 0)
 		;
-	if (s->store_fd >= 0)
-		close(s->store_fd);
-	s->store_fd = -1;
+	if (s->sup_fd >= 0)
+		close(s->sup_fd);
+	s->sup_fd = -1;
 	s->server = 0;
 	if (s->stopping || !crashed)	/* drained, --once, or a start error */
 		return WIFEXITED(status) ? WEXITSTATUS(status) :
@@ -542,7 +542,7 @@ static int on_sup_signal(struct sup *s)
 
 int supervise_run(char **argv)
 {
-	static struct sup s = { .listen_fd = -1, .store_fd = -1 };
+	static struct sup s = { .listen_fd = -1, .sup_fd = -1 };
 	ssize_t n = readlink("/proc/self/exe", s.self, sizeof(s.self) - 1);
 	int ret = -1;
 
@@ -553,7 +553,7 @@ int supervise_run(char **argv)
 	}
 	s.self[n] = 0;
 	s.argv = argv;
-	s.in = malloc(STORE_REC_MAX);
+	s.in = malloc(SUP_REC_MAX);
 	if (!s.in) {
 		fprintf(stderr, "faultline serve: out of memory\n");
 		return 1;
@@ -600,24 +600,24 @@ int supervise_run(char **argv)
 		 */
 		struct pollfd p[3] = {
 			{ .fd = s.sig_fd, .events = POLLIN },
-			{ .fd = s.store_fd,
+			{ .fd = s.sup_fd,
 			  .events = POLLIN | (s.nout ? POLLOUT : 0) },
 			{ .fd = s.listen_fd, .events = POLLIN },
 		};
-		int fd = s.store_fd;
-		bool listen = s.store_fd >= 0 && s.want > 0 && s.listen_fd >= 0;
+		int fd = s.sup_fd;
+		bool listen = s.sup_fd >= 0 && s.want > 0 && s.listen_fd >= 0;
 
-		if (poll(p, s.store_fd < 0 ? 1 : listen ? 3 : 2, -1) < 0 &&
+		if (poll(p, s.sup_fd < 0 ? 1 : listen ? 3 : 2, -1) < 0 &&
 		    errno != EINTR)
 			break;
-		if (s.store_fd >= 0 && p[1].revents & POLLOUT)
+		if (s.sup_fd >= 0 && p[1].revents & POLLOUT)
 			flush_out(&s);
-		if (s.store_fd >= 0 && p[1].revents & ~POLLOUT &&
-		    store_input(&s) == -ENODATA && s.store_fd == fd) {
-			close(s.store_fd);	/* SIGCHLD follows */
-			s.store_fd = -1;
+		if (s.sup_fd >= 0 && p[1].revents & ~POLLOUT &&
+		    sup_input(&s) == -ENODATA && s.sup_fd == fd) {
+			close(s.sup_fd);	/* SIGCHLD follows */
+			s.sup_fd = -1;
 		}
-		if (listen && p[2].revents && s.store_fd >= 0 &&
+		if (listen && p[2].revents && s.sup_fd >= 0 &&
 		    s.listen_fd == p[2].fd)
 			accept_client(&s);
 		if (p[0].revents)

@@ -1,19 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * supervise.h - faultline serve's supervisor (supervise.c); the records it
- * keeps are store.h's.
+ * keeps are supchan.h's.
  */
 #ifndef FAULTLINE_SUPERVISE_H
 #define FAULTLINE_SUPERVISE_H
 
 #include <signal.h>
 
-/* The server's end of the store channel, and the listener, by number. */
-#define STORE_FD_ENV	"FAULTLINE_STORE_FD"
+/* The server's end of the supervisor channel, and the listener, by number. */
+#define SUP_FD_ENV	"FAULTLINE_STORE_FD"
 #define LISTEN_FD_ENV	"FAULTLINE_LISTEN_FD"
 /*
  * Set by a supervisor that accepts the listener's clients for its server
- * (STORE_WANT, STORE_ACCEPTED) and answers STORE_ACK (STORE_KEPT).
+ * (SUP_WANT, SUP_ACCEPTED) and answers SUP_ACK (SUP_KEPT).
  */
 #define SUP_ACCEPTS_ENV	"FAULTLINE_SUPERVISOR_ACCEPTS"
 /* Set for a server started after another: a restart or a handover. */
@@ -31,7 +31,7 @@
 
 /*
  * Run `faultline serve` as the supervisor: start the server (this binary,
- * argv again, with the store channel), keep every session's descriptors,
+ * argv again, with the supervisor channel), keep every session's descriptors,
  * restart the server when it dies, re-execute it on SIGHUP.  Returns the
  * exit status.
  */

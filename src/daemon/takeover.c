@@ -24,7 +24,7 @@
 #include "daemon/handshake.h"
 #include "daemon/log.h"
 #include "daemon/session.h"
-#include "daemon/store.h"
+#include "daemon/supchan.h"
 #include "daemon/takeover.h"
 #include "kernel/proc.h"
 #include "util/error.h"
@@ -36,21 +36,21 @@ static void nonblocking(int fd)
 }
 
 /*
- * A session without a socket came with its descriptors from STORE_UFFD
+ * A session without a socket came with its descriptors from SUP_UFFD
  * on: put the missing socket's place back (-1), so the rest reads alike.
  */
 static void no_sock(struct sock_fds *f)
 {
 	memmove(f->fd + 1, f->fd, sizeof(int) * (size_t)f->n);
-	f->fd[STORE_SOCK] = -1;
+	f->fd[SUP_SOCK] = -1;
 	f->n++;
 }
 
 /* Serve one session the last server had, as the supervisor kept it. */
 static void adopt_one(struct daemon *d, const struct proto_ops *proto,
-		      const struct store_rec *rec, struct sock_fds *f)
+		      const struct sup_rec *rec, struct sock_fds *f)
 {
-	const struct store_region *rr = store_regions(rec);
+	const struct sup_region *rr = sup_regions(rec);
 	struct fl_region_desc *regs = calloc(rec->nregions + 1, sizeof(*regs));
 	struct session *s = calloc(1, sizeof(*s));
 	void *pstate = NULL;
@@ -63,11 +63,11 @@ static void adopt_one(struct daemon *d, const struct proto_ops *proto,
 		return;
 	}
 	/* A pid may be reused by now: the socket's own pidfd, or none. */
-	*s = (struct session){ .d = d, .id = rec->id, .sock = f->fd[STORE_SOCK],
-			       .uffd = f->fd[STORE_UFFD],
-			       .pidfd = sock_peer_pidfd(f->fd[STORE_SOCK],
+	*s = (struct session){ .d = d, .id = rec->id, .sock = f->fd[SUP_SOCK],
+			       .uffd = f->fd[SUP_UFFD],
+			       .pidfd = sock_peer_pidfd(f->fd[SUP_SOCK],
 							false),
-			       .state_fd = f->fd[STORE_STATE], .pid = rec->pid,
+			       .state_fd = f->fd[SUP_STATE], .pid = rec->pid,
 			       .uid = rec->uid, .t_start = rec->t_start,
 			       .client_pid = rec->client_pid, .nfds = 1,
 			       .conn = rec->conn, .held = rec->conn > 0,
@@ -84,9 +84,9 @@ static void adopt_one(struct daemon *d, const struct proto_ops *proto,
 	s->next = d->sessions;
 	d->sessions = s;
 	d->nsessions++;
-	ret = rec->nblob || f->n > STORE_NFDS ?
-	      proto->restore(s->pstate, store_blob(rec), rec->nblob,
-			     f->fd + STORE_NFDS, f->n - STORE_NFDS) : 0;
+	ret = rec->nblob || f->n > SUP_NFDS ?
+	      proto->restore(s->pstate, sup_blob(rec), rec->nblob,
+			     f->fd + SUP_NFDS, f->n - SUP_NFDS) : 0;
 	if (ret >= 0)
 		ret = start_serving(d, s, regs, (int)rec->nregions, true);
 	if (ret < 0) {
@@ -108,7 +108,7 @@ static void adopt_one(struct daemon *d, const struct proto_ops *proto,
  * took a prefix leaves the rest without the fd; one that took it all
  * leaves nothing.
  */
-static bool read_took_nothing(struct session *s, const struct store_rec *rec,
+static bool read_took_nothing(struct session *s, const struct sup_rec *rec,
 			      int nkept)
 {
 	struct sock_fds f;
@@ -133,16 +133,16 @@ static bool read_took_nothing(struct session *s, const struct store_rec *rec,
  * unless that read took nothing (read_took_nothing()).
  */
 static void adopt_pending(struct daemon *d, const struct proto_ops *proto,
-			  const struct store_rec *rec, struct sock_fds *f)
+			  const struct sup_rec *rec, struct sock_fds *f)
 {
 	int nkept = f->n - 1;
 
-	nonblocking(f->fd[STORE_SOCK]);
-	struct session *s = session_new(d, proto, f->fd[STORE_SOCK], rec->id,
+	nonblocking(f->fd[SUP_SOCK]);
+	struct session *s = session_new(d, proto, f->fd[SUP_SOCK], rec->id,
 					rec->t_start);
 
 	if (!s) {
-		f->fd[STORE_SOCK] = -1;
+		f->fd[SUP_SOCK] = -1;
 		for (int i = 1; i < f->n; i++)
 			close(f->fd[i]);
 		return;
@@ -154,7 +154,7 @@ static void adopt_pending(struct daemon *d, const struct proto_ops *proto,
 		refuse(d, s, uid_refusal(d->cfg));
 		return;
 	}
-	if (rec->flags & STORE_WAS_READING && read_took_nothing(s, rec,
+	if (rec->flags & SUP_WAS_READING && read_took_nothing(s, rec,
 								 nkept)) {
 		/* Read anew, whole, when its socket polls in. */
 		slog(s, "taken over: its handshake, still unread when the "
@@ -162,10 +162,10 @@ static void adopt_pending(struct daemon *d, const struct proto_ops *proto,
 		return;
 	}
 	/* The protocol's state as kept; its descriptors are its own now. */
-	int ret = proto->restore(s->pstate, store_blob(rec), rec->nblob,
+	int ret = proto->restore(s->pstate, sup_blob(rec), rec->nblob,
 				 f->fd + 1, nkept);
 
-	if (rec->flags & STORE_WAS_READING) {
+	if (rec->flags & SUP_WAS_READING) {
 		s->nfds = 1;	/* may have been handed over, to the dead server */
 		refuse(d, s, "handshake cut short: the server reading it died");
 		return;
@@ -179,7 +179,7 @@ static void adopt_pending(struct daemon *d, const struct proto_ops *proto,
 
 /*
  * Supervised: the sessions a server before this one was serving, handed
- * over by the supervisor, then STORE_ADOPT_END with the last session id.
+ * over by the supervisor, then SUP_ADOPT_END with the last session id.
  */
 /*
  * A session kept by a server that spoke a protocol this one does not (a
@@ -187,7 +187,7 @@ static void adopt_pending(struct daemon *d, const struct proto_ops *proto,
  * through its socket's pidfd (never left asleep), and the supervisor
  * forgets it (else every restart would hand it over again).
  */
-static void drop_unknown(struct daemon *d, const struct store_rec *rec,
+static void drop_unknown(struct daemon *d, const struct sup_rec *rec,
 			 struct sock_fds *f)
 {
 	int pidfd = f->n > 0 ? sock_peer_pidfd(f->fd[0], false) : -1;
@@ -198,12 +198,12 @@ static void drop_unknown(struct daemon *d, const struct store_rec *rec,
 	     "dropped%s", rec->id, rec->proto, killed ? "; client killed "
 	     "(its uffd would never be served)" : f->n > 1 ? "; its client "
 	     "cannot be killed: its faults will hang" : "");
-	struct store_rec drop = { .kind = STORE_DROP, .id = rec->id };
+	struct sup_rec drop = { .kind = SUP_DROP, .id = rec->id };
 
 	if (pidfd >= 0)
 		close(pidfd);
 	sock_fds_close(f);
-	store_send(d->store_fd, &drop, NULL, 0);
+	sup_send(d->sup_fd, &drop, NULL, 0);
 }
 
 /*
@@ -226,16 +226,16 @@ static void release_orphans(struct daemon *d)
 
 void adopt_sessions(struct daemon *d)
 {
-	struct store_rec *rec = malloc(STORE_REC_MAX);
+	struct sup_rec *rec = malloc(SUP_REC_MAX);
 	struct sock_fds f;
 	int n = 0;
 
 	for (; rec;) {
-		int ret = store_recv(d->store_fd, rec, &f);
+		int ret = sup_recv(d->sup_fd, rec, &f);
 
 		if (ret == -EBADMSG)
 			continue;
-		if (ret < 0 || rec->kind == STORE_ADOPT_END) {
+		if (ret < 0 || rec->kind == SUP_ADOPT_END) {
 			if (ret == 0 && rec->id > d->next_id)
 				d->next_id = rec->id;
 			break;
@@ -246,14 +246,14 @@ void adopt_sessions(struct daemon *d)
 			drop_unknown(d, rec, &f);
 			continue;
 		}
-		if (rec->kind == STORE_ADOPT && rec->flags & STORE_NO_SOCK &&
+		if (rec->kind == SUP_ADOPT && rec->flags & SUP_NO_SOCK &&
 		    f.n < SOCK_FDS_MAX)
 			no_sock(&f);
-		if (rec->kind == STORE_ADOPT && f.n >= STORE_NFDS) {
+		if (rec->kind == SUP_ADOPT && f.n >= SUP_NFDS) {
 			adopt_one(d, proto, rec, &f);
 			n++;
 			continue;
-		} else if (rec->kind == STORE_ADOPT_PENDING && f.n >= 1) {
+		} else if (rec->kind == SUP_ADOPT_PENDING && f.n >= 1) {
 			adopt_pending(d, proto, rec, &f);
 			n++;
 			continue;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * store.c - the store channel's records (both ends use them), and what the
+ * supchan.c - the supervisor channel's records (both ends use them), and what the
  * server tells its supervisor of each session: accepted, reading, the
  * handshake's state after a read, serving, ended.
  *
@@ -17,16 +17,16 @@
 
 #include "daemon/daemon.h"
 #include "daemon/log.h"
-#include "daemon/store.h"
+#include "daemon/supchan.h"
 
-struct store_rec *store_rec_new(uint32_t kind, int id, uint32_t nregions,
+struct sup_rec *sup_rec_new(uint32_t kind, int id, uint32_t nregions,
 				uint32_t nblob)
 {
-	size_t len = sizeof(struct store_rec) +
-		     (size_t)nregions * sizeof(struct store_region) + nblob;
-	struct store_rec *r;
+	size_t len = sizeof(struct sup_rec) +
+		     (size_t)nregions * sizeof(struct sup_region) + nblob;
+	struct sup_rec *r;
 
-	if (len > STORE_REC_MAX)
+	if (len > SUP_REC_MAX)
 		return NULL;
 	r = calloc(1, len);
 	if (!r)
@@ -38,27 +38,27 @@ struct store_rec *store_rec_new(uint32_t kind, int id, uint32_t nregions,
 	return r;
 }
 
-static bool rec_valid(const struct store_rec *r, size_t n)
+static bool rec_valid(const struct sup_rec *r, size_t n)
 {
-	return n >= sizeof(*r) && n <= STORE_REC_MAX &&
-	       r->nregions <= STORE_REC_MAX / sizeof(struct store_region) &&
-	       r->nblob <= STORE_REC_MAX && n == store_len(r) &&
+	return n >= sizeof(*r) && n <= SUP_REC_MAX &&
+	       r->nregions <= SUP_REC_MAX / sizeof(struct sup_region) &&
+	       r->nblob <= SUP_REC_MAX && n == sup_len(r) &&
 	       memchr(r->proto, 0, sizeof(r->proto));
 }
 
-int store_send(int fd, const struct store_rec *rec, const int *fds,
+int sup_send(int fd, const struct sup_rec *rec, const int *fds,
 	       int nfds)
 {
-	if (nfds < 0 || nfds > STORE_FDS_MAX ||
-	    !rec_valid(rec, store_len(rec)))
+	if (nfds < 0 || nfds > SUP_FDS_MAX ||
+	    !rec_valid(rec, sup_len(rec)))
 		return -EMSGSIZE;
-	return sock_send_fds(fd, rec, store_len(rec), fds, nfds);
+	return sock_send_fds(fd, rec, sup_len(rec), fds, nfds);
 }
 
-int store_recv(int fd, struct store_rec *rec, struct sock_fds *f)
+int sup_recv(int fd, struct sup_rec *rec, struct sock_fds *f)
 {
-	ssize_t n = sock_recv_fds(fd, rec, STORE_REC_MAX, 0, f,
-				  STORE_FDS_MAX);
+	ssize_t n = sock_recv_fds(fd, rec, SUP_REC_MAX, 0, f,
+				  SUP_FDS_MAX);
 
 	if (n < 0)
 		return (int)n;
@@ -76,16 +76,16 @@ int store_recv(int fd, struct store_rec *rec, struct sock_fds *f)
 /* ---- the server's side ---------------------------------------------------- */
 
 /* A record of s with its protocol's keep() as the blob; NULL if none fits. */
-static struct store_rec *rec_of(struct session *s, uint32_t kind,
+static struct sup_rec *rec_of(struct session *s, uint32_t kind,
 				int nregions, struct proto_keep *k)
 {
-	struct store_rec *r;
+	struct sup_rec *r;
 
 	*k = (struct proto_keep){ 0 };
 	if (s->pstate && s->proto->keep(s->pstate, k) < 0)
 		return NULL;
-	r = store_rec_new(kind, s->id, (uint32_t)nregions, (uint32_t)k->len);
-	if (!r || k->len > STORE_REC_MAX) {
+	r = sup_rec_new(kind, s->id, (uint32_t)nregions, (uint32_t)k->len);
+	if (!r || k->len > SUP_REC_MAX) {
 		free(k->blob);
 		free(r);
 		return NULL;
@@ -96,49 +96,49 @@ static struct store_rec *rec_of(struct session *s, uint32_t kind,
 	r->client_pid = s->client_pid;
 	snprintf(r->proto, sizeof(r->proto), "%s", s->proto->name);
 	if (k->len)
-		memcpy(store_blob(r), k->blob, k->len);
+		memcpy(sup_blob(r), k->blob, k->len);
 	free(k->blob);
 	k->blob = NULL;
 	return r;
 }
 
-bool store_pending(struct daemon *d, int id, int sock, uint64_t t_start)
+bool sup_pending(struct daemon *d, int id, int sock, uint64_t t_start)
 {
-	struct store_rec r = { .kind = STORE_PENDING, .id = id,
+	struct sup_rec r = { .kind = SUP_PENDING, .id = id,
 			       .t_start = t_start };
 
 	snprintf(r.proto, sizeof(r.proto), "%s", d->proto->name);
-	return store_send(d->store_fd, &r, &sock, 1) == 0;
+	return sup_send(d->sup_fd, &r, &sock, 1) == 0;
 }
 
-void store_want(struct daemon *d)
+void sup_want(struct daemon *d)
 {
-	struct store_rec r = { .kind = STORE_WANT };
+	struct sup_rec r = { .kind = SUP_WANT };
 
 	snprintf(r.proto, sizeof(r.proto), "%s", d->proto->name);
-	store_send(d->store_fd, &r, NULL, 0);
+	sup_send(d->sup_fd, &r, NULL, 0);
 }
 
-void store_name(struct daemon *d, int tmp, int id)
+void sup_name(struct daemon *d, int tmp, int id)
 {
-	struct store_rec r = { .kind = STORE_NAME, .id = id, .conn = tmp };
+	struct sup_rec r = { .kind = SUP_NAME, .id = id, .conn = tmp };
 
-	store_send(d->store_fd, &r, NULL, 0);
+	sup_send(d->sup_fd, &r, NULL, 0);
 }
 
-void store_drop_id(struct daemon *d, int id)
+void sup_drop_id(struct daemon *d, int id)
 {
-	struct store_rec r = { .kind = STORE_DROP, .id = id };
+	struct sup_rec r = { .kind = SUP_DROP, .id = id };
 
-	store_send(d->store_fd, &r, NULL, 0);
+	sup_send(d->sup_fd, &r, NULL, 0);
 }
 
-void store_reading(struct daemon *d, struct session *s)
+void sup_reading(struct daemon *d, struct session *s)
 {
-	struct store_rec r = { .kind = STORE_READING, .id = s->id };
+	struct sup_rec r = { .kind = SUP_READING, .id = s->id };
 
 	if (s->stored)
-		store_send(d->store_fd, &r, NULL, 0);
+		sup_send(d->sup_fd, &r, NULL, 0);
 }
 
 /*
@@ -147,55 +147,55 @@ void store_reading(struct daemon *d, struct session *s)
  * sent: the session stays "reading", and a server after this one refuses
  * it (and kills the client) rather than serve it wrong.
  */
-void store_data(struct daemon *d, struct session *s)
+void sup_data(struct daemon *d, struct session *s)
 {
 	struct proto_keep k;
-	struct store_rec *r;
+	struct sup_rec *r;
 
 	if (!s->stored)
 		return;
-	r = rec_of(s, STORE_DATA, 0, &k);
+	r = rec_of(s, SUP_DATA, 0, &k);
 	if (r)
-		store_send(d->store_fd, r, k.fds, k.nfds);
+		sup_send(d->sup_fd, r, k.fds, k.nfds);
 	free(r);
 }
 
 /*
  * A session without a socket (named by a connection, or forked) sends its
- * descriptors from STORE_UFFD on (STORE_NO_SOCK), and the connection that
+ * descriptors from SUP_UFFD on (SUP_NO_SOCK), and the connection that
  * named it while that is still under way (its prefetch is held until then).
  * Sent, s->stored is set: the supervisor keeps it, or holds what it kept
- * of its handshake until it says (STORE_KEPT) or the session ends.
+ * of its handshake until it says (SUP_KEPT) or the session ends.
  */
-int store_session(struct daemon *d, struct session *s,
+int sup_session(struct daemon *d, struct session *s,
 		   const struct fl_region_desc *regs, int n)
 {
-	int fds[STORE_NFDS + PROTO_KEEP_FDS] = { s->sock,
+	int fds[SUP_NFDS + PROTO_KEEP_FDS] = { s->sock,
 						 fl_engine_uffd(s->engine),
 						 s->state_fd };
-	int *from = s->sock < 0 ? fds + STORE_UFFD : fds;
+	int *from = s->sock < 0 ? fds + SUP_UFFD : fds;
 	struct proto_keep k;
-	struct store_rec *r = rec_of(s, STORE_SESSION, n, &k);
+	struct sup_rec *r = rec_of(s, SUP_SESSION, n, &k);
 	int ret = -EMSGSIZE;
 
 	if (r) {
-		struct store_region *rr = store_regions(r);
+		struct sup_region *rr = sup_regions(r);
 
 		if (d->sup_accepts)
-			r->flags |= STORE_ACK;
+			r->flags |= SUP_ACK;
 		if (s->sock < 0) {
-			r->flags |= STORE_NO_SOCK;
+			r->flags |= SUP_NO_SOCK;
 			r->conn = s->held ? s->conn : 0;
 		}
 
 		for (int i = 0; i < n; i++)
-			rr[i] = (struct store_region){ regs[i].addr,
+			rr[i] = (struct sup_region){ regs[i].addr,
 						       regs[i].len,
 						       regs[i].page_size,
 						       regs[i].src_offset };
-		memcpy(fds + STORE_NFDS, k.fds, sizeof(int) * (size_t)k.nfds);
-		ret = store_send(d->store_fd, r, from,
-				 (int)(fds + STORE_NFDS - from) + k.nfds);
+		memcpy(fds + SUP_NFDS, k.fds, sizeof(int) * (size_t)k.nfds);
+		ret = sup_send(d->sup_fd, r, from,
+				 (int)(fds + SUP_NFDS - from) + k.nfds);
 		free(r);
 	}
 	if (ret == 0)
@@ -203,8 +203,8 @@ int store_session(struct daemon *d, struct session *s,
 	return ret;
 }
 
-void store_drop(struct daemon *d, struct session *s)
+void sup_drop(struct daemon *d, struct session *s)
 {
 	if (s->stored)
-		store_drop_id(d, s->id);
+		sup_drop_id(d, s->id);
 }
