@@ -261,11 +261,12 @@ int main(void)
 		.sizes = { FILE_SIZE }, .page_size = FC_PAGE_4K,
 		.stop_fd = -1, .result_fd = -1,
 	};
-	is_int(su_reap(su_spawn(su_client_main, &all), 60000), 0,
-	       "warm-up: the whole file, every byte");
+	/* Before any session: a warm-up's may not have closed yet. */
 	server = serve_server_pid(&srv);
 	fd0 = proc_fds(server, NULL);
 	sfd0 = proc_fds(srv.pid, NULL);
+	is_int(su_reap(su_spawn(su_client_main, &all), 60000), 0,
+	       "warm-up: the whole file, every byte");
 	diag("start: server %ld fds, supervisor %ld fds, VmRSS %ld KiB", fd0,
 	     sfd0, proc_status_kb(server, "VmRSS"));
 	if (pipe2(stop, O_CLOEXEC))
