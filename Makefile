@@ -135,8 +135,9 @@ VMM_OBJ   := $(VMM_SRC:%.c=$(BUILD)/%.o) $(BUILD)/vmm/blob.o
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
 # The CLI's code but main(), for tests that reach it (the nginx helper).
 CLILIB_OBJ := $(filter-out $(BUILD)/tools/main.o,$(CLI_OBJ))
-# tests/soak.c is make soak's, not make check's (its sizes: SOAK_*).
-TEST_BIN  := $(filter-out $(BUILD)/tests/soak,$(TEST_SRC:tests/%.c=$(BUILD)/tests/%))
+# tests/soak*.c are make soak's, not make check's (their sizes: SOAK_*).
+SOAK_BIN  := $(BUILD)/tests/soak $(BUILD)/tests/soak_criu
+TEST_BIN  := $(filter-out $(SOAK_BIN),$(TEST_SRC:tests/%.c=$(BUILD)/tests/%))
 # TAP scripts prove runs beside them, with the build directory in BUILD:
 # install.sh installs into a temporary stage and builds a user's program
 # against it through pkg-config (not under check-sanitize: it says why);
@@ -356,14 +357,22 @@ check: deps tcg-kernel criu
 	FL_LOAD=1 prove -f --timer $(LOAD_TESTS:%=$(BUILD)/tests/%)
 	FL_FORCE_TCG=1 prove -f --timer $(TCG_TESTS:%=$(BUILD)/tests/%)
 
-# The soak (tests/soak.c): SOAK_SESSIONS Firecracker-style sessions
-# through one `faultline serve` beside malformed clients, with a spinning
-# process per CPU beside it; every byte right, no client hung, the
-# daemon's descriptors back to their start, its RSS not growing.
+# The soak, with a spinning process per CPU beside it.  tests/soak.c:
+# SOAK_SESSIONS Firecracker-style sessions through one `faultline serve`
+# beside malformed clients (some handing over a real uffd); every byte
+# right, no client hung, the daemon's descriptors back to their start,
+# its RSS not growing.  tests/soak_criu.c: SOAK_CRIU_RESTORES restores of
+# a SOAK_CRIU_TASKS-task tree (SOAK_CRIU_MIB each) by the real CRIU, each
+# through a fresh `faultline lazy-pages`: exit 0, every page right, no
+# descriptor left, its peak RSS bounded (SOAK_CRIU_HWM_MIB over the dump).
 SOAK_SESSIONS ?= 10000
-soak: all $(BUILD)/tests/soak
-	SOAK_SESSIONS=$(SOAK_SESSIONS) sh tests/loaded.sh prove -v --timer \
-		$(BUILD)/tests/soak
+SOAK_CRIU_RESTORES ?= 20
+SOAK_CRIU_TASKS ?= 4
+SOAK_CRIU_MIB ?= 16
+soak: all criu $(SOAK_BIN)
+	SOAK_SESSIONS=$(SOAK_SESSIONS) SOAK_CRIU_RESTORES=$(SOAK_CRIU_RESTORES) \
+	SOAK_CRIU_TASKS=$(SOAK_CRIU_TASKS) SOAK_CRIU_MIB=$(SOAK_CRIU_MIB) \
+		sh tests/loaded.sh prove -v --timer $(SOAK_BIN)
 
 # The whole suite as `check` runs it, with a spinning process per CPU
 # beside it for the whole run (tests/loaded.sh): what it asserts must hold

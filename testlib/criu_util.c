@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -14,12 +15,14 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "criu_util.h"
+#include "tap.h"
 
 /* ---- the workload ------------------------------------------------------- */
 
@@ -148,30 +151,32 @@ static void w_plain(size_t len, int threads)
 	w_result("0", why);
 }
 
-static void w_tree(size_t len)
+static void w_tree(size_t len, int tasks)
 {
-	char role[2] = "0", why[200] = "";
-	pid_t kids[2] = { 0, 0 };
+	char role[8] = "0", why[200] = "";
+	pid_t kids[16] = { 0 };
 
-	for (int i = 1; i <= 2; i++) {
+	if (tasks < 2 || tasks > 16)
+		tasks = 3;
+	for (int i = 1; i < tasks; i++) {
 		pid_t c = fork();
 
 		if (c < 0)
 			_exit(2);
 		if (c == 0) {
-			role[0] = (char)('0' + i);
+			snprintf(role, sizeof(role), "%d", i);
 			break;
 		}
 		kids[i - 1] = c;
 	}
-	uint64_t seed = (uint64_t)(role[0] - '0');
+	uint64_t seed = (uint64_t)atoi(role);
 	uint64_t *p = w_fill(len, seed);
 
 	w_ready(role, p, len);
 	w_wait_go();
 	w_check(p, 0, 0, len / 8, seed, why, sizeof(why));
 	w_result(role, why);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < tasks - 1; i++)
 		if (kids[i])
 			waitpid(kids[i], NULL, 0);
 }
@@ -244,7 +249,7 @@ void cu_workload_main(int argc, char **argv)
 	size_t len = (size_t)atoi(argv[4]) << 20;
 
 	if (!strcmp(argv[3], "tree"))
-		w_tree(len);
+		w_tree(len, atoi(argv[5]));
 	else if (!strcmp(argv[3], "fork"))
 		w_fork(len, 1);
 	else if (!strcmp(argv[3], "fork2"))
@@ -260,28 +265,49 @@ void cu_workload_main(int argc, char **argv)
 
 /* ---- criu and the tasks it dumps ---------------------------------------- */
 
-/* What waitpid(-1) reaped, for cu_status(). */
-static struct { pid_t pid; int st; } reaped[64];
+/* What wait4() reaped here, for cu_status() and cu_maxrss_kb(). */
+static struct { pid_t pid; int st; long maxrss; } reaped[64];
 static int nreaped;
+
+static void record(pid_t pid, int st, const struct rusage *ru)
+{
+	reaped[nreaped % 64].pid = pid;
+	reaped[nreaped % 64].st = st;
+	reaped[nreaped % 64].maxrss = ru->ru_maxrss;
+	nreaped++;
+}
 
 static void reap_all(void)
 {
+	struct rusage ru;
 	pid_t p;
 	int st;
 
-	while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
-		reaped[nreaped % 64].pid = p;
-		reaped[nreaped % 64].st = st;
-		nreaped++;
-	}
+	while ((p = wait4(-1, &st, WNOHANG, &ru)) > 0)
+		record(p, st, &ru);
+}
+
+/* The newest record of pid (pids come back: a restore reuses them). */
+static int find_reaped(pid_t pid)
+{
+	for (int i = nreaped - 1; i >= 0 && i >= nreaped - 64; i--)
+		if (reaped[i % 64].pid == pid)
+			return i % 64;
+	return -1;
 }
 
 int cu_status(pid_t pid)
 {
-	for (int i = 0; i < 64 && i < nreaped; i++)
-		if (reaped[i].pid == pid)
-			return reaped[i].st;
-	return -1;
+	int i = find_reaped(pid);
+
+	return i < 0 ? -1 : reaped[i].st;
+}
+
+long cu_maxrss_kb(pid_t pid)
+{
+	int i = find_reaped(pid);
+
+	return i < 0 ? -1 : reaped[i].maxrss;
 }
 
 const char *cu_criu(void)
@@ -304,6 +330,17 @@ const char *cu_criu(void)
 		path[0] = 0;
 	path[strcspn(path, "\n")] = 0;
 	return path[0] ? path : NULL;
+}
+
+void cu_require(bool faultline)
+{
+	if (geteuid() != 0)
+		skip_all_missing("root", "criu needs root");
+	if (!cu_criu())
+		skip_all_missing("criu >= 4.1", "tests/criu/get-criu.sh "
+				 "found or built none (make criu)");
+	if (faultline && access(cu_faultline_bin(), X_OK) < 0)
+		skip_all_missing("build/faultline", "not built (make all)");
 }
 
 static bool timed_out(const struct timespec *t0)
@@ -441,4 +478,81 @@ void cu_rmdir(const char *dir)
 	if (system(cmd)) {
 		/* best effort */
 	}
+}
+
+/* ---- faultline lazy-pages ----------------------------------------------- */
+
+const char *cu_faultline_bin(void)
+{
+	const char *b = getenv("FAULTLINE_BIN");
+
+	return b ? b : "build/faultline";
+}
+
+pid_t cu_lazy_pages(const char *dir, const char *img, const char *const *args)
+{
+	char log[300], st[8];
+	struct pollfd p;
+	int fds[2];
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -1;
+	snprintf(log, sizeof(log), "%s/lazy-pages.log", dir);
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+		dup2(fd, 2);
+		dup2(fds[1], 3);	/* not close-on-exec: dup2 clears it */
+		snprintf(st, sizeof(st), "%d", 3);
+		const char *argv[20] = { "faultline", "lazy-pages", "-D", img,
+					 "--status-fd", st };
+		for (int i = 0; args[i] && i < 12; i++)
+			argv[6 + i] = args[i];
+		execv(cu_faultline_bin(), (char **)argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	p = (struct pollfd){ .fd = fds[0], .events = POLLIN };
+	char c = 1;
+
+	if (pid < 0 || poll(&p, 1, CU_WAIT_S * 1000) != 1 ||
+	    read(fds[0], &c, 1) != 1 || c != 0) {
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
+		pid = -1;
+	}
+	close(fds[0]);
+	return pid;
+}
+
+int cu_daemon_exit(pid_t pid)
+{
+	struct rusage ru;
+	int st;
+
+	for (int i = 0; i < CU_WAIT_S * 100; i++) {
+		if (wait4(pid, &st, WNOHANG, &ru) == pid)
+			record(pid, st, &ru);
+		st = cu_status(pid);
+		if (st != -1)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		usleep(10000);
+	}
+	kill(pid, SIGKILL);
+	if (wait4(pid, &st, 0, &ru) == pid)
+		record(pid, st, &ru);
+	return -1;
+}
+
+void cu_show_log(const char *dir, const char *name)
+{
+	char buf[4096];
+
+	if (cu_read_file(dir, name, buf, sizeof(buf)) > 0)
+		for (char *l = strtok(buf, "\n"); l; l = strtok(NULL, "\n"))
+			diag("%s: %s", name, l);
 }

@@ -25,7 +25,8 @@
  * The workload: argv "--criu-workload DIR KIND MIB THREADS".  Kinds:
  * "plain" (THREADS threads, each checks its slice), "thp" (the same,
  * its memory 2 MiB aligned and MADV_HUGEPAGE), "tree" (the process
- * and two children, each its own memory), "fork" (after the restore the
+ * and THREADS - 1 children, two if THREADS < 2, each its own memory and
+ * role 0, 1, ...), "fork" (after the restore the
  * process forks and the child checks the inherited memory too), "madv"
  * (MADV_DONTNEED, mremap and munmap on the memory after the restore).
  * Each process writes DIR/ready.ROLE ("pid address length") once filled, waits for
@@ -39,6 +40,13 @@ uint64_t cu_pattern(uint64_t off, uint64_t seed);
 
 /* The criu binary (built once by tests/criu/get-criu.sh), or NULL. */
 const char *cu_criu(void);
+
+/*
+ * What the test needs, or it ends here (skip_all_missing(): a skip that
+ * names it, a failure when FL_REQUIRE_ALL=1): root, criu and, with
+ * faultline, build/faultline.
+ */
+void cu_require(bool faultline);
 
 /* Run criu with args (NULL-terminated), its output to log: exit status. */
 int cu_run_criu(const char *log, const char *const *args);
@@ -58,10 +66,35 @@ bool cu_reap(pid_t pid);
 /* The wait status of pid if this process reaped it, else -1. */
 int cu_status(pid_t pid);
 
+/*
+ * The peak RSS in KiB of a child this process reaped (wait4's ru_maxrss:
+ * the larger of its own and of the children it reaped), else -1.
+ */
+long cu_maxrss_kb(pid_t pid);
+
 /* A new private directory under /tmp (name: its prefix). */
 char *cu_tmpdir(const char *name);
 
 /* rm -rf dir (best effort). */
 void cu_rmdir(const char *dir);
+
+/* The faultline binary: $FAULTLINE_BIN, or build/faultline. */
+const char *cu_faultline_bin(void);
+
+/*
+ * faultline lazy-pages -D img and the options in args (NULL-terminated,
+ * at most 11), its log in dir/lazy-pages.log: its pid once listening
+ * (its --status-fd said so), or -1.
+ */
+pid_t cu_lazy_pages(const char *dir, const char *img, const char *const *args);
+
+/*
+ * The daemon's exit status once it is done (or -1, killed after the
+ * bound): reaped here, or already by cu_reap()'s wait (cu_status()).
+ */
+int cu_daemon_exit(pid_t pid);
+
+/* Each line of dir/name (its first 4 KiB) as a TAP comment. */
+void cu_show_log(const char *dir, const char *name);
 
 #endif

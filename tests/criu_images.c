@@ -115,11 +115,7 @@ int main(int argc, char **argv)
 	int pid;
 
 	cu_workload_main(argc, argv);
-	if (geteuid() != 0)
-		skip_all_missing("root", "criu dump needs root");
-	if (!cu_criu())
-		skip_all_missing("criu >= 4.1", "tests/criu/get-criu.sh "
-				 "found or built none (make criu)");
+	cu_require(false);
 	char *d = cu_tmpdir("criu-images");
 
 	snprintf(work, sizeof(work), "%s", d);

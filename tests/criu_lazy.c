@@ -57,77 +57,6 @@ struct scenario {
 static struct nginx ngx;	/* for image 2 */
 static bool have_nginx;
 
-static const char *faultline_bin(void)
-{
-	const char *b = getenv("FAULTLINE_BIN");
-
-	return b ? b : "build/faultline";
-}
-
-/*
- * faultline lazy-pages -D img and the options in args (NULL-terminated,
- * at most 11), its log in dir: its pid once listening.
- */
-static pid_t lazy_pages(const char *dir, const char *img,
-			const char *const *args)
-{
-	char log[300], st[8];
-	struct pollfd p;
-	int fds[2];
-	pid_t pid;
-
-	if (pipe2(fds, O_CLOEXEC) < 0)
-		return -1;
-	snprintf(log, sizeof(log), "%s/lazy-pages.log", dir);
-	pid = fork();
-	if (pid == 0) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-
-		dup2(fd, 2);
-		dup2(fds[1], 3);	/* not close-on-exec: dup2 clears it */
-		snprintf(st, sizeof(st), "%d", 3);
-		const char *argv[20] = { "faultline", "lazy-pages", "-D", img,
-					 "--status-fd", st };
-		for (int i = 0; args[i] && i < 12; i++)
-			argv[6 + i] = args[i];
-		execv(faultline_bin(), (char **)argv);
-		_exit(127);
-	}
-	close(fds[1]);
-	p = (struct pollfd){ .fd = fds[0], .events = POLLIN };
-	char c = 1;
-
-	if (pid < 0 || poll(&p, 1, CU_WAIT_S * 1000) != 1 ||
-	    read(fds[0], &c, 1) != 1 || c != 0) {
-		if (pid > 0) {
-			kill(pid, SIGKILL);
-			waitpid(pid, NULL, 0);
-		}
-		pid = -1;
-	}
-	close(fds[0]);
-	return pid;
-}
-
-/*
- * The daemon's exit status once it is done (or killed after the bound):
- * reaped here, or already by cu_reap()'s waitpid(-1) (cu_status).
- */
-static int daemon_exit(pid_t pid)
-{
-	int st;
-
-	for (int i = 0; i < CU_WAIT_S * 100; i++) {
-		if (waitpid(pid, &st, WNOHANG) == pid ||
-		    (st = cu_status(pid)) != -1)
-			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-		usleep(10000);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, &st, 0);
-	return -1;
-}
-
 /*
  * /proc/PID/NAME's first line until want(line) says yes: true; false
  * after the bound.
@@ -319,7 +248,7 @@ static void refused_without_ps(const char *dir, const char *img,
 	char cmd[900], out[1024] = "";
 
 	snprintf(cmd, sizeof(cmd), "%s lazy-pages -D '%s' >'%s/refused' 2>&1",
-		 faultline_bin(), img, dir);
+		 cu_faultline_bin(), img, dir);
 	int st = system(cmd);
 
 	cu_read_file(dir, "refused", out, sizeof(out));
@@ -340,7 +269,7 @@ static void refused_unreachable(const char *dir, const char *img,
 
 	snprintf(cmd, sizeof(cmd), "%s lazy-pages -D '%s' --page-server "
 		 "--address 127.0.0.1 --port %d >'%s/refused' 2>&1",
-		 faultline_bin(), img, port, dir);
+		 cu_faultline_bin(), img, port, dir);
 	int st = system(cmd);
 
 	cu_read_file(dir, "refused", out, sizeof(out));
@@ -349,7 +278,7 @@ static void refused_unreachable(const char *dir, const char *img,
 
 	snprintf(bad, sizeof(bad), "%s lazy-pages -D '%s' --page-server "
 		 "--address 127.0.0.1 --port %d --page-server-criu banana "
-		 ">'%s/bad' 2>&1", faultline_bin(), img, port, dir);
+		 ">'%s/bad' 2>&1", cu_faultline_bin(), img, port, dir);
 	int bst = system(bad);
 
 	cu_read_file(dir, "bad", bout, sizeof(bout));
@@ -381,15 +310,6 @@ static int lazy_dump_copy(const char *img, char *copy, size_t len,
 	return 0;
 }
 
-static void show_log(const char *dir, const char *name)
-{
-	char buf[4096];
-
-	if (cu_read_file(dir, name, buf, sizeof(buf)) > 0)
-		for (char *l = strtok(buf, "\n"); l; l = strtok(NULL, "\n"))
-			diag("%s: %s", name, l);
-}
-
 /*
  * The same dump restored again, the working set the first restore
  * recorded (trace) replayed: every process reads every byte right, and
@@ -415,14 +335,14 @@ static void replayed(const struct scenario *sc, const char *dir,
 	}
 	snprintf(buf, sizeof(buf), "%s/go", dir);
 	unlink(buf);
-	pid_t daemon = lazy_pages(dir, img, args);
+	pid_t daemon = cu_lazy_pages(dir, img, args);
 
 	if (!ok(daemon > 0, "%s, again: faultline lazy-pages --prefetch "
 		"listens", sc->name))
 		return;
 	is_int(cu_run_criu(log, restore), 0, "criu restore --lazy-pages, "
 	       "again");
-	is_int(daemon_exit(daemon), 0, "faultline lazy-pages --prefetch is "
+	is_int(cu_daemon_exit(daemon), 0, "faultline lazy-pages --prefetch is "
 	       "done (every page in) before the processes read");
 	snprintf(buf, sizeof(buf), "%s/go", dir);
 	close(open(buf, O_WRONLY | O_CREAT, 0644));
@@ -476,7 +396,7 @@ static void run(const struct scenario *sc)
 	const char *dump[] = { "dump", "-t", buf, "-D", img, NULL };
 
 	if (!is_int(cu_run_criu(log, dump), 0, "criu dump")) {
-		show_log(dir, "criu.log");
+		cu_show_log(dir, "criu.log");
 		kill(child, SIGKILL);
 		cu_reap(child);
 		return;
@@ -494,7 +414,7 @@ static void run(const struct scenario *sc)
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/pages.flimg", ngx.port);
 	if (sc->image) {
 		snprintf(buf, sizeof(buf), "%s image create --criu %s %s "
-			 ">/dev/null", faultline_bin(), img, flimg);
+			 ">/dev/null", cu_faultline_bin(), img, flimg);
 		is_int(system(buf), 0, "faultline image create --criu");
 	}
 	const char *args[12] = { 0 };
@@ -504,7 +424,7 @@ static void run(const struct scenario *sc)
 
 	if (sc->ps && !ok(ps > 0, "%s: criu page-server --lazy-pages listens",
 			  sc->name)) {
-		show_log(dir, "criu.log");
+		cu_show_log(dir, "criu.log");
 		return;
 	}
 	char left[320];
@@ -540,16 +460,16 @@ static void run(const struct scenario *sc)
 		args[na++] = "--record";
 		args[na++] = trace;
 	}
-	daemon = lazy_pages(dir, rimg, args);
+	daemon = cu_lazy_pages(dir, rimg, args);
 	if (!ok(daemon > 0, "%s: faultline lazy-pages listens", sc->name)) {
-		show_log(dir, "lazy-pages.log");
+		cu_show_log(dir, "lazy-pages.log");
 		return;
 	}
 	const char *restore[] = { "restore", "-D", rimg, "-d", "--lazy-pages",
 				  NULL };
 
 	if (!is_int(cu_run_criu(log, restore), 0, "criu restore --lazy-pages"))
-		show_log(dir, "criu.log");
+		cu_show_log(dir, "criu.log");
 	if (sc->cut) {
 		snprintf(buf, sizeof(buf), "truncate -s 0 %s/pages-*.img", img);
 		if (system(buf))
@@ -595,15 +515,15 @@ static void run(const struct scenario *sc)
 	}
 	for (int i = 0; i < n; i++)
 		cu_reap(pids[i]);
-	if (daemon > 0 && !is_int(daemon_exit(daemon), 0, "faultline "
+	if (daemon > 0 && !is_int(cu_daemon_exit(daemon), 0, "faultline "
 				  "lazy-pages exits 0 once every task is served"))
-		show_log(dir, "lazy-pages.log");
+		cu_show_log(dir, "lazy-pages.log");
 	/* Ours to reap: this test is the subreaper of what criu leaves. */
 	if (ps > 0 && !sc->kill)
-		is_int(daemon_exit(ps), 0, "criu page-server exits 0 once "
+		is_int(cu_daemon_exit(ps), 0, "criu page-server exits 0 once "
 		       "faultline is done with it");
 	else if (ps > 0)
-		daemon_exit(ps);
+		cu_daemon_exit(ps);
 	if (sc->kill) {
 		char lg[16384];
 
@@ -614,7 +534,7 @@ static void run(const struct scenario *sc)
 	if (sc->record && daemon > 0)
 		replayed(sc, dir, img, trace);
 	if (getenv("CRIU_TEST_LOGS"))
-		show_log(dir, "lazy-pages.log");
+		cu_show_log(dir, "lazy-pages.log");
 	if (tap_failures())
 		diag("left for a look: %s", dir);
 	else
@@ -664,13 +584,7 @@ int main(int argc, char **argv)
 	};
 
 	cu_workload_main(argc, argv);
-	if (geteuid() != 0)
-		skip_all_missing("root", "criu needs root");
-	if (!cu_criu())
-		skip_all_missing("criu >= 4.1", "tests/criu/get-criu.sh "
-				 "found or built none (make criu)");
-	if (access(faultline_bin(), X_OK) < 0)
-		skip_all_missing("build/faultline", "not built (make all)");
+	cu_require(true);
 	have_nginx = nginx_binary() && nginx_setup(&ngx) == 0 &&
 		     nginx_start(&ngx) == 0;
 	if (nginx_binary() && !have_nginx)

@@ -16,9 +16,9 @@
 #include <sys/resource.h>
 #include <setjmp.h>
 
+#include "bad_client.h"
 #include "load.h"
 #include "serve_util.h"
-#include "kernel/uffd.h"
 
 #define MIB		(1ULL << 20)
 #define FILE_SIZE	(16 * MIB)
@@ -27,33 +27,25 @@
 static struct mem_file mem;
 static struct serve srv;
 
-/* FD_FORK: a uffd of its own that asks for fork events. */
-enum fd_kind { FD_UFFD, FD_NONE, FD_TWO, FD_FORK };
-
 struct bad_case {
 	const char *name;
 	const char *json;	/* {A} {B} region addresses, {S} size, ... */
-	enum fd_kind fds;
+	enum bc_fds fds;
 	const char *field;	/* the log line must name this, if set */
 	const char *kw[6];	/* ... and contain one of these, if any */
 	int eof;		/* shutdown(SHUT_WR) right after sending */
 	int slow;		/* the daemon may wait for more: check last */
 };
 
-/*
- * {A} region 0, {B} region 1 (both {S} = 4 MiB, registered), {A1} = A + 1,
- * {AH} = A + 2 MiB, {F} = file size, {F2} = twice it, {FH} = F - 2 MiB.
- */
-#define REG(addr, size, off) \
-	"{\"base_host_virt_addr\":" addr ",\"size\":" size ",\"offset\":" \
-	off ",\"page_size\":4096,\"page_size_kib\":4096}"
-#define GOOD	REG("{A}", "{S}", "0")
+/* The tokens in json: bad_client.h. */
+#define REG	BC_REG
+#define GOOD	BC_GOOD
 
 /* A case whose log line must name field. */
-#define FIELD(n, j, f)	{ .name = n, .json = j, .fds = FD_UFFD, \
+#define FIELD(n, j, f)	{ .name = n, .json = j, .fds = BC_UFFD, \
 			  .field = f }
 /* A case whose log line must contain one of the keywords. */
-#define KW(n, j, ...)	{ .name = n, .json = j, .fds = FD_UFFD, \
+#define KW(n, j, ...)	{ .name = n, .json = j, .fds = BC_UFFD, \
 			  .kw = { __VA_ARGS__ } }
 
 static const struct bad_case cases[] = {
@@ -101,12 +93,12 @@ static const struct bad_case cases[] = {
 	FIELD("missing offset",
 	      "[{\"base_host_virt_addr\":{A},\"size\":{S},\"page_size\":4096}]",
 	      "offset"),
-	{ .name = "no fd", .json = "[" GOOD "]", .fds = FD_NONE,
+	{ .name = "no fd", .json = "[" GOOD "]", .fds = BC_NONE,
 	  .kw = { "fd", "descriptor" } },
-	{ .name = "two fds", .json = "[" GOOD "]", .fds = FD_TWO,
+	{ .name = "two fds", .json = "[" GOOD "]", .fds = BC_TWO,
 	  .kw = { "fd", "descriptor" } },
 	{ .name = "a uffd asking for fork events", .json = "[" GOOD "]",
-	  .fds = FD_FORK, .kw = { "fork events" } },
+	  .fds = BC_FORK, .kw = { "fork events" } },
 	KW("huge region count", NULL /* built */, "region", "too many",
 	   "too long", "too large", "longer"),
 	FIELD("offset outside the file", "[" REG("{A}", "{S}", "{F}") "]",
@@ -138,57 +130,6 @@ static const struct bad_case cases[] = {
 
 #define NCASES (sizeof(cases) / sizeof(*cases))
 
-/* Expand the {X} tokens of t into out. */
-static void expand(const char *t, char *out, size_t len,
-		   const struct fc_client *c)
-{
-	uint64_t a = (uintptr_t)c->regions[0].addr;
-	uint64_t b = (uintptr_t)c->regions[1].addr;
-	const struct { const char *tok; uint64_t v; } tab[] = {
-		{ "{A}", a }, { "{B}", b }, { "{S}", 4 * MIB },
-		{ "{A1}", a + 1 }, { "{AH}", a + 2 * MIB },
-		{ "{F}", FILE_SIZE }, { "{F2}", 2 * FILE_SIZE },
-		{ "{FH}", FILE_SIZE - 2 * MIB },
-	};
-	size_t n = 0;
-
-	while (*t && n + 24 < len) {
-		size_t i, k = sizeof(tab) / sizeof(*tab);
-
-		for (i = 0; i < k; i++)
-			if (!strncmp(t, tab[i].tok, strlen(tab[i].tok)))
-				break;
-		if (i < k) {
-			n += (size_t)snprintf(out + n, len - n, "%llu",
-					      (unsigned long long)tab[i].v);
-			t += strlen(tab[i].tok);
-		} else {
-			out[n++] = *t++;
-		}
-	}
-	out[n] = 0;
-}
-
-/* 10000 well-formed 4 KiB regions: more than any VM has. */
-static char *huge_count_json(const struct fc_client *c)
-{
-	const int n = 10000;
-	size_t len = (size_t)n * 140 + 8, o = 0;
-	char *j = malloc(len);
-	uint64_t a = (uintptr_t)c->regions[0].addr;
-
-	o += (size_t)snprintf(j + o, len - o, "[");
-	for (int i = 0; i < n; i++)
-		o += (size_t)snprintf(j + o, len - o,
-			"%s{\"base_host_virt_addr\":%llu,\"size\":4096,"
-			"\"offset\":%d,\"page_size\":4096,"
-			"\"page_size_kib\":4096}", i ? "," : "",
-			(unsigned long long)(a + (uint64_t)(i % 1024) * 4096),
-			(i % 1024) * 4096);
-	snprintf(j + o, len - o, "]");
-	return j;
-}
-
 /*
  * One bad handshake, sent from its own child process so that its log line
  * is told apart by pid.  The child waits for the daemon to close the
@@ -198,45 +139,13 @@ static char *huge_count_json(const struct fc_client *c)
 static int case_main(void *arg)
 {
 	const struct bad_case *bc = arg;
-	uint64_t sizes[2] = { 4 * MIB, 4 * MIB };
-	struct fc_client c;
-	char json[4096];
-	char *big = NULL;
-	int fds[2], nfds = 0, ret, sock;
+	struct bad_client b = {
+		.sock = srv.sock, .json = bc->json, .file_size = FILE_SIZE,
+		.fds = bc->fds, .then = bc->eof ? BC_EOF : BC_WAIT,
+		.wait_ms = bc->slow ? 12000 : 5000,
+	};
 
-	if (fc_client_map(&c, 2, sizes, FC_PAGE_4K))
-		return 10;
-	if (bc->json)
-		expand(bc->json, json, sizeof(json), &c);
-	else
-		big = huge_count_json(&c);
-	if (bc->fds == FD_UFFD || bc->fds == FD_TWO)
-		fds[nfds++] = c.uffd;
-	if (bc->fds == FD_TWO)
-		fds[nfds++] = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (bc->fds == FD_FORK) {
-		uint64_t feat;
-
-		fds[nfds] = uffd_open(O_CLOEXEC);
-		if (fds[nfds] < 0 || uffd_api(fds[nfds],
-					      UFFD_FEATURE_EVENT_FORK, &feat,
-					      NULL) < 0)
-			return 12;
-		nfds++;
-	}
-	sock = fc_connect_unix(srv.sock);
-	if (sock < 0)
-		return 11;
-	/* A daemon that stops reading must not block us forever. */
-	setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO,
-		   &(struct timeval){ .tv_sec = 3 }, sizeof(struct timeval));
-	ret = fc_send_handshake(sock, big ? big : json, fds, nfds);
-	if (ret < 0 && ret != -EPIPE && ret != -ECONNRESET &&
-	    ret != -EAGAIN)
-		diag("%s: sendmsg: %s", bc->name, strerror(-ret));
-	if (bc->eof)
-		shutdown(sock, SHUT_WR);
-	return su_closed_by_daemon(sock, bc->slow ? 12000 : 5000) ? 0 : 1;
+	return bad_client_main(&b);
 }
 
 struct case_run {
@@ -296,7 +205,7 @@ static void finish_case(struct case_run *cr, unsigned int timeout_ms)
 	 * even one that has shut its end of the socket: nobody would ever
 	 * serve its memory.
 	 */
-	if (bc->fds != FD_NONE)
+	if (bc->fds != BC_NONE)
 		ok(r == -SIGKILL && strstr(line, "client killed"),
 		   "... and the client, whose uffd nobody would serve, "
 		   "killed (%d)", r);

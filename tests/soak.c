@@ -2,9 +2,13 @@
 /*
  * soak.c - `make soak`: `faultline serve` through many Firecracker-style
  * sessions (SOAK_SESSIONS, 10,000 by default under make soak; 200 when
- * run alone) beside malformed clients: every byte right, no client hung,
- * the daemon's descriptors back to their start and its RSS not growing
- * over the second half of the run.
+ * run alone) beside malformed clients, most of them handing over a real
+ * uffd (testlib/bad_client.h: a bad region table, gone at once, its
+ * memory unmapped, a second descriptor, a file for a uffd): every byte
+ * right, no client hung, each malformed client ended as it should and
+ * logged in one line saying what was wrong, the daemon's descriptors
+ * back to their start and its RSS not growing over the second half of
+ * the run.
  *
  * Decisions: not in make check's list (make soak runs it, under
  * tests/loaded.sh); sessions run in batches of two worker processes, and
@@ -13,6 +17,7 @@
  * quarter plus 4 MiB, never one sample against another.
  */
 #define _GNU_SOURCE
+#include "bad_client.h"
 #include "serve_util.h"
 
 #define MIB		(1ULL << 20)
@@ -54,36 +59,178 @@ static int worker(void *arg)
 	return fails ? 1 : 0;
 }
 
-/* Malformed clients until stop_fd is readable. */
+/*
+ * The malformed clients, in turn, each in a child of its own (its log
+ * lines name its pid); what each may end as: its exit code, or killed
+ * (-SIGKILL) by the daemon, which will not leave a client that handed
+ * over its uffd unserved.
+ */
+static const struct bad_kind {
+	const char *name;
+	struct bad_client bc;
+	int end;		/* what it ends as */
+	const char *says;	/* its session's last line says so */
+} bad_kinds[] = {
+	{ "not JSON, no descriptor",
+	  { .json = "hello, faultline", .fds = BC_NONE }, 0,
+	  "expected a JSON array" },
+	{ "truncated, then EOF",
+	  { .json = "[{\"base_host_virt_addr\":", .fds = BC_NONE,
+	    .then = BC_EOF }, 0, "truncated" },
+	{ "a region outside the file, with its uffd",
+	  { .json = "[" BC_REG("{A}", "{S}", "{F}") "]" }, -SIGKILL,
+	  "beyond the memory file" },
+	{ "its uffd handed over, then gone at once",
+	  { .json = "[" BC_GOOD "]", .then = BC_GONE }, 0,
+	  "ended (client" /* closed the socket, or gone: which first */ },
+	/* served, as what it has not unmapped yet would be */
+	{ "its uffd handed over, its memory then unmapped",
+	  { .json = "[" BC_GOOD "]", .then = BC_UNMAP }, 0, "ended (client" },
+	{ "its uffd and /dev/null",
+	  { .json = "[" BC_GOOD "]", .fds = BC_TWO }, -SIGKILL,
+	  "2 fds in SCM_RIGHTS" },
+	/* its memory registered on a uffd it kept: nobody would serve it */
+	{ "/dev/null for a uffd",
+	  { .json = "[" BC_GOOD "]", .fds = BC_OTHER }, -SIGKILL,
+	  "not a userfaultfd" },
+};
+
+#define NKINDS	(sizeof(bad_kinds) / sizeof(*bad_kinds))
+
+/*
+ * Malformed clients until stop_fd is readable, one at a time, and a bare
+ * connection that goes between them; each one's pid, kind and end as a
+ * line of the file at path.  Exit 0 if each ended as its kind may.
+ */
+struct bad_run {
+	int stop_fd;
+	const char *path;
+};
+
 static int malformed(void *arg)
 {
-	int stop_fd = *(int *)arg;
+	const struct bad_run *br = arg;
+	FILE *out = fopen(br->path, "we");
 	unsigned long n = 0;
+	int fails = 0;
 
-	while (poll(&(struct pollfd){ .fd = stop_fd, .events = POLLIN }, 1,
-		    0) == 0) {
+	if (!out)
+		return 10;
+	setvbuf(out, NULL, _IOLBF, 0);
+	while (poll(&(struct pollfd){ .fd = br->stop_fd, .events = POLLIN },
+		    1, 0) == 0) {
+		const struct bad_kind *k = &bad_kinds[n++ % NKINDS];
+		struct bad_client bc = k->bc;
 		int s = fc_connect_unix(srv.sock);
 
-		alarm(SU_CHILD_TIMEOUT);
-		if (s < 0)
-			continue;
-		switch (n++ % 3) {
-		case 0:		/* not JSON, no descriptor */
-			fc_send_handshake(s, "hello, faultline", NULL, 0);
-			su_closed_by_daemon(s, 10000);
-			break;
-		case 1:		/* truncated, then EOF */
-			fc_send_handshake(s, "[{\"base_host_virt_addr\":", NULL,
-					  0);
-			shutdown(s, SHUT_WR);
-			su_closed_by_daemon(s, 10000);
-			break;
-		default:	/* connects and goes */
-			break;
+		alarm(SU_CHILD_TIMEOUT + 10);	/* past su_reap()'s bound */
+		if (s >= 0)	/* connects and goes */
+			close(s);
+		bc.sock = srv.sock;
+		bc.file_size = FILE_SIZE;
+		bc.wait_ms = 10000;
+		pid_t pid = su_spawn(bad_client_main, &bc);
+		int r = su_reap(pid, (SU_CHILD_TIMEOUT + 5) * 1000);
+
+		fprintf(out, "%d %d %d\n", (int)pid, (int)(k - bad_kinds), r);
+		if (r != k->end) {
+			diag("malformed client %d (%s): ended %d", (int)pid,
+			     k->name, r);
+			fails++;
 		}
-		close(s);
 	}
-	return 0;
+	fclose(out);
+	return fails ? 1 : 0;
+}
+
+struct bad_rec {
+	int pid, kind, lines;
+	bool right;		/* its line says what its kind should */
+};
+
+static int by_pid(const void *a, const void *b)
+{
+	return ((const struct bad_rec *)a)->pid -
+	       ((const struct bad_rec *)b)->pid;
+}
+
+/* The malformed clients the file at path lists: *n of them (malloc'd). */
+static struct bad_rec *bad_read(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "re");
+	struct bad_rec *v = NULL;
+	size_t cap = 0;
+	int pid, kind, end;
+
+	*n = 0;
+	while (f && fscanf(f, "%d %d %d", &pid, &kind, &end) == 3) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 1024;
+			v = realloc(v, cap * sizeof(*v));
+			if (!v)
+				BAIL("out of memory");
+		}
+		v[(*n)++] = (struct bad_rec){ .pid = pid, .kind = kind };
+	}
+	if (f)
+		fclose(f);
+	if (*n)
+		qsort(v, *n, sizeof(*v), by_pid);
+	return v;
+}
+
+/*
+ * Each malformed client's session ends in one line of the daemon's log
+ * ("closed: ..." or "ended ..."), which says what its kind should: the
+ * clients; in *wrong how many do not, in *uffds how many handed over a
+ * uffd.
+ */
+static size_t bad_logged(const char *path, size_t *wrong, size_t *uffds)
+{
+	struct bad_rec *v, key;
+	char line[2048];
+	size_t n;
+	FILE *f;
+	int shown = 0;
+
+	v = bad_read(path, &n);
+	f = fopen(srv.log, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		const char *p = strstr(line, "(pid ");
+		struct bad_rec *r;
+
+		if (!p || (!strstr(line, "): closed: ") &&
+			   !strstr(line, "): ended (")))
+			continue;
+		line[strcspn(line, "\n")] = 0;
+		key.pid = atoi(p + 5);
+		r = n ? bsearch(&key, v, n, sizeof(*v), by_pid) : NULL;
+		if (!r)
+			continue;
+		r->lines++;
+		r->right = strstr(line, bad_kinds[r->kind].says) &&
+			   (bad_kinds[r->kind].end != -SIGKILL ||
+			    strstr(line, "client killed"));
+		if (!r->right && ++shown <= 5)
+			diag("%s: %s", bad_kinds[r->kind].name, line);
+	}
+	if (f)
+		fclose(f);
+	*wrong = *uffds = 0;
+	for (size_t i = 0; i < n; i++) {
+		enum bc_fds fds = bad_kinds[v[i].kind].bc.fds;
+
+		*uffds += fds == BC_UFFD || fds == BC_TWO;
+		if (v[i].lines != 1 || !v[i].right) {
+			if (++*wrong <= 5)
+				diag("malformed client %d (%s): %d lines, %s",
+				     v[i].pid, bad_kinds[v[i].kind].name,
+				     v[i].lines, v[i].right ? "right" :
+				     "not what it should say");
+		}
+	}
+	free(v);
+	return n;
 }
 
 static long env_long(const char *name, long dflt)
@@ -98,6 +245,8 @@ int main(void)
 	long sessions = env_long("SOAK_SESSIONS", 200);
 	long rss[BATCHES], fd0, fd1, sfd0, sfd1, max2 = 0, max4 = 0;
 	int stop[2], hung = 0, wrong = 0, r;
+	char path[200];
+	struct bad_run br = { .path = path };
 	pid_t bad, server;
 
 	r = mem_file_create(&mem, FILE_SIZE, 0x50a4ULL << 40 ^ getpid());
@@ -112,16 +261,19 @@ int main(void)
 		.sizes = { FILE_SIZE }, .page_size = FC_PAGE_4K,
 		.stop_fd = -1, .result_fd = -1,
 	};
-	is_int(su_reap(su_spawn(su_client_main, &all), 60000), 0,
-	       "warm-up: the whole file, every byte");
+	/* Before any session: a warm-up's may not have closed yet. */
 	server = serve_server_pid(&srv);
 	fd0 = proc_fds(server, NULL);
 	sfd0 = proc_fds(srv.pid, NULL);
+	is_int(su_reap(su_spawn(su_client_main, &all), 60000), 0,
+	       "warm-up: the whole file, every byte");
 	diag("start: server %ld fds, supervisor %ld fds, VmRSS %ld KiB", fd0,
 	     sfd0, proc_status_kb(server, "VmRSS"));
 	if (pipe2(stop, O_CLOEXEC))
 		BAIL("pipe");
-	bad = su_spawn(malformed, &stop[0]);
+	br.stop_fd = stop[0];
+	snprintf(path, sizeof(path), "%s/bad-clients", srv.dir);
+	bad = su_spawn(malformed, &br);
 	for (int b = 0; b < BATCHES; b++) {
 		pid_t p[WORKERS];
 
@@ -140,8 +292,14 @@ int main(void)
 	}
 	if (write(stop[1], "x", 1) != 1)
 		diag("cannot stop the malformed clients");
-	r = su_reap(bad, (SU_CHILD_TIMEOUT + 5) * 1000);
-	is_int(r, 0, "malformed clients: none hung");
+	r = su_reap(bad, (SU_CHILD_TIMEOUT + 15) * 1000);
+	is_int(r, 0, "malformed clients: each ended as it should (killed if "
+	       "its uffd was handed over and refused), none hung");
+	size_t badlines, uffds, nb = bad_logged(path, &badlines, &uffds);
+
+	ok(nb >= NKINDS && badlines == 0, "%zu malformed clients (%zu kinds, "
+	   "%zu handing over a real uffd): each logged in one line saying "
+	   "what was wrong (%zu not)", nb, NKINDS, uffds, badlines);
 	is_int(wrong, 0, "every session's bytes right");
 	is_int(hung, 0, "no client hung");
 	ok(serve_alive(&srv) && serve_server_pid(&srv) == server,
