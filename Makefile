@@ -344,6 +344,9 @@ $(BUILD)/tests/symbols: tests/symbols.c $(BUILD)/libfltest.a \
 	$(CC) $(CFLAGS) $(TEST_CFLAGS) -o $@ $< $(BUILD)/libfltest.a \
 		$(BUILD)/libfaultline.a $(LDLIBS)
 
+# tests/abi calls the shared object's versions of fl_engine_create (dlvsym).
+$(BUILD)/tests/abi: $(BUILD)/libfaultline.so
+
 tests: $(TEST_BIN)
 
 # The criu the CRIU tests run (tests/criu/get-criu.sh; cached in build/criu).

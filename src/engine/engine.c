@@ -98,11 +98,15 @@ static int64_t check_opts(const struct fl_engine_opts *opts)
 {
 	uint64_t chunk = opts->chunk_size ? opts->chunk_size : FL_DEFAULT_CHUNK;
 
-	if (!is_zero(opts->reserved, sizeof(opts->reserved)) ||
-	    opts->reserved_4 || opts->reserved_28 || opts->reserved_52)
+	if (!is_zero(opts->reserved, sizeof(opts->reserved)))
 		return fl_err(-EINVAL, "engine options: reserved space is not "
 			      "zero (options of a newer libfaultline than %s?)",
 			      FL_VERSION);
+	if (opts->reserved_4 || opts->reserved_28 || opts->reserved_52)
+		return fl_err(-EINVAL, "engine options: reserved_%d is not "
+			      "zero (an option of a newer libfaultline than "
+			      "%s?)", opts->reserved_4 ? 4 :
+			      opts->reserved_28 ? 28 : 52, FL_VERSION);
 	if (opts->flags & ~ENGINE_FLAGS)
 		return fl_err(-EINVAL, "engine flags 0x%x: unknown to "
 			      "libfaultline %s", opts->flags & ~ENGINE_FLAGS,
