@@ -272,8 +272,11 @@ $(BUILD)/%.o: %.c | build-deps
 	$(CC) $(CFLAGS) $(PRODUCT_CFLAGS) -c -o $@ $<
 
 # The map's global names, one a line (no wildcards in the map): comments
-# out, then every word before a ';' between "global:" and "local:" or '}'.
-MAP_GLOBALS := s{/\*.*?\*/}{}gs; while (/global:(.*?)(?:local:|\})/gs) { my $$g = $$1; print "$$1\n" while $$g =~ /(\w+)\s*;/g }
+# out, then every word before a ';' between "global:" and "local:" or '}',
+# each also as NAME@@NODE, the name a default version defined by .symver
+# has in an object (fl_engine_create@@FAULTLINE_0.5), which a static link
+# takes for NAME.
+MAP_GLOBALS := s{/\*.*?\*/}{}gs; while (/([\w.]+)\s*\{\s*global:(.*?)(?:local:|\})/gs) { my ($$v, $$g) = ($$1, $$2); print "$$1\n$$1\@\@$$v\n" while $$g =~ /(\w+)\s*;/g }
 $(BUILD)/libfaultline.syms: src/libfaultline.map
 	@mkdir -p $(dir $@)
 	perl -0777 -ne '$(MAP_GLOBALS)' $< > $@.tmp
@@ -341,6 +344,9 @@ $(BUILD)/tests/symbols: tests/symbols.c $(BUILD)/libfltest.a \
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(TEST_CFLAGS) -o $@ $< $(BUILD)/libfltest.a \
 		$(BUILD)/libfaultline.a $(LDLIBS)
+
+# tests/abi calls the shared object's versions of fl_engine_create (dlvsym).
+$(BUILD)/tests/abi: $(BUILD)/libfaultline.so
 
 tests: $(TEST_BIN)
 

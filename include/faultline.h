@@ -11,38 +11,40 @@
  *
  * Every function returns 0 (or a count) on success and -errno on failure;
  * fl_last_error() explains the most recent failure on the calling thread in
- * one line.
+ * one line.  docs/api.md is the guide; the comments here are the contract.
  *
- * How the ABI grows (decided for 0.3): every struct a caller fills in
- * (fl_engine_opts, fl_source_opts, fl_region_desc) ends in reserved space
- * that must be zero, as liburing's io_uring_params does.  A new field
- * takes its place out of that space, so the struct keeps its size and
- * layout, and a zeroed struct (or one with designated initializers, as
- * every caller writes them) stays the working default with no init macro
- * to forget (a size field would have to take 0 as "the old size" anyway).
- * The library refuses non-zero reserved space, and flag bits it does not
- * know, with -EINVAL: a program built against a newer header that sets a
- * new option is told so by an older library instead of being ignored.
- * Statistics grow at their end and are copied by size (fl_engine_stats()).
- * Symbols carry a version node per release (src/libfaultline.map).
+ * The ABI grows without a soname bump: the structs a caller fills in end
+ * in reserved space that must be zero (new fields come out of it), the
+ * statistics are copied by size, and symbols carry a version node per
+ * release (docs/api.md, "Versions and the ABI").
  */
 #ifndef FAULTLINE_H
 #define FAULTLINE_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define FL_VERSION_MAJOR	0
-#define FL_VERSION_MINOR	4
+#define FL_VERSION_MINOR	5
 #define FL_VERSION_PATCH	0
-#define FL_VERSION		"0.4.0"
+#define FL_VERSION		"0.5.0"
 
-/* The version of the library linked at run time ("0.4.0"). */
+/* The version of the library linked at run time ("0.5.0"). */
 const char *fl_version(void);
+/* Its major and minor numbers (0.5). */
+int fl_version_major(void);
+int fl_version_minor(void);
+/*
+ * 0 if the library linked at run time is major.minor or newer (as
+ * liburing's check, but -errno rather than true when it is too old):
+ * -EOPNOTSUPP, fl_last_error() naming both versions.
+ */
+int fl_check_version(int major, int minor);
 
 struct fl_engine;
 struct fl_source;
@@ -52,56 +54,27 @@ struct fl_source;
 /*
  * Open a snapshot source.  spec is a path to a raw memory file (the regions'
  * contents concatenated, as Firecracker writes it) or to a faultline image
- * (docs/image-format.md, recognised by its magic).  Sources are reference
+ * (docs/image-format.md, recognised by its magic), an http(s):// URL of
+ * either, or s3://BUCKET/KEY (credentials from the environment: a missing
+ * one is -EINVAL naming it; docs/api.md lists them).  A diff image brings
+ * its chain of parents (-ELOOP past FL_MAX_LAYERS).  Sources are reference
  * counted and may be shared by many engines.
  */
 int fl_source_open(const char *spec, struct fl_source **out);
 
 /*
- * spec may also be an http:// or https:// URL of either kind of file (read
- * with HTTP range requests in 512 KiB blocks; presigned URLs are passed
- * through untouched), or s3://BUCKET/KEY, read the same way with requests
- * signed (AWS Signature V4) by the credentials of the environment
- * (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
- * AWS_REGION, AWS_ENDPOINT_URL for an S3-compatible store: a missing one
- * fails with -EINVAL naming it).  Remote blocks can be kept in a local
- * cache directory, so a second restore on the same host reads nothing
- * remote.
- *
- * Layers: with nlayers > 0, spec is a base and layers[0..nlayers) diffs
- * over it, layers[0] just above the base and the last on top, each of any
- * form spec takes (opened with the same options); the source reads each
- * page from the topmost layer that holds it, else from the base.  A raw
- * memory file holds its data and not its holes (SEEK_DATA/SEEK_HOLE):
- * Firecracker writes a diff snapshot as a sparse file of the pages
- * dirtied since its base, so a hole falls through to the layers below,
- * and a page the diff wrote as zeros reads as zeros.  (As the base, a
- * hole reads as zeros.)  A diff image (docs/image-format.md, `faultline
- * image create --parent`) holds the pages of its held-page map, and must
- * lie just above the image it names as its parent (by content id), else
- * the open fails with -EINVAL and a line naming both ids.  Any other
- * image, or a URL of a raw file, holds everything and hides what is below
- * it.  Every layer must be the size of the base, else the open fails with
- * -EINVAL and a line naming the layer and both sizes.  At most
- * FL_MAX_LAYERS.
- *
- * A diff image opened as spec (with or without layers) brings its chain:
- * its parent is the file of the name it records in spec's directory (for
- * a URL, under its prefix), then that one's parent, so, down to an image
- * that is no diff; they are stacked as a base and layers under it and
- * checked as above.  A missing parent fails the open with its errno, a
- * loop or a chain of more than FL_MAX_LAYERS diff images with -ELOOP.
+ * Options: a local cache of remote blocks, and layers: spec is the base and
+ * layers[0..nlayers) diffs over it, the last on top, each page read from
+ * the topmost layer that holds it (docs/api.md says what a raw file or an
+ * image holds); each layer the size of the base, else -EINVAL naming it.
  */
 struct fl_source_opts {
 	const char *cache_dir;		/* NULL: no local block cache */
 	uint64_t cache_max_bytes;	/* bound on the cache; 0: FL_DEFAULT_CACHE_MAX */
 	/*
 	 * Called, from any thread, with one line while a remote source waits
-	 * for its origin (an HTTP try that failed and will be retried, a
-	 * tcp:// sender being redialled), at most about once a second per
-	 * source, so that a restore that stalls says why; and what the
-	 * local cache skips (a symbolic link in it) or cannot do (its disk
-	 * full: said once).  NULL: quiet.
+	 * for its origin (at most about once a second per source), and for
+	 * what the local cache skips or cannot do.  NULL: quiet.
 	 */
 	void (*note)(void *arg, const char *line);
 	void *note_arg;
@@ -133,8 +106,8 @@ enum fl_on_error {
 /*
  * A zeroed struct fl_engine_opts is a working default: an engine that
  * creates its own uffd for memory of this process, default chunk,
- * prefetch and background restore.  reserved must be zero, and flags
- * only FL_ENGINE_* bits defined below (else -EINVAL).
+ * prefetch and background restore.  reserved and reserved_* must be zero,
+ * and flags only FL_ENGINE_* bits defined below (else -EINVAL).
  *
  * The client (whose memory the uffd serves) is named by client_pid and
  * FL_ENGINE_CLIENT_REMOTE, each case explicit:
@@ -142,39 +115,34 @@ enum fl_on_error {
  *   client_pid > 0                        that process (this one if it is
  *                                         getpid())
  *   client_pid 0, FL_ENGINE_CLIENT_REMOTE another process whose pid is not
- *                                         known (a peer in a pid namespace
- *                                         we cannot see): its memory is
- *                                         never looked at, it is never
- *                                         killed, failed pages are poisoned
+ *                                         known: its memory is never looked
+ *                                         at, it is never killed, failed
+ *                                         pages are poisoned
  *   client_pid < 0, or REMOTE with our own pid: -EINVAL.
  */
 struct fl_engine_opts {
 	int uffd;		/* with FL_ENGINE_ADOPT: serve this uffd (any
 				 * fd, 0 too); else 0 or -1: create one */
+	uint32_t reserved_4;	/* zero (0.5; padding before, see docs/api.md) */
 	uint64_t chunk_size;	/* bytes served per fault, fixed; 0: adaptive,
-				 * from FL_DEFAULT_CHUNK up to FL_MAX_CHUNK
-				 * while faults come in order or queue up */
-	int on_error;		/* enum fl_on_error */
-	int client_pid;		/* the client's pid, for FL_ON_ERROR_KILL and to
-				 * look at its memory; 0: this process, or
-				 * with FL_ENGINE_CLIENT_REMOTE unknown (see
-				 * above).  Pinned (pidfd) when the engine is created:
-				 * a kill never reaches a process that has
-				 * the pid after the client is gone; if it
-				 * cannot be pinned, pages are poisoned */
+				 * from FL_DEFAULT_CHUNK up to FL_MAX_CHUNK */
+	enum fl_on_error on_error;
+	pid_t client_pid;	/* the client, for FL_ON_ERROR_KILL and to look
+				 * at its memory (see above); pinned by a
+				 * pidfd when the engine is created, else its
+				 * failed pages are poisoned */
 	unsigned int flags;	/* FL_ENGINE_* */
+	uint32_t reserved_28;	/* zero (0.5; padding before) */
 	uint64_t readahead_max;	/* largest prefetch window; 0: FL_DEFAULT_READAHEAD */
-	unsigned int quiet_ms;	/* background restore starts at once, and
-				 * once the client has faulted, after this
-				 * long without faults (at once for a client
-				 * faulting all over); 0: FL_DEFAULT_QUIET_MS */
+	unsigned int quiet_ms;	/* background restore starts after this long
+				 * without faults; 0: FL_DEFAULT_QUIET_MS */
 	int state_fd;		/* FL_ENGINE_SHARED_STATE: a memfd of one byte
 				 * per page of every region, in the order they
 				 * are added, that outlives this process */
 	int client_pidfd;	/* FL_ENGINE_CLIENT_PIDFD: a pidfd of client_pid
-				 * (the engine keeps a dup), taken earlier
-				 * than the engine could (SO_PEERPIDFD); -1:
-				 * none, never kill by pid (poison instead) */
+				 * (the engine keeps a dup); -1: none, never
+				 * kill by pid (poison instead) */
+	uint32_t reserved_52;	/* zero (0.5; padding before) */
 	uint64_t reserved[8];	/* zero (new options come from here) */
 };
 
@@ -190,9 +158,7 @@ struct fl_engine_opts {
 /*
  * In-process engines only (uffd created here, kernel with UFFDIO_MOVE):
  * move the pages read from the source into place instead of copying them a
- * second time.  Off by default: on the PVM machines this was measured on,
- * a guest touching moved pages ran 2.7x slower than with COPY (see
- * docs/benchmarks.md); on bare metal it saves a copy.
+ * second time.  Off by default (docs/api.md says why).
  */
 #define FL_ENGINE_MOVE		(1u << 3)
 /*
@@ -302,14 +268,14 @@ int fl_engine_detach(struct fl_engine *e);
  * longer matters.
  */
 void fl_engine_destroy(struct fl_engine *e);
-/*
- * Non-zero once the engine is done with its client: FL_FINISHED_GONE when
- * the client went away (ESRCH), FL_FINISHED_KILLED when the engine killed
- * it (FL_ON_ERROR_KILL, or a page it could neither fill nor poison).
- */
-int fl_engine_finished(const struct fl_engine *e);
-#define FL_FINISHED_GONE	1
-#define FL_FINISHED_KILLED	2
+/* Whether the engine is done with its client, and why. */
+enum fl_finished {
+	FL_FINISHED_NOT = 0,	/* still serving it */
+	FL_FINISHED_GONE,	/* the client went away (ESRCH) */
+	FL_FINISHED_KILLED,	/* the engine killed it (FL_ON_ERROR_KILL, or
+				 * a page it could neither fill nor poison) */
+};
+enum fl_finished fl_engine_finished(const struct fl_engine *e);
 /*
  * The first failure that made the engine poison pages or kill its client,
  * in one line ("" if none): the engine's threads hit it, so the caller's
@@ -320,42 +286,27 @@ const char *fl_engine_error(struct fl_engine *e);
 /* ---- reset to the snapshot ---------------------------------------------- */
 
 /*
- * In-process engines only (the memory is this process's; -EOPNOTSUPP for
- * another process's: the daemon cannot drop a client's pages, and
- * Firecracker's uffd asks for no write-protect feature), and not for
- * FL_REGION_MINOR regions (their page cache would keep what was written).
+ * In-process engines only (-EOPNOTSUPP for another process's memory), and
+ * not for FL_REGION_MINOR regions.  docs/api.md has the details.
  *
- * fl_engine_track_writes(): from now on, record which pages of the
- * engine's regions are written.  The best mechanism the kernel has:
- * FL_TRACK_WP_ASYNC (UFFD_FEATURE_WP_ASYNC: the kernel resolves the first
- * write to a page itself; PAGEMAP_SCAN reads and re-arms them, Linux
- * 6.7+), else FL_TRACK_WP_SYNC (each first write is a write-protect fault
- * the engine's threads record and resolve; also with
- * FL_ENGINE_TRACK_SYNC), else -EOPNOTSUPP with fl_last_error() saying
- * why.  Returns the mechanism (> 0).  From then on pages are filled
- * write-protected (zeros as a protected copy of zeros), so that their
- * first write is seen.  It may be called at any time: pages already
- * filled when it is called (they may have been written untracked) and
- * pages the client discards (MADV_DONTNEED: zeros) are dropped at the
- * next reset, whatever the tracking says, so the baseline is always the
- * snapshot.  The stats say which mechanism (write_tracking).
+ * fl_engine_track_writes(): from now on, record which pages are written,
+ * by the best mechanism the kernel has (returned, > 0), else -EOPNOTSUPP
+ * with fl_last_error() saying why.  It may be called at any time: pages
+ * filled before it, and pages the client discards, are dropped at the next
+ * reset whatever the tracking says.
  *
- * fl_engine_reset(): afterwards every page of every region reads what
- * the snapshot holds, as if just restored.  Written and discarded pages
- * are dropped with one MADV_DONTNEED per contiguous run (batched into
- * process_madvise() calls where the kernel allows it) and marked missing,
- * so the next touch faults them in from the snapshot; with
- * FL_RESET_EAGER they are filled again before it returns.  Pages never
- * written stay mapped.  Other threads may run meanwhile: a thread that
- * touches a page being reset waits until it holds the snapshot's bytes.
- * The engine's threads (fl_engine_start) must be running, else -EINVAL:
- * each drop waits until one of them has read its REMOVE event.  Without tracking, every page
- * filled so far is dropped.  Returns the pages reset, or -errno; the
- * stats count resets, pages and runs dropped and the time taken to find
- * them, drop them and fill them again.
+ * fl_engine_reset(): afterwards every page of every region reads what the
+ * snapshot holds, as if just restored: written and discarded pages are
+ * dropped and fault in again (with FL_RESET_EAGER they are filled again
+ * before it returns); without tracking, every page filled so far is
+ * dropped.  Other threads may run meanwhile.  The engine's threads
+ * (fl_engine_start) must be running, else -EINVAL.  Returns the pages
+ * reset, or -errno.
  */
-#define FL_TRACK_WP_ASYNC	1
-#define FL_TRACK_WP_SYNC	2
+enum fl_track {
+	FL_TRACK_WP_ASYNC = 1,	/* the kernel's WP_ASYNC and PAGEMAP_SCAN (6.7+) */
+	FL_TRACK_WP_SYNC,	/* write-protect faults the engine resolves */
+};
 int fl_engine_track_writes(struct fl_engine *e);
 
 #define FL_RESET_EAGER		(1u << 0)
@@ -368,24 +319,9 @@ int fl_engine_reset(struct fl_engine *e, unsigned int flags);
 /*
  * The engine's counters, each named once: the struct below, the engine's
  * own atomics, fl_engine_stats() and fl_stats_json() are made from this
- * list.  New counters are appended to its end, never inserted: the list
- * is the struct's tail, and a reader built against an older header reads
- * the prefix it knows (fl_engine_stats() copies by size).
- * faults: page-fault messages read; events: non-cooperative events
- * applied; pages_zeroed: served with ZEROPAGE or a zeroed huge page;
- * pages_prefetched: filled ahead of sequential faults; pages_background:
- * by background restore; pages_replayed: from a working-set trace;
- * pages_moved: of pages_copied, moved instead of copied; eexist: populated
- * behind the engine's back (woken); eagain: retried after applying
- * pending events; pages_gone: not mapped in the client when a fill came
- * (ENOENT: memory unmapped, or never registered), so nothing delivered.
- * write_tracking: FL_TRACK_* (0: off); resets: fl_engine_reset() calls;
- * pages_reset, reset_runs: pages dropped and the contiguous runs they
- * made; reset_scan_ns, reset_drop_ns, reset_refill_ns: time spent
- * finding written pages, dropping them, and (FL_RESET_EAGER) filling
- * them again, summed over every reset; wp_faults: write-protect faults
- * resolved (FL_TRACK_WP_SYNC: a page's first write since its fill or the
- * last reset; not counted in faults).
+ * list.  New counters are appended to its end, never inserted: a reader
+ * built against an older header reads the prefix it knows.  What each
+ * counts: docs/api.md.
  */
 #define FL_STATS_COUNTERS(X)						\
 	X(faults) X(events) X(pages_copied) X(pages_zeroed)		\

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,19 @@ static int share_state(struct fl_engine *e, struct region *r)
 }
 
 /*
+ * The ABI (faultline.h): options grow out of reserved space, and the
+ * three words that were padding before 0.5 are reserved words now.
+ */
+#if UINTPTR_MAX == UINT64_MAX
+_Static_assert(sizeof(struct fl_engine_opts) == 120 &&
+	       offsetof(struct fl_engine_opts, reserved_4) == 4 &&
+	       offsetof(struct fl_engine_opts, reserved_28) == 28 &&
+	       offsetof(struct fl_engine_opts, reserved_52) == 52 &&
+	       offsetof(struct fl_engine_opts, reserved) == 56,
+	       "fl_engine_opts keeps its size and layout");
+#endif
+
+/*
  * The options a caller may get wrong: the chunk size, or -EINVAL.  Space
  * and flags this library does not know must be zero: they are options of
  * a newer one, which this one would otherwise silently ignore.
@@ -88,6 +102,11 @@ static int64_t check_opts(const struct fl_engine_opts *opts)
 		return fl_err(-EINVAL, "engine options: reserved space is not "
 			      "zero (options of a newer libfaultline than %s?)",
 			      FL_VERSION);
+	if (opts->reserved_4 || opts->reserved_28 || opts->reserved_52)
+		return fl_err(-EINVAL, "engine options: reserved_%d is not "
+			      "zero (an option of a newer libfaultline than "
+			      "%s?)", opts->reserved_4 ? 4 :
+			      opts->reserved_28 ? 28 : 52, FL_VERSION);
 	if (opts->flags & ~ENGINE_FLAGS)
 		return fl_err(-EINVAL, "engine flags 0x%x: unknown to "
 			      "libfaultline %s", opts->flags & ~ENGINE_FLAGS,
@@ -107,7 +126,7 @@ static int64_t check_opts(const struct fl_engine_opts *opts)
 	if (opts->on_error != FL_ON_ERROR_POISON &&
 	    opts->on_error != FL_ON_ERROR_KILL)
 		return fl_err(-EINVAL, "on_error %d: must be poison or kill",
-			      opts->on_error);
+			      (int)opts->on_error);
 	return (int64_t)chunk;
 }
 
@@ -257,9 +276,37 @@ static bool fd0_is_uffd(void)
 	return ret == 0 || ret == -ENOTCONN;
 }
 
-int fl_engine_create(const struct fl_engine_opts *opts, struct fl_engine **out)
+/*
+ * fl_engine_create has two versions in the shared object.  A caller built
+ * against 0.5 or later binds to FAULTLINE_0.5, the default, whose
+ * reserved_* words are checked like the rest of the reserved space.  One
+ * built against 0.3 or 0.4 binds to FAULTLINE_0.3: those words were
+ * padding to it, which a compiler need not zero, so they are ignored, as
+ * they always were.  A static link takes the default.
+ */
+int fl_engine_create_0_5(const struct fl_engine_opts *opts,
+			 struct fl_engine **out);
+int fl_engine_create_0_3(const struct fl_engine_opts *opts,
+			 struct fl_engine **out);
+__asm__(".symver fl_engine_create_0_5, fl_engine_create@@FAULTLINE_0.5");
+__asm__(".symver fl_engine_create_0_3, fl_engine_create@FAULTLINE_0.3");
+
+int fl_engine_create_0_5(const struct fl_engine_opts *opts,
+			 struct fl_engine **out)
 {
 	return engine_create_forking(opts, NULL, NULL, out);
+}
+
+int fl_engine_create_0_3(const struct fl_engine_opts *opts,
+			 struct fl_engine **out)
+{
+	struct fl_engine_opts o;
+
+	if (!opts)
+		return engine_create_forking(NULL, NULL, NULL, out);
+	o = *opts;
+	o.reserved_4 = o.reserved_28 = o.reserved_52 = 0;
+	return engine_create_forking(&o, NULL, NULL, out);
 }
 
 int engine_create_forking(const struct fl_engine_opts *opts,
@@ -627,11 +674,11 @@ int fl_engine_wait(struct fl_engine *e, int timeout_ms)
 	}
 }
 
-int fl_engine_finished(const struct fl_engine *e)
+enum fl_finished fl_engine_finished(const struct fl_engine *e)
 {
 	if (atomic_load(&e->killed))	/* set before the kill itself */
 		return FL_FINISHED_KILLED;
-	return atomic_load(&e->finished) ? FL_FINISHED_GONE : 0;
+	return atomic_load(&e->finished) ? FL_FINISHED_GONE : FL_FINISHED_NOT;
 }
 
 void fl_engine_destroy(struct fl_engine *e)

@@ -38,8 +38,3 @@ const char *fl_last_error(void)
 {
 	return last_error;
 }
-
-const char *fl_version(void)
-{
-	return FL_VERSION;
-}
