@@ -25,6 +25,7 @@
 #define HTTP_BATCH	32		/* blocks handled per round of a read */
 #define HTTP_TRY_MS	30000L		/* one try of one block, in all */
 #define HTTP_READ_MS	120000ull	/* one read (or the open), in all */
+#define HTTP_DEADLINE_ENV "FAULTLINE_HTTP_DEADLINE" /* s: HTTP_READ_MS's */
 
 enum { SLOT_EMPTY, SLOT_FILLING, SLOT_READY };
 
@@ -90,8 +91,14 @@ struct xfer {
 /* X_GONE: cancelled because another transfer of the read failed */
 enum { X_WAIT, X_RUN, X_DONE, X_FAIL, X_GONE };
 
-/* libcurl's global state, once: 0 or -ENOMEM. */
-int http_init(void);
+/*
+ * libcurl's global state and the read deadline, once: 0, -ENOMEM, or
+ * -EINVAL (a line naming the bad HTTP_DEADLINE_ENV) for name's source.
+ */
+int http_init(const char *name);
+
+/* When a read (or an open) that starts now must be done: ns, monotonic. */
+uint64_t http_deadline(void);
 
 /*
  * Fetch the n transfers xs (each one block) until done, failed for good,

@@ -97,7 +97,7 @@ static int fetch(struct http_store *st, const uint8_t *hash, void *buf,
 	x = (struct xfer){ .url = url, .size = len, .off = 0, .dst = buf,
 			   .len = len, .whole = true };
 	atomic_fetch_add(&st->fetches, 1);
-	ret = http_fetch(&st->h, &x, 1, now_ns() + HTTP_READ_MS * 1000000ull);
+	ret = http_fetch(&st->h, &x, 1, http_deadline());
 	if (ret < 0) {
 		char why[512];
 
@@ -245,10 +245,10 @@ int http_store_open(const char *url, const struct fl_source_opts *o,
 		    struct image_store **out)
 {
 	struct http_store *st;
-	int ret = http_init();
+	int ret = http_init(url);
 
 	if (ret < 0)
-		return fl_err(ret, "%s: cannot initialise libcurl", url);
+		return ret;
 	st = calloc(1, sizeof(*st));
 	if (st && s3_is_spec(url)) {
 		ret = s3_open(st, url);

@@ -41,6 +41,8 @@ struct conn {
 static pthread_once_t http_once = PTHREAD_ONCE_INIT;
 static pthread_key_t conn_key;
 static int global_ret;
+static uint64_t read_ms = HTTP_READ_MS;
+static const char *bad_deadline;	/* HTTP_DEADLINE_ENV's bad value */
 static __thread struct conn *tconn;
 
 static void conn_free(void *p)
@@ -56,14 +58,37 @@ static void conn_free(void *p)
 
 static void http_global_init(void)
 {
+	const char *v = getenv(HTTP_DEADLINE_ENV);
+	unsigned long s;
+	char *end;
+
 	global_ret = curl_global_init(CURL_GLOBAL_DEFAULT) ? -ENOMEM : 0;
 	pthread_key_create(&conn_key, conn_free);
+	if (!v || !*v)
+		return;
+	errno = 0;
+	s = strtoul(v, &end, 10);
+	if (errno || *end || !isdigit((unsigned char)*v) || s < 1 || s > 3600)
+		bad_deadline = v;
+	else
+		read_ms = s * 1000ull;
 }
 
-int http_init(void)
+int http_init(const char *name)
 {
 	pthread_once(&http_once, http_global_init);
-	return global_ret;
+	if (global_ret < 0)
+		return fl_err(global_ret, "%s: cannot initialise libcurl", name);
+	if (bad_deadline)
+		return fl_err(-EINVAL, "%s: %s=%s: not a number of seconds "
+			      "from 1 to 3600", name, HTTP_DEADLINE_ENV,
+			      bad_deadline);
+	return 0;
+}
+
+uint64_t http_deadline(void)
+{
+	return now_ns() + read_ms * 1000000ull;
 }
 
 static struct conn *conn_get(void)
@@ -474,7 +499,7 @@ int http_fetch(struct source_http *h, struct xfer *xs, int n,
 				}
 				snprintf(x->err, sizeof(x->err),
 					 "not read within %llu s",
-					 HTTP_READ_MS / 1000);
+					 (unsigned long long)(read_ms / 1000));
 				x->state = X_FAIL;
 			}
 			break;
