@@ -34,6 +34,7 @@
 #define SIZE		(4ull << 20)
 #define DEADLINE_ENV	"FAULTLINE_HTTP_DEADLINE"
 #define SHORT_DEADLINE	"5"
+#define DEEP		"snapshots/fleet-eu-west-3/2026-12-06/vm-000042"
 
 static struct mem_file mem;
 
@@ -240,10 +241,12 @@ static void over_nginx(void)
 				 "nginx-light)");
 	if (nginx_setup(&ngx))
 		BAIL("nginx setup: %s", strerror(errno));
+	/* a store as deep as a fleet's: its messages must still say why */
 	snprintf(cmd, sizeof(cmd), "cp %s %s/mem.raw && chmod 644 %s/mem.raw "
-		 "&& mkdir %s/images", mem.path, ngx.www, ngx.www, ngx.www);
-	snprintf(img, sizeof(img), "%s/images/snap.fli", ngx.www);
-	snprintf(store, sizeof(store), "%s/store", ngx.www);
+		 "&& mkdir -p %s/" DEEP "/images", mem.path, ngx.www, ngx.www,
+		 ngx.www);
+	snprintf(img, sizeof(img), "%s/" DEEP "/images/snap.fli", ngx.www);
+	snprintf(store, sizeof(store), "%s/" DEEP "/store", ngx.www);
 	io.store = store;
 	if (system(cmd) != 0 || image_create(mem.path, img, &io, &in) < 0)
 		BAIL("files: %s", fl_last_error());
@@ -255,8 +258,8 @@ static void over_nginx(void)
 		 raw.px.port);
 	snprintf(raw.named, sizeof(raw.named), "%s", raw.spec);
 	snprintf(st.spec, sizeof(st.spec),
-		 "http://127.0.0.1:%d/images/snap.fli", st.px.port);
-	snprintf(st.named, sizeof(st.named), "127.0.0.1:%d/store",
+		 "http://127.0.0.1:%d/" DEEP "/images/snap.fli", st.px.port);
+	snprintf(st.named, sizeof(st.named), "127.0.0.1:%d/" DEEP "/store",
 		 st.px.port);
 
 	for (size_t i = 0; i < sizeof(transients) / sizeof(*transients); i++)

@@ -171,7 +171,7 @@ static int fail_pages(const struct fill_ctx *c)
 }
 
 /* The cause of this thread's last source failure, for the rest of a run. */
-static __thread char last_cause[200];
+static __thread char last_cause[1024];
 
 /*
  * The source cannot produce the run of c: never serve it wrong.  Poison

@@ -46,7 +46,7 @@ struct flight {
 	unsigned int refs;	/* the fetcher and the waiters */
 	bool done;
 	int ret;
-	char err[512];		/* the fetch's message, if it failed */
+	char err[1024];		/* the fetch's message, if it failed */
 };
 
 struct http_store {
@@ -99,9 +99,14 @@ static int fetch(struct http_store *st, const uint8_t *hash, void *buf,
 	atomic_fetch_add(&st->fetches, 1);
 	ret = http_fetch(&st->h, &x, 1, http_deadline());
 	if (ret < 0) {
-		char why[512];
+		const char *why = fl_last_error();
+		size_t n = strlen(st->h.name);
 
-		snprintf(why, sizeof(why), "%s", fl_last_error());
+		/* "STORE: bytes 0-N: " again says nothing: the cause alone */
+		if (!strncmp(why, st->h.name, n) && !strncmp(why + n, ": bytes ",
+							    8) &&
+		    strstr(why + n + 8, ": "))
+			why = strstr(why + n + 8, ": ") + 2;
 		fl_err(ret, "chunk store %s: %s: %s", st->h.name, name, why);
 	}
 	free(url);
