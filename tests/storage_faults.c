@@ -34,6 +34,8 @@
 #define SIZE		(4ull << 20)
 #define DEADLINE_ENV	"FAULTLINE_HTTP_DEADLINE"
 #define SHORT_DEADLINE	"5"
+#define NGINX_POINTS	58	/* over_nginx()'s test points */
+#define S3_POINTS	17	/* over_s3()'s */
 #define DEEP		"snapshots/fleet-eu-west-3/2026-12-06/vm-000042"
 
 static struct mem_file mem;
@@ -210,6 +212,32 @@ static void at_open(struct origin *o)
 	serve_cleanup(&s);
 }
 
+/* A deadline that is not one: the daemon refuses it in one line. */
+static void bad_deadline(struct origin *o)
+{
+	struct serve s;
+
+	setenv(DEADLINE_ENV, "5s", 1);
+	fp_set(&o->px, FP_PASS, 0, FP_FOREVER, 0);
+	serve_init(&s);
+	if (!serve_start(&s, o->spec, NULL)) {
+		ok(0, DEADLINE_ENV "=5s: the daemon refuses to start");
+		serve_stop(&s);
+	} else {
+		serve_wait(&s, 20000);
+		ok(s.reaped && WIFEXITED(s.status) &&
+		   WEXITSTATUS(s.status) == 1 &&
+		   su_file_has(s.log, DEADLINE_ENV "=5s: not a number of "
+			       "seconds"),
+		   DEADLINE_ENV "=5s: the daemon exits 1 with a line naming "
+		   "it (status 0x%x)", s.status);
+	}
+	unsetenv(DEADLINE_ENV);
+	if (tap_failures())
+		serve_log_dump(&s, 0);
+	serve_cleanup(&s);
+}
+
 static const struct fault transients[] = {
 	{ "503 twice per range", FP_STATUS, 2, FP_FOREVER, 503, true },
 	{ "500 once per range", FP_STATUS, 1, FP_FOREVER, 500, true },
@@ -236,9 +264,11 @@ static void over_nginx(void)
 	struct origin st = { .name = "http chunk store" };
 	char img[256], store[256], cmd[1024];
 
-	if (!nginx_binary())
-		skip_all_missing("nginx", "not installed (apt-get install "
-				 "nginx-light)");
+	if (!nginx_binary()) {	/* the S3 cases need no nginx */
+		skip_missing(NGINX_POINTS, "nginx", "not installed (apt-get "
+			     "install nginx-light)");
+		return;
+	}
 	if (nginx_setup(&ngx))
 		BAIL("nginx setup: %s", strerror(errno));
 	/* a store as deep as a fleet's: its messages must still say why */
@@ -268,6 +298,7 @@ static void over_nginx(void)
 	permanent(&raw, &silent, false, "not read within " SHORT_DEADLINE " s");
 	permanent(&raw, &dies, true, "onnect");
 	at_open(&raw);
+	bad_deadline(&raw);
 
 	transient(&st, &transients[0]);
 	transient(&st, &transients[3]);
@@ -294,7 +325,7 @@ static void over_s3(void)
 	char tmp[64], cmd[128];
 
 	if (why) {
-		skip_missing(17, component, why);
+		skip_missing(S3_POINTS, component, why);
 		return;
 	}
 	snprintf(tmp, sizeof(tmp), "/tmp/fl-sfaults-%d", (int)getpid());
