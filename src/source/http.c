@@ -552,11 +552,8 @@ fail:
 int source_http_open(const char *url, const struct fl_source_opts *o,
 		     struct fl_source **out)
 {
-	char name[192];
-	int ret;
+	int ret = http_init(url);
 
-	url_name(url, name, sizeof(name));	/* no secrets in messages */
-	ret = http_init(name);
 	if (ret < 0)
 		return ret;
 	return http_open(url, NULL, NULL, o, out);

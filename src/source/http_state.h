@@ -69,6 +69,7 @@ struct xfer {
 	bool checked;		/* the response's headers were checked */
 	bool changed;		/* ... and tell of a changed object (err) */
 	int tries;
+	bool late;		/* failed by the deadline, not by an answer */
 	uint64_t not_before;	/* ns, monotonic: backoff */
 	int state;		/* X_WAIT, X_RUN, X_DONE, X_FAIL */
 	CURL *easy;
@@ -92,8 +93,8 @@ struct xfer {
 enum { X_WAIT, X_RUN, X_DONE, X_FAIL, X_GONE };
 
 /*
- * libcurl's global state and the read deadline, once: 0, -ENOMEM, or
- * -EINVAL (a line naming the bad HTTP_DEADLINE_ENV) for name's source.
+ * libcurl's global state and the read deadline, once: 0, -ENOMEM (a line
+ * naming name, a source), or -EINVAL (a line naming HTTP_DEADLINE_ENV).
  */
 int http_init(const char *name);
 
@@ -102,7 +103,8 @@ uint64_t http_deadline(void);
 
 /*
  * Fetch the n transfers xs (each one block) until done, failed for good,
- * or the deadline (CLOCK_MONOTONIC ns) passes: 0 or -errno.
+ * or the deadline (CLOCK_MONOTONIC ns) passes: 0, -ETIMEDOUT when the
+ * deadline failed it (asking again would wait as long), or -errno.
  */
 int http_fetch(struct source_http *h, struct xfer *xs, int n,
 		 uint64_t deadline);

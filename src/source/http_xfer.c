@@ -80,9 +80,8 @@ int http_init(const char *name)
 	if (global_ret < 0)
 		return fl_err(global_ret, "%s: cannot initialise libcurl", name);
 	if (bad_deadline)
-		return fl_err(-EINVAL, "%s: %s=%s: not a number of seconds "
-			      "from 1 to 3600", name, HTTP_DEADLINE_ENV,
-			      bad_deadline);
+		return fl_err(-EINVAL, "%s=%s: not a number of seconds from 1 "
+			      "to 3600", HTTP_DEADLINE_ENV, bad_deadline);
 	return 0;
 }
 
@@ -478,6 +477,7 @@ int http_fetch(struct source_http *h, struct xfer *xs, int n,
 	for (int i = 0; i < n; i++) {
 		xs[i].h = h;
 		xs[i].tries = 0;
+		xs[i].late = false;
 		xs[i].not_before = 0;
 		xs[i].state = X_WAIT;
 	}
@@ -500,6 +500,7 @@ int http_fetch(struct source_http *h, struct xfer *xs, int n,
 				snprintf(x->err, sizeof(x->err),
 					 "not read within %llu s",
 					 (unsigned long long)(read_ms / 1000));
+				x->late = true;
 				x->state = X_FAIL;
 			}
 			break;
@@ -585,8 +586,9 @@ int http_fetch(struct source_http *h, struct xfer *xs, int n,
 		return fl_err(-EIO, "%s: bytes %" PRIu64 "-%" PRIu64 " not used: %s",
 			      h->name, bad->off, bad->off + bad->len - 1,
 			      bad->err);
-	return fl_err(-EIO, "%s: bytes %" PRIu64 "-%" PRIu64 ": %s (%d %s)",
-		      h->name, bad->off, bad->off + bad->len - 1, bad->err,
-		      bad->tries, bad->tries == 1 ? "try" : "tries");
+	return fl_err(bad->late ? -ETIMEDOUT : -EIO,
+		      "%s: bytes %" PRIu64 "-%" PRIu64 ": %s (%d %s)", h->name,
+		      bad->off, bad->off + bad->len - 1, bad->err, bad->tries,
+		      bad->tries == 1 ? "try" : "tries");
 }
 
