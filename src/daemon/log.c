@@ -166,7 +166,7 @@ static void put_line(int prio, const char *who, const char *msg)
 
 void log_line(int prio, const char *tag, const char *fmt, ...)
 {
-	char who[64], msg[512];
+	char who[64], msg[2048];
 	va_list ap;
 
 	if (prio > max_level)
@@ -194,7 +194,7 @@ static void session_name(const struct session *s, char *buf, size_t n)
 
 void slog_at(int prio, const struct session *s, const char *fmt, ...)
 {
-	char msg[512], who[96];
+	char msg[2048], who[96];
 	va_list ap;
 
 	if (prio > max_level)

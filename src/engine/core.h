@@ -104,7 +104,7 @@ struct fl_engine {
 	_Atomic uint64_t restored_ns;	/* when restored last became true */
 	_Atomic uint64_t last_fill_ns;	/* the last run filled, any path */
 	pthread_mutex_t why_lock;	/* why */
-	char why[256];			/* first failure: fl_engine_error() */
+	char why[1024];			/* first failure: fl_engine_error() */
 	atomic_int readers_waiting;	/* fault readers waiting for the lock */
 
 	/* Working-set traces (trace.c): record faults (replay: pf). */

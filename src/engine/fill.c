@@ -171,7 +171,7 @@ static int fail_pages(const struct fill_ctx *c)
 }
 
 /* The cause of this thread's last source failure, for the rest of a run. */
-static __thread char last_cause[200];
+static __thread char last_cause[1024];
 
 /*
  * The source cannot produce the run of c: never serve it wrong.  Poison
@@ -568,13 +568,16 @@ static int resolve(struct fill_ctx *c, int *src_err)
  * The source could not produce the run of c (err): fill it page by page
  * until a page fails too, so that the readable pages before the failure
  * (a file truncated mid-chunk) are served, not failed with it; from that
- * page on the run fails at once.
+ * page on the run fails at once.  A source that gave up waiting
+ * (-ETIMEDOUT: an origin that answers nothing) would wait as long again
+ * for the first page, and the faulting thread with it: the run fails
+ * whole.
  */
 static int run_failed(const struct fill_ctx *c, int err)
 {
 	struct fl_engine *e = c->e;
 
-	if (c->npg == 1)
+	if (c->npg == 1 || err == -ETIMEDOUT)
 		return source_failed(c, err);
 	for (uint64_t i = 0; i < c->npg; i++) {
 		uint64_t errs = atomic_load(&e->st.source_errors);

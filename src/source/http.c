@@ -175,7 +175,7 @@ static int http_read(struct fl_source *s, void *buf, size_t len, uint64_t off)
 {
 	struct source_http *h = to_http(s);
 	struct piece ps[HTTP_BATCH];
-	uint64_t deadline = now_ns() + HTTP_READ_MS * 1000000ull;
+	uint64_t deadline = http_deadline();
 	char *out = buf;
 
 	if (off > s->size || len > s->size - off)
@@ -489,7 +489,7 @@ static int http_open(const char *url, const char *spec, struct s3_target *s3,
 
 	x = (struct xfer){ .off = 0, .dst = first, .len = sizeof(first),
 			   .probe = true };
-	ret = http_fetch(h, &x, 1, now_ns() + HTTP_READ_MS * 1000000ull);
+	ret = http_fetch(h, &x, 1, http_deadline());
 	if (ret < 0 && !x.status && o->cache_dir &&
 	    open_offline(h, o, first, &x, ret) == 0)
 		goto opened;
@@ -552,10 +552,10 @@ fail:
 int source_http_open(const char *url, const struct fl_source_opts *o,
 		     struct fl_source **out)
 {
-	int ret = http_init();
+	int ret = http_init(url);
 
 	if (ret < 0)
-		return fl_err(ret, "%s: cannot initialise libcurl", url);
+		return ret;
 	return http_open(url, NULL, NULL, o, out);
 }
 
@@ -563,10 +563,10 @@ int source_s3_open(const char *spec, const struct fl_source_opts *o,
 		   struct fl_source **out)
 {
 	struct s3_target *t;
-	int ret = http_init();
+	int ret = http_init(spec);
 
 	if (ret < 0)
-		return fl_err(ret, "%s: cannot initialise libcurl", spec);
+		return ret;
 	t = malloc(sizeof(*t));
 	if (!t)
 		return -ENOMEM;

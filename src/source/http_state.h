@@ -25,6 +25,7 @@
 #define HTTP_BATCH	32		/* blocks handled per round of a read */
 #define HTTP_TRY_MS	30000L		/* one try of one block, in all */
 #define HTTP_READ_MS	120000ull	/* one read (or the open), in all */
+#define HTTP_DEADLINE_ENV "FAULTLINE_HTTP_DEADLINE" /* s: HTTP_READ_MS's */
 
 enum { SLOT_EMPTY, SLOT_FILLING, SLOT_READY };
 
@@ -68,6 +69,7 @@ struct xfer {
 	bool checked;		/* the response's headers were checked */
 	bool changed;		/* ... and tell of a changed object (err) */
 	int tries;
+	bool late;		/* failed by the deadline, not by an answer */
 	uint64_t not_before;	/* ns, monotonic: backoff */
 	int state;		/* X_WAIT, X_RUN, X_DONE, X_FAIL */
 	CURL *easy;
@@ -90,12 +92,19 @@ struct xfer {
 /* X_GONE: cancelled because another transfer of the read failed */
 enum { X_WAIT, X_RUN, X_DONE, X_FAIL, X_GONE };
 
-/* libcurl's global state, once: 0 or -ENOMEM. */
-int http_init(void);
+/*
+ * libcurl's global state and the read deadline, once: 0, -ENOMEM (a line
+ * naming name, a source), or -EINVAL (a line naming HTTP_DEADLINE_ENV).
+ */
+int http_init(const char *name);
+
+/* When a read (or an open) that starts now must be done: ns, monotonic. */
+uint64_t http_deadline(void);
 
 /*
  * Fetch the n transfers xs (each one block) until done, failed for good,
- * or the deadline (CLOCK_MONOTONIC ns) passes: 0 or -errno.
+ * or the deadline (CLOCK_MONOTONIC ns) passes: 0, -ETIMEDOUT when the
+ * deadline failed it (asking again would wait as long), or -errno.
  */
 int http_fetch(struct source_http *h, struct xfer *xs, int n,
 		 uint64_t deadline);

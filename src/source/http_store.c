@@ -46,7 +46,7 @@ struct flight {
 	unsigned int refs;	/* the fetcher and the waiters */
 	bool done;
 	int ret;
-	char err[512];		/* the fetch's message, if it failed */
+	char err[1024];		/* the fetch's message, if it failed */
 };
 
 struct http_store {
@@ -97,11 +97,16 @@ static int fetch(struct http_store *st, const uint8_t *hash, void *buf,
 	x = (struct xfer){ .url = url, .size = len, .off = 0, .dst = buf,
 			   .len = len, .whole = true };
 	atomic_fetch_add(&st->fetches, 1);
-	ret = http_fetch(&st->h, &x, 1, now_ns() + HTTP_READ_MS * 1000000ull);
+	ret = http_fetch(&st->h, &x, 1, http_deadline());
 	if (ret < 0) {
-		char why[512];
+		const char *why = fl_last_error();
+		size_t n = strlen(st->h.name);
 
-		snprintf(why, sizeof(why), "%s", fl_last_error());
+		/* "STORE: bytes 0-N: " again says nothing: the cause alone */
+		if (!strncmp(why, st->h.name, n) && !strncmp(why + n, ": bytes ",
+							    8) &&
+		    strstr(why + n + 8, ": "))
+			why = strstr(why + n + 8, ": ") + 2;
 		fl_err(ret, "chunk store %s: %s: %s", st->h.name, name, why);
 	}
 	free(url);
@@ -245,10 +250,10 @@ int http_store_open(const char *url, const struct fl_source_opts *o,
 		    struct image_store **out)
 {
 	struct http_store *st;
-	int ret = http_init();
+	int ret = http_init(url);
 
 	if (ret < 0)
-		return fl_err(ret, "%s: cannot initialise libcurl", url);
+		return ret;
 	st = calloc(1, sizeof(*st));
 	if (st && s3_is_spec(url)) {
 		ret = s3_open(st, url);

@@ -41,6 +41,8 @@ struct conn {
 static pthread_once_t http_once = PTHREAD_ONCE_INIT;
 static pthread_key_t conn_key;
 static int global_ret;
+static uint64_t read_ms = HTTP_READ_MS;
+static const char *bad_deadline;	/* HTTP_DEADLINE_ENV's bad value */
 static __thread struct conn *tconn;
 
 static void conn_free(void *p)
@@ -56,14 +58,36 @@ static void conn_free(void *p)
 
 static void http_global_init(void)
 {
+	const char *v = getenv(HTTP_DEADLINE_ENV);
+	unsigned long s;
+	char *end;
+
 	global_ret = curl_global_init(CURL_GLOBAL_DEFAULT) ? -ENOMEM : 0;
 	pthread_key_create(&conn_key, conn_free);
+	if (!v || !*v)
+		return;
+	errno = 0;
+	s = strtoul(v, &end, 10);
+	if (errno || *end || !isdigit((unsigned char)*v) || s < 1 || s > 3600)
+		bad_deadline = v;
+	else
+		read_ms = s * 1000ull;
 }
 
-int http_init(void)
+int http_init(const char *name)
 {
 	pthread_once(&http_once, http_global_init);
-	return global_ret;
+	if (global_ret < 0)
+		return fl_err(global_ret, "%s: cannot initialise libcurl", name);
+	if (bad_deadline)
+		return fl_err(-EINVAL, "%s=%s: not a number of seconds from 1 "
+			      "to 3600", HTTP_DEADLINE_ENV, bad_deadline);
+	return 0;
+}
+
+uint64_t http_deadline(void)
+{
+	return now_ns() + read_ms * 1000000ull;
 }
 
 static struct conn *conn_get(void)
@@ -434,6 +458,59 @@ static void xfer_stop(struct conn *c, struct xfer *x)
 	x->easy = NULL;
 }
 
+/* The deadline passed: every transfer not done fails, late. */
+static void fail_late(struct conn *c, struct xfer *xs, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct xfer *x = &xs[i];
+
+		if (x->state != X_WAIT && x->state != X_RUN)
+			continue;
+		if (x->state == X_RUN) {
+			xfer_stop(c, x);
+			x->tries++;
+		}
+		snprintf(x->err, sizeof(x->err), "not read within %llu s",
+			 (unsigned long long)(read_ms / 1000));
+		x->late = true;
+		x->state = X_FAIL;
+	}
+}
+
+/*
+ * The fetch is over: transfers still running stopped, and its result:
+ * 0, or the first failure by offset (one whose object changed first).
+ */
+static int fetch_end(struct source_http *h, struct conn *c, struct xfer *xs,
+		     int n)
+{
+	struct xfer *bad = NULL;
+
+	for (int i = 0; i < n; i++) {
+		struct xfer *x = &xs[i];
+
+		if (x->state == X_RUN) {
+			xfer_stop(c, x);
+			x->state = X_GONE;
+		} else if (x->state == X_WAIT) {
+			x->state = X_GONE;
+		}
+		if (x->state == X_FAIL && (!bad || x->off < bad->off ||
+		    (x->changed && !bad->changed)))
+			bad = x;
+	}
+	if (!bad)
+		return 0;
+	if (bad->changed)
+		return fl_err(-EIO, "%s: bytes %" PRIu64 "-%" PRIu64 " not used: %s",
+			      h->name, bad->off, bad->off + bad->len - 1,
+			      bad->err);
+	return fl_err(bad->late ? -ETIMEDOUT : -EIO,
+		      "%s: bytes %" PRIu64 "-%" PRIu64 ": %s (%d %s)", h->name,
+		      bad->off, bad->off + bad->len - 1, bad->err, bad->tries,
+		      bad->tries == 1 ? "try" : "tries");
+}
+
 /*
  * Run the n transfers to completion, up to HTTP_PAR at a time on this
  * thread's multi handle, by deadline (ns, monotonic).  0, or -EIO naming
@@ -446,13 +523,13 @@ int http_fetch(struct source_http *h, struct xfer *xs, int n,
 	struct conn *c = conn_get();
 	int left = n, running = 0;
 	bool failed = false;
-	struct xfer *bad = NULL;
 
 	if (!c)
 		return fl_err(-ENOMEM, "%s: cannot set up libcurl", h->name);
 	for (int i = 0; i < n; i++) {
 		xs[i].h = h;
 		xs[i].tries = 0;
+		xs[i].late = false;
 		xs[i].not_before = 0;
 		xs[i].state = X_WAIT;
 	}
@@ -463,20 +540,7 @@ int http_fetch(struct source_http *h, struct xfer *xs, int n,
 		bool startable = false;
 
 		if (now >= deadline) {
-			for (int i = 0; i < n; i++) {
-				struct xfer *x = &xs[i];
-
-				if (x->state != X_WAIT && x->state != X_RUN)
-					continue;
-				if (x->state == X_RUN) {
-					xfer_stop(c, x);
-					x->tries++;
-				}
-				snprintf(x->err, sizeof(x->err),
-					 "not read within %llu s",
-					 HTTP_READ_MS / 1000);
-				x->state = X_FAIL;
-			}
+			fail_late(c, xs, n);
 			break;
 		}
 		for (int i = 0; i < n; i++) {
@@ -541,27 +605,6 @@ int http_fetch(struct source_http *h, struct xfer *xs, int n,
 			timeout = 100;
 		curl_multi_poll(c->multi, NULL, 0, timeout, NULL);
 	}
-	for (int i = 0; i < n; i++) {
-		struct xfer *x = &xs[i];
-
-		if (x->state == X_RUN) {
-			xfer_stop(c, x);
-			x->state = X_GONE;
-		} else if (x->state == X_WAIT) {
-			x->state = X_GONE;
-		}
-		if (x->state == X_FAIL && (!bad || x->off < bad->off ||
-		    (x->changed && !bad->changed)))
-			bad = x;
-	}
-	if (!bad)
-		return 0;
-	if (bad->changed)
-		return fl_err(-EIO, "%s: bytes %" PRIu64 "-%" PRIu64 " not used: %s",
-			      h->name, bad->off, bad->off + bad->len - 1,
-			      bad->err);
-	return fl_err(-EIO, "%s: bytes %" PRIu64 "-%" PRIu64 ": %s (%d %s)",
-		      h->name, bad->off, bad->off + bad->len - 1, bad->err,
-		      bad->tries, bad->tries == 1 ? "try" : "tries");
+	return fetch_end(h, c, xs, n);
 }
 

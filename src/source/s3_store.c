@@ -268,10 +268,10 @@ static int status_err(const char *what, enum req q, const struct resp *r)
 int s3_store_open(const char *spec, struct s3_store **out)
 {
 	struct s3_store *s;
-	int ret = http_init();
+	int ret = http_init(spec);
 
 	if (ret < 0)
-		return fl_err(ret, "%s: cannot initialise libcurl", spec);
+		return ret;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;

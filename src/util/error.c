@@ -10,7 +10,7 @@
 #include "faultline.h"
 #include "util/error.h"
 
-static __thread char last_error[256];
+static __thread char last_error[1024];	/* a deep URL and its cause */
 
 /*
  * Formatted aside first: an argument may be fl_last_error() itself (a
