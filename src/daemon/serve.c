@@ -555,6 +555,140 @@ static int shared_trace(struct daemon *d)
 	return 0;
 }
 
+/* A trace to replay that cannot be read: said at start, not per session. */
+static int check_replay(const struct serve_config *cfg)
+{
+	struct trace t;
+	int ret;
+
+	if (!cfg->replay)
+		return 0;
+	trace_init(&t);
+	ret = trace_load(&t, cfg->replay);
+	trace_free(&t);
+	return ret;
+}
+
+/* A --stats-json path that cannot work: said now, not at a session's end. */
+static int check_stats_json(const struct serve_config *cfg)
+{
+	int fd;
+
+	if (!cfg->stats_json)
+		return 0;
+	fd = stats_open(cfg->stats_json);
+	if (fd < 0)
+		return fl_err(fd, "--stats-json %s: %s", cfg->stats_json,
+			      fd == -EINVAL ? "not a regular file" :
+			      strerror(-fd));
+	close(fd);
+	return 0;
+}
+
+/*
+ * Signals only through the signalfd, blocked before any thread exists (a
+ * tcp:// source starts its own at open): a thread that left SIGTERM
+ * unblocked would take it with the default action, and the daemon would
+ * die instead of draining its sessions.
+ */
+static void block_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGUSR2);
+	sigaddset(set, SUPERVISE_STOP_SIG);
+	sigaddset(set, SIGHUP);	/* the supervisor's: ignored here */
+	pthread_sigmask(SIG_BLOCK, set, NULL);
+}
+
+/* The memory to serve (d->src), whole 4 KiB pages, and a shared trace. */
+static int open_source(struct daemon *d)
+{
+	const struct serve_config *cfg = d->cfg;
+	struct fl_source_opts so = { .cache_dir = cfg->cache_dir,
+				     .cache_max_bytes = cfg->cache_max,
+				     .note = source_note_log,
+				     .layers = cfg->layers,
+				     .nlayers = cfg->nlayers };
+	uint64_t size;
+	int ret = 0;
+
+	if (cfg->source)
+		d->src = fl_source_get(cfg->source);
+	else
+		ret = fl_source_open_ex(cfg->mem_file, &so, &d->src);
+	if (ret < 0)
+		return ret;
+	size = fl_source_size(d->src);
+	if (!cfg->source && size == 0)
+		ret = fl_err(-EINVAL, "%s: empty (0 bytes): no guest memory "
+			     "to serve", cfg->mem_file);
+	else if (!cfg->source && size % 4096)
+		ret = fl_err(-EINVAL, "%s is %s (%llu bytes): not a whole "
+			     "number of 4 KiB pages, as a guest's memory is",
+			     cfg->mem_file, size_str(size).s,
+			     (unsigned long long)size);
+	else
+		ret = shared_trace(d);
+	if (ret < 0) {
+		fl_source_put(d->src);
+		d->src = NULL;
+	}
+	return ret;
+}
+
+/*
+ * Listening: say so (criu's --status-fd), before the supervisor is given
+ * the listener (a server dying between the two listens anew, and says it
+ * again), never after a restart that inherited it; then adopt what the
+ * supervisor kept and tell it this server is ready.
+ */
+static void announce(struct daemon *d)
+{
+	const struct serve_config *cfg = d->cfg;
+
+	if (cfg->status_fd > 0) {
+		if (!d->listen_given && write(cfg->status_fd, "", 1) != 1)
+			swarn(NULL, "--status-fd %d: %m", cfg->status_fd);
+		close(cfg->status_fd);
+	}
+	if (d->sup_fd >= 0 && !d->listen_given) {
+		struct sup_rec l = { .kind = SUP_LISTEN };
+
+		sup_send(d->sup_fd, &l, &d->listen_fd, 1);
+	}
+	slog(NULL, "serving %s (%s) on %s", d->src->desc,
+	     size_str(fl_source_size(d->src)).s,
+	     cfg->socket_path ? cfg->socket_path : "the systemd socket");
+	if (d->sup_fd >= 0) {
+		struct sup_rec r = { .kind = SUP_READY };
+
+		adopt_sessions(d);
+		/* Its one client came to a server before this one. */
+		if (cfg->one_client && d->nsessions && d->listen_fd >= 0)
+			listen_no_more(d);
+		sup_send(d->sup_fd, &r, NULL, 0);
+	}
+}
+
+static void teardown(struct daemon *d)
+{
+	ctl_close(d);
+	if (d->spare_fd >= 0)
+		close(d->spare_fd);
+	if (d->sig_fd >= 0)
+		close(d->sig_fd);
+	if (d->torn_fd >= 0)
+		close(d->torn_fd);
+	if (d->trace) {
+		trace_free(d->trace);
+		free(d->trace);
+	}
+	fl_source_put(d->src);
+	free(d->sup_in);
+}
+
 int serve_run(const struct serve_config *cfg)
 {
 	struct daemon d = { .cfg = cfg, .listen_fd = -1, .sig_fd = -1,
@@ -570,71 +704,16 @@ int serve_run(const struct serve_config *cfg)
 	if (!d.proto)
 		return fl_err(-EINVAL, "--protocol %s: not a protocol faultline "
 			      "speaks", cfg->protocol);
-	if (cfg->replay) {
-		/* A bad trace is a startup error, not one per session. */
-		struct trace t;
-
-		trace_init(&t);
-		ret = trace_load(&t, cfg->replay);
-		trace_free(&t);
-		if (ret < 0)
-			return ret;
-	}
-	struct fl_source_opts so = { .cache_dir = cfg->cache_dir,
-				     .cache_max_bytes = cfg->cache_max,
-				     .note = source_note_log,
-				     .layers = cfg->layers,
-				     .nlayers = cfg->nlayers };
-
-	/*
-	 * Signals only through the signalfd, blocked before any thread
-	 * exists (a tcp:// source starts its own at open): a thread that
-	 * left SIGTERM unblocked would take it with the default action, and
-	 * the daemon would die instead of draining its sessions.
-	 */
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGUSR2);
-	sigaddset(&set, SUPERVISE_STOP_SIG);
-	sigaddset(&set, SIGHUP);	/* the supervisor's: ignored here */
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	supervised_fds(&d);
-	if (cfg->stats_json) {	/* a path that cannot work: say so now */
-		int fd = stats_open(cfg->stats_json);
-
-		if (fd < 0)
-			return fl_err(fd, "--stats-json %s: %s", cfg->stats_json,
-				      fd == -EINVAL ? "not a regular file" :
-				      strerror(-fd));
-		close(fd);
-	}
-	ret = 0;
-	if (cfg->source)
-		d.src = fl_source_get(cfg->source);
-	else
-		ret = fl_source_open_ex(cfg->mem_file, &so, &d.src);
+	ret = check_replay(cfg);
 	if (ret < 0)
 		return ret;
-	if (!cfg->source && fl_source_size(d.src) == 0) {
-		fl_source_put(d.src);
-		return fl_err(-EINVAL, "%s: empty (0 bytes): no guest memory "
-			      "to serve", cfg->mem_file);
-	}
-	if (!cfg->source && fl_source_size(d.src) % 4096) {
-		uint64_t size = fl_source_size(d.src);
-
-		fl_source_put(d.src);
-		return fl_err(-EINVAL, "%s is %s (%llu bytes): not a whole "
-			      "number of 4 KiB pages, as a guest's memory is",
-			      cfg->mem_file, size_str(size).s,
-			      (unsigned long long)size);
-	}
-	ret = shared_trace(&d);
-	if (ret < 0) {
-		fl_source_put(d.src);
+	block_signals(&set);
+	supervised_fds(&d);
+	ret = check_stats_json(cfg);
+	if (!ret)
+		ret = open_source(&d);
+	if (ret < 0)
 		return ret;
-	}
 	/* All set up before listening: a client that sees it listen is served. */
 	d.max_sessions = max_sessions();
 	d.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -654,48 +733,10 @@ int serve_run(const struct serve_config *cfg)
 	ret = d.listen_given ? 0 : listen_on(&d, cfg->socket_path);
 	if (ret < 0)
 		goto out;
-	/*
-	 * Listening: say so (criu's --status-fd), before the supervisor is
-	 * given the listener (a server dying between the two listens anew,
-	 * and says it again), never after a restart that inherited it.
-	 */
-	if (cfg->status_fd > 0) {
-		if (!d.listen_given && write(cfg->status_fd, "", 1) != 1)
-			swarn(NULL, "--status-fd %d: %m", cfg->status_fd);
-		close(cfg->status_fd);
-	}
-	if (d.sup_fd >= 0 && !d.listen_given) {
-		struct sup_rec l = { .kind = SUP_LISTEN };
-
-		sup_send(d.sup_fd, &l, &d.listen_fd, 1);
-	}
-	slog(NULL, "serving %s (%s) on %s", d.src->desc,
-	     size_str(fl_source_size(d.src)).s,
-	     cfg->socket_path ? cfg->socket_path : "the systemd socket");
-	if (d.sup_fd >= 0) {
-		struct sup_rec r = { .kind = SUP_READY };
-
-		adopt_sessions(&d);
-		/* Its one client came to a server before this one. */
-		if (cfg->one_client && d.nsessions && d.listen_fd >= 0)
-			listen_no_more(&d);
-		sup_send(d.sup_fd, &r, NULL, 0);
-	}
+	announce(&d);
 	ret = loop(&d);
 	stop_listening(&d);
 out:
-	ctl_close(&d);
-	if (d.spare_fd >= 0)
-		close(d.spare_fd);
-	if (d.sig_fd >= 0)
-		close(d.sig_fd);
-	if (d.torn_fd >= 0)
-		close(d.torn_fd);
-	if (d.trace) {
-		trace_free(d.trace);
-		free(d.trace);
-	}
-	fl_source_put(d.src);
-	free(d.sup_in);
+	teardown(&d);
 	return ret;
 }
