@@ -392,6 +392,67 @@ uint64_t fl_stats_percentile(const struct fl_stats *s, double pct);
 char *fl_stats_json_sized(const struct fl_stats *s, size_t size);
 #define fl_stats_json(s)	fl_stats_json_sized((s), sizeof(*(s)))
 
+/* ---- servers of several clients ------------------------------------------ */
+/*
+ * What a server of many clients needs beyond one engine per client (the
+ * daemon is written on these): a client that forks while it is served
+ * (CRIU's restored tasks: their uffds ask for UFFD_FEATURE_EVENT_FORK)
+ * has each child's uffd handed to whoever serves the child; prefetch
+ * held back until a client's memory is in place; a client of unknown pid
+ * watched; a restore's completion told on an eventfd; background
+ * restore's state shown (docs/api.md).
+ */
+
+/*
+ * A forked child, the handler's to keep: its uffd; state_fd, a memfd of
+ * the page states of every region in order (an engine created over it
+ * with FL_ENGINE_TAKEOVER starts where the parent was); the regions
+ * (malloc'd: free() them), whose source is the parent's.
+ */
+struct fl_engine_child {
+	int uffd;
+	int state_fd;
+	int nregions;
+	struct fl_region_desc *regions;
+};
+/*
+ * Called on the engine thread that read the FORK event, with the engine
+ * locked (it must not call the engine): 0 if it took the child, else
+ * -errno and the engine closes what it was given.
+ */
+typedef int fl_engine_fork_fn(void *arg, struct fl_engine_child *c);
+/* fl_engine_create(), and an adopted uffd may ask for fork events. */
+int fl_engine_create_forking(const struct fl_engine_opts *opts,
+			     fl_engine_fork_fn *fn, void *arg,
+			     struct fl_engine **out);
+/*
+ * Readahead and background restore as flags (FL_ENGINE_NO_PREFETCH,
+ * FL_ENGINE_NO_BACKGROUND) say, from now on, for an engine created with
+ * both off: 0, or -errno if no filler thread could start.
+ */
+int fl_engine_prefetch_release(struct fl_engine *e, unsigned int flags);
+/*
+ * Is a client of unknown pid (FL_ENGINE_CLIENT_REMOTE) still there?  A
+ * ZEROPAGE that changes nothing fails once its memory is gone, and the
+ * engine then finishes: 1 while it is there, else 0.
+ */
+int fl_engine_client_alive(struct fl_engine *e);
+/*
+ * efd (an eventfd the caller keeps open) is written 1 each time the
+ * restore completes.  Set before fl_engine_start().
+ */
+void fl_engine_notify_restored(struct fl_engine *e, int efd);
+
+/* Where background restore is (a glance: it may change at once). */
+enum fl_background {
+	FL_BACKGROUND_OFF,	/* disabled (FL_ENGINE_NO_BACKGROUND, recording) */
+	FL_BACKGROUND_WAITING,	/* for faults to pause (the quiet period) */
+	FL_BACKGROUND_RUNNING,	/* the fillers are restoring */
+	FL_BACKGROUND_STOPPED,	/* hugetlb pool empty: faults only */
+	FL_BACKGROUND_DONE,	/* nothing left missing */
+};
+enum fl_background fl_engine_background(struct fl_engine *e);
+
 /* ---- errors ------------------------------------------------------------- */
 
 /* One line describing the last failure on this thread ("" if none). */

@@ -17,7 +17,6 @@
 
 #include "daemon/proto.h"
 #include "daemon/config.h"
-#include "engine/fork.h"
 #include "faultline.h"
 
 #define MAX_SESSIONS	8192	/* with a descriptor limit that allows it */
@@ -118,7 +117,7 @@ struct daemon {
 
 /* A forked client waiting for its session (session.c). */
 struct fork_rec {
-	struct engine_child c;
+	struct fl_engine_child c;
 	const struct proto_ops *proto;
 	uid_t uid;
 	int parent;

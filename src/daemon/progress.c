@@ -13,7 +13,6 @@
 #include "daemon/log.h"
 #include "daemon/progress.h"
 #include "daemon/session.h"
-#include "engine/observe.h"
 #include "util/clock.h"
 #include "util/size.h"
 

@@ -60,7 +60,7 @@ struct proto_ops {
 	bool end_when_restored;
 	/*
 	 * Clients may fork while served (their uffds ask for fork events):
-	 * each child is served as a session of its own (engine/fork.h).
+	 * each child is served as a session of its own (fl_engine_create_forking()).
 	 */
 	bool forks;
 	/*

@@ -40,7 +40,6 @@
 #include "daemon/supchan.h"
 #include "daemon/supervise.h"
 #include "daemon/takeover.h"
-#include "engine/fork.h"
 #include "format/trace.h"
 #include "kernel/proc.h"
 #include "source/source.h"
@@ -314,7 +313,7 @@ static void handshake_timeout(struct daemon *d, struct session *s)
 
 /*
  * Is s restored?  Asked at every wake of the loop for a session that ends
- * then (the engine wakes it, engine_notify_restored()), not only at the
+ * then (the engine wakes it, fl_engine_notify_restored()), not only at the
  * progress check: a CRIU restore is done when its last session ends.
  */
 static bool restored_now(struct session *s, uint64_t now)
@@ -342,7 +341,7 @@ static void check_sessions(struct daemon *d)
 		if (s->state == S_SERVING && s->sock < 0 &&
 		    now - s->t_probe >= 1000) {
 			s->t_probe = now;
-			engine_client_alive(s->engine);
+			fl_engine_client_alive(s->engine);
 		}
 		if (s->state == S_SERVING && fl_engine_finished(s->engine))
 			session_end(d, s, "client gone");

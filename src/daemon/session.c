@@ -30,7 +30,6 @@
 #include "daemon/session.h"
 #include "daemon/status.h"
 #include "daemon/supchan.h"
-#include "engine/fork.h"
 #include "format/trace.h"
 #include "kernel/proc.h"
 #include "source/source.h"
@@ -429,11 +428,11 @@ struct session *session_new(struct daemon *d, const struct proto_ops *p,
 }
 
 /*
- * A client forked (engine/fork.h; on the engine thread that read the
+ * A client forked (fl_engine_create_forking(); on the engine thread that read the
  * event): queued for the control loop, which alone touches the session
  * list, and the loop woken.
  */
-static int forked(void *arg, struct engine_child *c)
+static int forked(void *arg, struct fl_engine_child *c)
 {
 	struct session *s = arg;
 	struct daemon *d = s->d;
@@ -520,7 +519,7 @@ void session_release(struct daemon *d, int conn)
 		/* The trace first: background restore must not go before it. */
 		if ((d->cfg->replay &&
 		     fl_engine_replay(s->engine, d->cfg->replay) < 0) ||
-		    engine_prefetch_release(s->engine, fl) < 0)
+		    fl_engine_prefetch_release(s->engine, fl) < 0)
 			swarn(s, "no prefetch: %s", fl_last_error());
 	}
 }
@@ -668,14 +667,14 @@ int start_serving(struct daemon *d, struct session *s,
 			   (takeover || s->parent ? FL_ENGINE_TAKEOVER : 0);
 		o.state_fd = s->state_fd;
 	}
-	ret = engine_create_forking(&o, s->proto->forks ? forked : NULL, s,
+	ret = fl_engine_create_forking(&o, s->proto->forks ? forked : NULL, s,
 				    &s->engine);
 	if (ret < 0)
 		return ret;
 	s->uffd = -1;	/* the engine owns it now */
 	/* Ends once restored: the loop woken then, not at its next check. */
 	if (s->proto->end_when_restored && d->torn_fd >= 0)
-		engine_notify_restored(s->engine, d->torn_fd);
+		fl_engine_notify_restored(s->engine, d->torn_fd);
 	for (int i = 0; i < n && ret == 0; i++) {
 		ret = fl_engine_add_region(s->engine, &regs[i], d->src);
 		s->bytes += regs[i].len;

@@ -19,7 +19,6 @@
 
 #include "daemon/log.h"
 #include "daemon/status.h"
-#include "engine/observe.h"
 #include "source/source.h"
 #include "util/clock.h"
 
@@ -40,14 +39,14 @@ void stats_add(struct fl_stats *to, const struct fl_stats *from)
 static const char *bg_name(const struct session *s)
 {
 	static const char *const names[] = {
-		[ENGINE_BG_OFF] = "off", [ENGINE_BG_WAITING] = "waiting",
-		[ENGINE_BG_RUNNING] = "running", [ENGINE_BG_STOPPED] = "stopped",
-		[ENGINE_BG_DONE] = "done",
+		[FL_BACKGROUND_OFF] = "off", [FL_BACKGROUND_WAITING] = "waiting",
+		[FL_BACKGROUND_RUNNING] = "running", [FL_BACKGROUND_STOPPED] = "stopped",
+		[FL_BACKGROUND_DONE] = "done",
 	};
 
 	if (s->held)
 		return "held";
-	return names[engine_background_state(s->engine)];
+	return names[fl_engine_background(s->engine)];
 }
 
 void sess_sample(struct session *s, uint64_t now, struct sess_sample *out)

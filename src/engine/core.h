@@ -31,7 +31,7 @@ struct engine_stats {
 };
 
 struct worker;
-struct engine_child;
+struct fl_engine_child;
 
 #define WOKEN_SLOTS 256
 
@@ -116,10 +116,10 @@ struct fl_engine {
 	bool takeover;
 
 	/* fork.h: who takes a forked child's uffd (NULL: fork events refused). */
-	int (*on_fork)(void *arg, struct engine_child *c);
+	int (*on_fork)(void *arg, struct fl_engine_child *c);
 	void *fork_arg;
 	int restored_fd;		/* an eventfd told once restored, or -1
-					 * (engine_notify_restored()) */
+					 * (fl_engine_notify_restored()) */
 
 	/* Write tracking and reset to the snapshot (track.c, reset.c). */
 	atomic_int track;		/* FL_TRACK_*, 0: off */
@@ -173,7 +173,7 @@ static inline void stat_add(_Atomic uint64_t *c, uint64_t v)
 
 /*
  * Nothing missing since at (ns): say so, and tell whoever asked
- * (engine_notify_restored(), fork.h).
+ * (fl_engine_notify_restored(), fork.h).
  */
 static inline void engine_restored(struct fl_engine *e, uint64_t at)
 {

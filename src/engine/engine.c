@@ -294,7 +294,7 @@ __asm__(".symver fl_engine_create_0_3, fl_engine_create@FAULTLINE_0.3");
 int fl_engine_create_0_5(const struct fl_engine_opts *opts,
 			 struct fl_engine **out)
 {
-	return engine_create_forking(opts, NULL, NULL, out);
+	return fl_engine_create_forking(opts, NULL, NULL, out);
 }
 
 int fl_engine_create_0_3(const struct fl_engine_opts *opts,
@@ -303,14 +303,14 @@ int fl_engine_create_0_3(const struct fl_engine_opts *opts,
 	struct fl_engine_opts o;
 
 	if (!opts)
-		return engine_create_forking(NULL, NULL, NULL, out);
+		return fl_engine_create_forking(NULL, NULL, NULL, out);
 	o = *opts;
 	o.reserved_4 = o.reserved_28 = o.reserved_52 = 0;
-	return engine_create_forking(&o, NULL, NULL, out);
+	return fl_engine_create_forking(&o, NULL, NULL, out);
 }
 
-int engine_create_forking(const struct fl_engine_opts *opts,
-			  engine_fork_fn *fn, void *arg,
+int fl_engine_create_forking(const struct fl_engine_opts *opts,
+			  fl_engine_fork_fn *fn, void *arg,
 			  struct fl_engine **out)
 {
 	struct fl_engine_opts def = { .uffd = -1 };

@@ -26,7 +26,7 @@
 #include "util/io.h"
 
 /* The regions' descriptions and a memfd of their states, in order. */
-static int snapshot(struct fl_engine *e, struct engine_child *c)
+static int snapshot(struct fl_engine *e, struct fl_engine_child *c)
 {
 	uint64_t pages = 0, at = 0;
 	int ret = 0;
@@ -58,7 +58,7 @@ static int snapshot(struct fl_engine *e, struct engine_child *c)
 	return ret;
 }
 
-int engine_prefetch_release(struct fl_engine *e, unsigned int flags)
+int fl_engine_prefetch_release(struct fl_engine *e, unsigned int flags)
 {
 	pthread_mutex_lock(&e->pf.lock);
 	e->pf.readahead = !(flags & FL_ENGINE_NO_PREFETCH);
@@ -68,7 +68,7 @@ int engine_prefetch_release(struct fl_engine *e, unsigned int flags)
 	return e->nthreads ? prefetch_start(e) : 0;
 }
 
-bool engine_client_alive(struct fl_engine *e)
+int fl_engine_client_alive(struct fl_engine *e)
 {
 	uint64_t addr = 0, done;
 	bool found = false;
@@ -109,7 +109,7 @@ bool engine_client_alive(struct fl_engine *e)
 
 void engine_forked(struct fl_engine *e, int uffd)
 {
-	struct engine_child c = { .uffd = uffd, .state_fd = -1 };
+	struct fl_engine_child c = { .uffd = uffd, .state_fd = -1 };
 	int ret = e->on_fork ? snapshot(e, &c) : -ENOTSUP;
 
 	if (ret == 0)
@@ -129,7 +129,7 @@ void engine_forked(struct fl_engine *e, int uffd)
 	free(c.regions);
 }
 
-void engine_notify_restored(struct fl_engine *e, int efd)
+void fl_engine_notify_restored(struct fl_engine *e, int efd)
 {
 	e->restored_fd = efd;
 }

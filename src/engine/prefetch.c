@@ -23,7 +23,6 @@
 #include "engine/fill.h"
 #include "engine/worker.h"
 #include "engine/prefetch.h"
-#include "engine/observe.h"
 #include "util/clock.h"
 #include "kernel/uffd.h"
 
@@ -416,20 +415,20 @@ static bool bg_go(struct fl_engine *e, const struct worker *w,
 	return false;
 }
 
-enum engine_bg engine_background_state(struct fl_engine *e)
+enum fl_background fl_engine_background(struct fl_engine *e)
 {
-	enum engine_bg st = ENGINE_BG_RUNNING;
+	enum fl_background st = FL_BACKGROUND_RUNNING;
 
 	if (atomic_load(&e->restored))
-		return ENGINE_BG_DONE;
+		return FL_BACKGROUND_DONE;
 	pthread_mutex_lock(&e->pf.lock);
 	if (!e->pf.background || !e->pf.nfillers)
-		st = ENGINE_BG_OFF;
+		st = FL_BACKGROUND_OFF;
 	else if (e->pf.bg_stopped)
-		st = ENGINE_BG_STOPPED;
+		st = FL_BACKGROUND_STOPPED;
 	else if (now_ns() - atomic_load(&e->pf.last_fault_ns) < bg_quiet_ns(e) &&
 		 !atomic_load(&e->pf.dense))
-		st = ENGINE_BG_WAITING;
+		st = FL_BACKGROUND_WAITING;
 	pthread_mutex_unlock(&e->pf.lock);
 	return st;
 }
