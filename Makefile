@@ -117,7 +117,7 @@ TEST_CFLAGS    := -Itestlib $(PRODUCT_CFLAGS) -Itools/bench -Itests
 PKG_LIBS = $(shell pkg-config --libs $(PC_LIBS) 2>/dev/null)
 LDLIBS   = $(PKG_LIBS) -lpthread -lm
 
-LIB_DIRS  := kernel util format source engine
+LIB_DIRS  := kernel util format store source author engine
 LIB_SRC   := $(sort $(wildcard $(LIB_DIRS:%=src/%/*.c)))
 DAEMON_SRC := $(sort $(wildcard src/daemon/*.c))
 TESTLIB_SRC := $(sort $(wildcard testlib/*.c))

@@ -17,7 +17,7 @@
  * What must hold: no byte is kept from a response that fails the checks,
  * never more than asked for, and a name never shows the query string.
  */
-#include "source/http_xfer.c"
+#include "store/http_xfer.c"
 #include "source/http.c"
 
 /* Feed header lines of [*p, end) to x, up to and with an empty line. */

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "source/http_state.h"
-#include "source/s3.h"
+#include "store/http_state.h"
+#include "store/s3.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "faultline.h"
-#include "source/s3.h"
+#include "store/s3.h"
 
 static int on_key(void *arg, const char *name, uint64_t size)
 {

@@ -24,7 +24,7 @@
 #include "cli.h"
 #include "format/criu.h"
 #include "format/image.h"
-#include "format/chunk_store.h"
+#include "store/chunk_store.h"
 #include "util/clock.h"
 #include "source/layers.h"
 #include "source/source.h"

@@ -19,9 +19,9 @@
 
 #include "faultline.h"
 #include "cli.h"
-#include "format/chunk_store.h"
+#include "store/chunk_store.h"
 #include "format/image.h"
-#include "format/store_registry.h"
+#include "author/registry.h"
 #include "util/error.h"
 
 /* The arguments of register, delete and gc. */

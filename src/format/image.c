@@ -29,7 +29,7 @@
 #include "util/error.h"
 #include "format/image.h"
 #include "format/layout.h"
-#include "format/chunk_store.h"
+#include "store/chunk_store.h"
 #include "util/io.h"
 #include "util/zero.h"
 

@@ -32,10 +32,10 @@
 #include "faultline.h"
 #include "util/error.h"
 #include "util/io.h"
-#include "source/http_cache.h"
+#include "store/http_cache.h"
 #include "format/image.h"
 #include "source/impl.h"
-#include "source/http_state.h"
+#include "store/http_state.h"
 #include "util/clock.h"
 
 /* ---- reads ---------------------------------------------------------------- */

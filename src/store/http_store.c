@@ -29,10 +29,10 @@
 #include <string.h>
 
 #include "faultline.h"
-#include "format/chunk_store.h"
+#include "store/chunk_store.h"
 #include "format/image.h"
-#include "source/http_cache.h"
-#include "source/http_state.h"
+#include "store/http_cache.h"
+#include "store/http_state.h"
 #include "source/impl.h"
 #include "util/clock.h"
 #include "util/error.h"

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "source/s3.h"
+#include "store/s3.h"
 #include "util/error.h"
 
 bool s3_is_spec(const char *spec)

@@ -23,10 +23,10 @@
 
 #include "faultline.h"
 #include "util/error.h"
-#include "source/http_cache.h"
+#include "store/http_cache.h"
 #include "format/image.h"
 #include "source/impl.h"
-#include "source/http_state.h"
+#include "store/http_state.h"
 #include "util/clock.h"
 
 /* ---- per-thread curl handles -------------------------------------------- */

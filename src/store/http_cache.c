@@ -49,7 +49,7 @@
 
 #include "util/error.h"
 #include "util/io.h"
-#include "source/http_cache.h"
+#include "store/http_cache.h"
 #include "source/source.h"
 #include "util/clock.h"
 

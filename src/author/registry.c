@@ -32,12 +32,12 @@
 #include <unistd.h>
 
 #include "faultline.h"
-#include "format/chunk_store.h"
+#include "store/chunk_store.h"
 #include "format/image.h"
-#include "format/store_registry.h"
+#include "author/registry.h"
 #include "source/layers.h"
-#include "source/s3.h"
-#include "source/s3_store.h"
+#include "store/s3.h"
+#include "store/s3_store.h"
 #include "source/source.h"
 #include "util/error.h"
 #include "util/io.h"

@@ -31,10 +31,10 @@
 
 #include "faultline.h"
 #include "format/image.h"
-#include "source/http_state.h"
-#include "source/s3.h"
-#include "source/s3_lock.h"
-#include "source/s3_store.h"
+#include "store/http_state.h"
+#include "store/s3.h"
+#include "store/s3_lock.h"
+#include "store/s3_store.h"
 #include "util/error.h"
 
 #define S3S_IDLE	8	/* curl handles kept for reuse */

@@ -12,8 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "source/http_cache.h"
-#include "source/s3.h"
+#include "store/http_cache.h"
+#include "store/s3.h"
 #include "source/source.h"
 
 #define HTTP_BLOCK	(512u << 10)

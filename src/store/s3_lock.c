@@ -33,8 +33,8 @@
 #include <unistd.h>
 
 #include "faultline.h"
-#include "source/s3_lock.h"
-#include "source/s3_store.h"
+#include "store/s3_lock.h"
+#include "store/s3_store.h"
 #include "util/clock.h"
 #include "util/error.h"
 

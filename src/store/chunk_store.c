@@ -37,10 +37,10 @@
 
 #include "faultline.h"
 #include "format/image.h"
-#include "format/chunk_store.h"
-#include "format/store_registry.h"
-#include "source/s3.h"
-#include "source/s3_store.h"
+#include "store/chunk_store.h"
+#include "author/registry.h"
+#include "store/s3.h"
+#include "store/s3_store.h"
 #include "util/error.h"
 #include "util/io.h"
 
