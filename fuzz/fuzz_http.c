@@ -59,7 +59,7 @@ static bool body(struct xfer *x, const char *p, size_t len)
 
 static void reset(struct xfer *x, struct source_http *h)
 {
-	*x = (struct xfer){ .h = h, .start = UINT64_MAX, .end = UINT64_MAX,
+	*x = (struct xfer){ .h = &h->o, .start = UINT64_MAX, .end = UINT64_MAX,
 			    .total = UINT64_MAX };
 }
 
@@ -73,12 +73,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!nl || nl + 1 == end)
 		return 0;
-	h.url = malloc((size_t)(nl - p) + 8);
-	if (!h.url)
+	h.o.url = malloc((size_t)(nl - p) + 8);
+	if (!h.o.url)
 		return 0;
-	snprintf(h.url, (size_t)(nl - p) + 8, "http://%.*s", (int)(nl - p), p);
-	url_name(h.url, h.name, sizeof(h.name));
-	q = strchr(h.name, '?');
+	snprintf(h.o.url, (size_t)(nl - p) + 8, "http://%.*s", (int)(nl - p), p);
+	url_name(h.o.url, h.o.name, sizeof(h.o.name));
+	q = strchr(h.o.name, '?');
 	if (q && strncmp(q, "?...", strlen(q)))	/* a query string shown */
 		abort();
 	unsigned int pick = (unsigned char)nl[1];
@@ -88,8 +88,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	probe.probe = true;
 	probe.len = HTTP_PROBE;
 	headers(&probe, &p, end);
-	h.base.size = (probe.hstatus == 206 || probe.hstatus == 416) &&
-		      probe.total != UINT64_MAX ? probe.total : (1u << 20) + 1;
+	h.base.size = h.o.size = (probe.hstatus == 206 ||
+				  probe.hstatus == 416) &&
+				 probe.total != UINT64_MAX ? probe.total :
+				 (1u << 20) + 1;
 	if (!h.base.size || set_validator(&h, &probe) < 0)
 		goto out;
 
@@ -113,7 +115,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	free(x.dst);
 out:
-	curl_slist_free_all(h.cond);
-	free(h.url);
+	curl_slist_free_all(h.o.cond);
+	free(h.o.url);
 	return 0;
 }

@@ -32,6 +32,7 @@
 
 #include <xxhash.h>
 
+#include "author/create.h"
 #include "format/image.h"
 #include "format/layout.h"
 #include "store/chunk_store.h"

@@ -16,6 +16,7 @@
 
 #include "faultline.h"
 #include "store/chunk_store.h"
+#include "author/create.h"
 #include "format/image.h"
 #include "tap.h"
 #include "serve_util.h"

@@ -23,6 +23,8 @@
 #include <unistd.h>
 
 #include "faultline.h"
+#include "author/create.h"
+#include "author/gc.h"
 #include "format/image.h"
 #include "store/chunk_store.h"
 #include "author/registry.h"

@@ -36,6 +36,7 @@
 
 #include "faultline.h"
 #include "store/chunk_store.h"
+#include "author/create.h"
 #include "format/image.h"
 #include "source/source.h"
 #include "tap.h"

@@ -23,6 +23,7 @@
 #include "faultline.h"
 #include "cli.h"
 #include "format/criu.h"
+#include "author/create.h"
 #include "format/image.h"
 #include "store/chunk_store.h"
 #include "util/clock.h"

@@ -20,6 +20,7 @@
 #include "faultline.h"
 #include "cli.h"
 #include "store/chunk_store.h"
+#include "author/gc.h"
 #include "format/image.h"
 #include "author/registry.h"
 #include "util/error.h"

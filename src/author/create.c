@@ -25,6 +25,7 @@
 #include <zstd.h>
 
 #include "faultline.h"
+#include "author/create.h"
 #include "format/image.h"
 #include "format/layout.h"
 #include "store/chunk_store.h"
@@ -826,7 +827,7 @@ int image_create(const char *raw_path, const char *image_path,
 	}
 	posix_fadvise(w.rfd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	if (w.o.store) {	/* before the layout: it records its path */
-		ret = store_open_write(w.o.store, &w.sw);
+		ret = registry_open_write(w.o.store, &w.sw);
 		w.store_open = true;
 	}
 	if (!ret)

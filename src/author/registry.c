@@ -33,6 +33,7 @@
 
 #include "faultline.h"
 #include "store/chunk_store.h"
+#include "author/gc.h"
 #include "format/image.h"
 #include "author/registry.h"
 #include "source/layers.h"
@@ -318,6 +319,13 @@ int registry_start(struct store_writer *w)
 	return put_marker(&r);
 }
 
+int registry_open_write(const char *dir, struct store_writer *w)
+{
+	int ret = store_open_write(dir, w);
+
+	return ret ? ret : registry_start(w);
+}
+
 /* ---- indexes ------------------------------------------------------------- */
 
 struct mem {
@@ -490,7 +498,7 @@ static int open_store(const char *spec, struct store_writer *w)
 	if (!store_is_s3(spec) && (stat(path, &st) < 0 || !S_ISDIR(st.st_mode)))
 		return fl_err(-ENOENT, "--store %s: not a chunk store (no %s/)",
 			      spec, STORE_CHUNKS);
-	return store_open_write(spec, w);
+	return registry_open_write(spec, w);
 }
 
 int store_publish(struct store_writer *w, const char *tmp, const char *image,

@@ -21,6 +21,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "util/note.h"
+
 struct fl_source;
 struct fl_source_opts;
 struct image;
@@ -72,9 +74,7 @@ struct fl_source {
 	uint64_t size;
 	atomic_int refs;
 	char desc[256];		/* for messages: the path or URL, no secrets */
-	void (*note)(void *arg, const char *line);	/* fl_source_opts */
-	void *note_arg;
-	_Atomic uint64_t note_ns;	/* the last note, for the rate limit */
+	struct note note;	/* fl_source_opts' note callback */
 	/*
 	 * A remote source counts where its bytes came from (the daemon's
 	 * metrics): fetched from the origin, or read from the local cache.

@@ -25,7 +25,6 @@
 #include "util/error.h"
 #include "store/http_cache.h"
 #include "format/image.h"
-#include "source/impl.h"
 #include "store/http_state.h"
 #include "util/clock.h"
 
@@ -113,9 +112,9 @@ static bool changed(struct xfer *x, const char *fmt, ...)
  */
 static bool response_ok(struct xfer *x)
 {
-	const struct source_http *h = x->h;
+	const struct http_origin *h = x->h;
 	uint64_t last = x->off + x->len - 1;
-	uint64_t size = x->url ? x->size : h->base.size;
+	uint64_t size = x->url ? x->size : h->size;
 
 	x->checked = true;
 	if (h->etag[0] && x->etag[0] && strcmp(h->etag, x->etag))
@@ -398,7 +397,7 @@ static void xfer_done(struct xfer *x, CURLcode cc)
 		x->not_before = now_ns() +
 			((uint64_t)HTTP_BACKOFF_MS * 1000000ull <<
 			 (x->tries - 1));
-		source_note(&x->h->base, "%s: bytes %llu-%llu: %s; try %d of "
+		note_rate(x->h->note, "%s: bytes %llu-%llu: %s; try %d of "
 			    "%d in %u ms", x->h->name,
 			    (unsigned long long)x->off,
 			    (unsigned long long)(x->off + x->len - 1), x->err,
@@ -440,7 +439,7 @@ static void xfer_stop(struct conn *c, struct xfer *x)
  * the first failure; once one has failed for good the others are dropped
  * (X_GONE), since the read fails anyway.
  */
-int http_fetch(struct source_http *h, struct xfer *xs, int n,
+int http_fetch(struct http_origin *h, struct xfer *xs, int n,
 		 uint64_t deadline)
 {
 	struct conn *c = conn_get();
