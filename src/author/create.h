@@ -31,9 +31,6 @@ struct image_create_opts {
 	void *progress_arg;
 };
 
-/* Check a zstd level (ZSTD_minCLevel() to ZSTD_maxCLevel()); 0 or -EINVAL. */
-int image_check_level(long level);
-
 /*
  * Write an image of the raw file at raw_path to image_path (via a temporary
  * file in the same directory, renamed at the end).  Holes are skipped with

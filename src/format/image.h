@@ -226,6 +226,18 @@ struct image_info {
 
 /* Check a chunk size (power of two in [4 KiB, 16 MiB]); 0 or -EINVAL. */
 int image_check_chunk(uint64_t chunk_size);
+/* Check a zstd level (ZSTD_minCLevel() to ZSTD_maxCLevel()); 0 or -EINVAL. */
+int image_check_level(long level);
+
+/*
+ * Encode (image_encode.c): the header h into b (h->header_size bytes; ib
+ * the encoded index region of ilen bytes, for the content id), and the
+ * entry e into b (IMAGE_ENTRY3_SIZE bytes if v3, else IMAGE_ENTRY_SIZE).
+ */
+void image_encode_header(unsigned char *b, const struct image_header *h,
+			 const unsigned char *ib, size_t ilen);
+void image_encode_entry(unsigned char *b, const struct image_entry *e,
+			bool v3);
 /* Open an image and summarise it (no chunk is read). */
 /* Fill info from an image's header and index. */
 void image_tally(const struct image *img, struct image_info *info);
