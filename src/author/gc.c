@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * gc.c - gc of a chunk store (docs/image-format.md, "Chunk store"), in a
- * directory or a bucket: delete every object no registered image names;
- * and the registry's check that an image's chunks are all there.
+ * directory or a bucket: delete every object no registered image names.
  *
  * Decisions: gc holds the store's lock exclusively while it reads the
  * indexes it keeps and deletes, so it never deletes an object a create
@@ -23,61 +22,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "author/chunk_set.h"
 #include "author/gc.h"
 #include "author/registry.h"
 #include "format/image.h"
 #include "store/chunk_store.h"
+#include "store/s3_lock.h"
 #include "store/s3_store.h"
 #include "util/error.h"
 #include "util/io.h"
-
-/* ---- gc ----------------------------------------------------------------- */
-
-struct hash_set {
-	uint8_t (*h)[IMAGE_HASH_LEN];
-	size_t n, cap;
-};
-
-static int cmp_hash(const void *a, const void *b)
-{
-	return memcmp(a, b, IMAGE_HASH_LEN);
-}
-
-/* registry_each()'s keep: an index's chunks into the set s. */
-static int set_add_image(void *s_, const struct image *img)
-{
-	struct hash_set *s = s_;
-
-	for (uint64_t i = 0; i < img->hdr.chunk_count; i++) {
-		if (img->index[i].kind == IMAGE_ZERO)
-			continue;
-		if (s->n == s->cap) {
-			size_t c = s->cap ? 2 * s->cap : 1024;
-			void *p = realloc(s->h, c * IMAGE_HASH_LEN);
-
-			if (!p)
-				return -ENOMEM;
-			s->h = p;
-			s->cap = c;
-		}
-		memcpy(s->h[s->n++], img->index[i].sha, IMAGE_HASH_LEN);
-	}
-	return 0;
-}
-
-static bool hex_name(const char *s, uint8_t *hash)
-{
-	for (int i = 0; i < IMAGE_HASH_LEN; i++) {
-		unsigned int v;
-
-		if (!strchr("0123456789abcdef", s[2 * i]) || !s[2 * i] ||
-		    !strchr("0123456789abcdef", s[2 * i + 1]) ||
-		    !s[2 * i + 1] || sscanf(s + 2 * i, "%2x", &v) != 1)
-			return false;
-		hash[i] = (uint8_t)v;
-	}
-	return !s[2 * IMAGE_HASH_LEN];
-}
 
 /* A symbolic link where gc looked: skipped, never followed; the first named. */
 static void gc_link(struct store_gc_info *info, const char *sub,
@@ -89,7 +42,7 @@ static void gc_link(struct store_gc_info *info, const char *sub,
 }
 
 /* Sweep one chunks/HH directory. */
-static int gc_sweep(int dfd, const char *sub, const struct hash_set *s,
+static int gc_sweep(int dfd, const char *sub, const struct chunk_set *s,
 		    bool dry_run, struct store_gc_info *info)
 {
 	int fd = io_open_beneath(dfd, sub, O_RDONLY | O_DIRECTORY, 0);
@@ -125,9 +78,9 @@ static int gc_sweep(int dfd, const char *sub, const struct hash_set *s,
 				unlinkat(dirfd(d), de->d_name, 0);
 			continue;
 		}
-		if (!hex_name(de->d_name, h) || strncmp(de->d_name, sub + sizeof(STORE_CHUNKS), 2))
+		if (!chunk_hash_parse(de->d_name, h) || strncmp(de->d_name, sub + sizeof(STORE_CHUNKS), 2))
 			continue;	/* not an object: not ours to delete */
-		keep = bsearch(h, s->h, s->n, IMAGE_HASH_LEN, cmp_hash);
+		keep = bsearch(h, s->h, s->n, IMAGE_HASH_LEN, chunk_hash_cmp);
 		if (keep) {
 			info->kept++;
 			info->kept_bytes += (uint64_t)st.st_size;
@@ -144,7 +97,7 @@ static int gc_sweep(int dfd, const char *sub, const struct hash_set *s,
 
 struct sweep_s3 {
 	struct s3_store *st;
-	const struct hash_set *keep;
+	const struct chunk_set *keep;
 	bool dry_run;
 	struct store_gc_info *info;
 };
@@ -158,9 +111,9 @@ static int sweep_s3_one(void *arg, const char *name, uint64_t size)
 
 	/* chunks/HH/HASH, HH the hash's first two digits */
 	if (!base || base - name != (ptrdiff_t)strlen(STORE_CHUNKS "/HH") ||
-	    !hex_name(base + 1, h) || memcmp(base - 2, base + 1, 2))
+	    !chunk_hash_parse(base + 1, h) || memcmp(base - 2, base + 1, 2))
 		return 0;
-	if (bsearch(h, w->keep->h, w->keep->n, IMAGE_HASH_LEN, cmp_hash)) {
+	if (bsearch(h, w->keep->h, w->keep->n, IMAGE_HASH_LEN, chunk_hash_cmp)) {
 		w->info->kept++;
 		w->info->kept_bytes += size;
 		return 0;
@@ -177,7 +130,7 @@ static int sweep_s3_one(void *arg, const char *name, uint64_t size)
 /* store_gc() of s3://BUCKET[/PREFIX], under its exclusive lock. */
 static int gc_s3(const char *dir, bool dry_run, struct store_gc_info *info)
 {
-	struct hash_set s = { 0 };
+	struct chunk_set s = { 0 };
 	struct s3_store *st;
 	int ret = s3_store_open(dir, &st);
 
@@ -186,12 +139,12 @@ static int gc_s3(const char *dir, bool dry_run, struct store_gc_info *info)
 	ret = s3_store_lock(st, true);
 	/* Under the lock: every index a create finished is registered. */
 	if (!ret)
-		ret = registry_each(dir, -1, st, false, set_add_image, &s,
+		ret = registry_each(dir, -1, st, false, chunk_set_add_image, &s,
 				    &info->images);
 	if (!ret) {
 		struct sweep_s3 w = { st, &s, dry_run, info };
 
-		qsort(s.h, s.n, IMAGE_HASH_LEN, cmp_hash);
+		qsort(s.h, s.n, IMAGE_HASH_LEN, chunk_hash_cmp);
 		ret = s3_store_list(st, STORE_CHUNKS "/", sweep_s3_one, &w);
 	}
 	free(s.h);
@@ -201,7 +154,7 @@ static int gc_s3(const char *dir, bool dry_run, struct store_gc_info *info)
 
 int store_gc(const char *dir, bool dry_run, struct store_gc_info *info)
 {
-	struct hash_set s = { 0 };
+	struct chunk_set s = { 0 };
 	struct stat st;
 	int dfd, cfd = -1, lock = -1, ret = 0;
 	struct dirent *de;
@@ -230,11 +183,11 @@ int store_gc(const char *dir, bool dry_run, struct store_gc_info *info)
 		goto out;
 	}
 	/* Under the lock: every index a create finished is registered. */
-	ret = registry_each(dir, dfd, NULL, !dry_run, set_add_image, &s,
+	ret = registry_each(dir, dfd, NULL, !dry_run, chunk_set_add_image, &s,
 			    &info->images);
 	if (ret < 0)
 		goto out;
-	qsort(s.h, s.n, IMAGE_HASH_LEN, cmp_hash);
+	qsort(s.h, s.n, IMAGE_HASH_LEN, chunk_hash_cmp);
 	d = fdopendir(cfd);
 	if (!d) {
 		ret = fl_err(-errno, "%s/%s: %m", dir, STORE_CHUNKS);
@@ -259,70 +212,5 @@ out:
 	if (lock >= 0)
 		close(lock);
 	close(dfd);
-	return ret;
-}
-
-/* ---- a new registry entry's chunks: all there? -------------------------- */
-
-struct have {
-	struct hash_set want;
-	bool *found;
-};
-
-static int have_seen(void *arg, const char *name, uint64_t size)
-{
-	struct have *h = arg;
-	const char *base = strrchr(name, '/');
-	uint8_t x[IMAGE_HASH_LEN], (*at)[IMAGE_HASH_LEN];
-
-	(void)size;
-	if (base && hex_name(base + 1, x) &&
-	    (at = bsearch(x, h->want.h, h->want.n, IMAGE_HASH_LEN, cmp_hash)))
-		h->found[at - h->want.h] = true;
-	return 0;
-}
-
-int store_check_chunks(const char *spec, int dfd, struct s3_store *s3,
-		       const struct image *img, const char *what)
-{
-	struct have h = { 0 };
-	uint64_t missing = 0;
-	size_t first = 0, n = 0;
-	char name[128];
-	int ret = set_add_image(&h.want, img);
-
-	if (!ret && !(h.found = calloc(h.want.n + 1, 1)))
-		ret = -ENOMEM;
-	if (ret)
-		return fl_err(ret, "%s: no memory", what);
-	qsort(h.want.h, h.want.n, IMAGE_HASH_LEN, cmp_hash);
-	for (size_t i = 0; i < h.want.n; i++)	/* each hash once */
-		if (!n || memcmp(h.want.h[n - 1], h.want.h[i], IMAGE_HASH_LEN))
-			memmove(h.want.h[n++], h.want.h[i], IMAGE_HASH_LEN);
-	h.want.n = n;
-	if (s3)		/* one LIST, not a HEAD per chunk */
-		ret = s3_store_list(s3, STORE_CHUNKS "/", have_seen, &h);
-	for (size_t i = 0; !ret && i < h.want.n; i++) {
-		struct stat st;
-
-		if (!s3) {
-			store_chunk_name(h.want.h[i], name, sizeof(name));
-			h.found[i] = !fstatat(dfd, name, &st,
-					      AT_SYMLINK_NOFOLLOW) &&
-				     S_ISREG(st.st_mode);
-		}
-		if (!h.found[i] && !missing++)
-			first = i;
-	}
-	if (!ret && missing) {
-		store_chunk_name(h.want.h[first], name, sizeof(name));
-		ret = fl_err(-ENOENT, "%s: %llu of its chunks are not in the "
-			     "store (%s/%s the first): not registered (a gc "
-			     "before the registry deleted them? create it "
-			     "again)", what, (unsigned long long)missing, spec,
-			     name);
-	}
-	free(h.want.h);
-	free(h.found);
 	return ret;
 }

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * gc.h - gc of a chunk store, and the check that a store holds an image's
- * chunks (author/gc.c).
+ * gc.h - gc of a chunk store (author/gc.c).
  */
 #ifndef FAULTLINE_AUTHOR_GC_H
 #define FAULTLINE_AUTHOR_GC_H
@@ -10,8 +9,6 @@
 #include <stdint.h>
 
 #include "format/image.h"
-
-struct s3_store;
 
 struct store_gc_info {
 	uint64_t images;	/* indexes read, parents included */
@@ -30,13 +27,5 @@ struct store_gc_info {
  * an entry it cannot read.  dry_run: count only.
  */
 int store_gc(const char *dir, bool dry_run, struct store_gc_info *info);
-
-/*
- * Does the store spec (dfd its root, or s3 a bucket's) hold every chunk
- * img names?  0, or -ENOENT with one line (what: the image) naming the
- * first missing; a bucket's chunks are listed once.
- */
-int store_check_chunks(const char *spec, int dfd, struct s3_store *s3,
-		       const struct image *img, const char *what);
 
 #endif

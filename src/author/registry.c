@@ -33,7 +33,7 @@
 
 #include "faultline.h"
 #include "store/chunk_store.h"
-#include "author/gc.h"
+#include "author/chunk_set.h"
 #include "format/image.h"
 #include "author/registry.h"
 #include "source/layers.h"

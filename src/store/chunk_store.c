@@ -40,6 +40,7 @@
 #include "format/image.h"
 #include "store/chunk_store.h"
 #include "store/s3.h"
+#include "store/s3_lock.h"
 #include "store/s3_store.h"
 #include "util/error.h"
 #include "util/io.h"
