@@ -10,7 +10,8 @@
 # beside them.
 #
 # What goes where (layers in docs/architecture.md):
-#   libfaultline.{a,so}  src/{kernel,util,format,source,engine}: the library,
+#   libfaultline.{a,so}  src/{kernel,util,format,store,source,author,engine}:
+#                        the library (layers in that order, bottom up),
 #                        shipped; nothing else
 #   libfldaemon.a        src/daemon (faultline serve, send)
 #   libflvmm.a           vmm/ (faultline vmm, the Firecracker-style client,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * fuzz_http.c - the checks an http(s) source makes of a response before it
- * keeps a byte: source/http_xfer.c's on_header() (status line,
+ * keeps a byte: store/http_xfer.c's on_header() (status line,
  * Content-Range, ETag, Last-Modified), response_ok() and on_body(), and
  * source/http.c's url_name() and set_validator() (If-Match or
  * If-Unmodified-Since, cache key), called as libcurl and the open would.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * store_registry.c - the images a chunk store keeps (docs/image-format.md,
+ * registry.c - the images a chunk store keeps (docs/image-format.md,
  * "Registry"): DIR/registry/ID, or PREFIX/registry/ID in a bucket, holds
  * a copy of the index whose content id is ID.  `image create --store`
  * and `image register` write entries, `image delete` removes one, and gc

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * store_registry.h - the images a chunk store keeps (store_registry.c,
+ * registry.h - the images a chunk store keeps (registry.c,
  * docs/image-format.md "Registry"): DIR/registry/ID, or
  * PREFIX/registry/ID in a bucket, a copy of the index whose content id
  * is ID; gc keeps the chunks of these and of nothing else.

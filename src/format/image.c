@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * image.c - reading a compressed chunked snapshot image, inspecting and
- * verifying it (format in docs/image-format.md; the writer is
- * image_write.c).
+ * image.c - parsing a compressed chunked snapshot image, inspecting and
+ * verifying it (format in docs/image-format.md; its encoding is
+ * image_encode.c).
  *
  * Decision: all of the structure (header hash, index hash, every chunk
  * inside the file) is validated at open, so a truncated image never opens

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * http.c - a raw memory file or an image behind an http:// or https:// URL,
- * read with range requests (transfers in http_xfer.c).
+ * read with range requests (transfers in store/http_xfer.c).
  *
  * Decisions: fixed 512 KiB aligned blocks, so the local cache
- * (http_cache.c) and a small in-memory cache of recent blocks work per
+ * (store/http_cache.c) and a small in-memory cache of recent blocks work per
  * block; the object's validator is learnt at open and every block must
  * match it, so an object replaced under a restore fails the read, never
  * mixes into it.  The full story (retries, deadlines, validators, secrets

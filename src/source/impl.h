@@ -29,7 +29,7 @@ int source_http_open(const char *url, const struct fl_source_opts *o,
 		     struct fl_source **out);
 /*
  * s3://BUCKET/KEY: an http source at the object's URL, its requests
- * signed with the credentials of the environment (s3.c).
+ * signed with the credentials of the environment (store/s3.c).
  */
 int source_s3_open(const char *spec, const struct fl_source_opts *o,
 		   struct fl_source **out);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * http_xfer.c - the transfers of an http(s) source (http.c): one reused
+ * http_xfer.c - the transfers from an HTTP(S) origin (http_state.h), for
+ * the http source (source/http.c) and the URL chunk store: one reused
  * curl handle per thread, blocks fetched in parallel on a multi handle,
  * every response checked (status, Content-Range, the validator taken at
  * open) before a byte is used, retried with backoff within a deadline.
