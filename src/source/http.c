@@ -143,7 +143,7 @@ static int read_pieces(struct source_http *h, struct piece *ps, int np,
 			}
 		}
 		if (h->o.cache && http_cache_get(h->o.cache, h->key, p->block,
-					       p->dst, p->blen)) {
+						 p->dst, p->blen)) {
 			atomic_fetch_add(&h->base.bytes_cached, p->blen);
 			p->have = true;
 			continue;

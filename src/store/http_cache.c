@@ -236,8 +236,8 @@ static void scan(struct http_cache *c)
 			continue;
 		if (S_ISLNK(st.st_mode))
 			note_rate(c->note, "--cache %s/%s: a symbolic link: "
-				    "skipped, not followed", c->dir,
-				    de->d_name);
+				  "skipped, not followed", c->dir,
+				  de->d_name);
 		if (!S_ISREG(st.st_mode))
 			continue;
 		if (!strncmp(de->d_name, ".tmp-", 5)) {
@@ -418,9 +418,9 @@ static void write_failed(struct http_cache *c, int err)
 	pthread_mutex_unlock(&mu);
 	if (first)
 		note_say(c->note, "--cache %s: %s (%s): what the cache lacks "
-			   "is read from the origin, and not kept", c->dir,
-			   err == -ENOSPC || err == -EDQUOT ? "its disk is full" :
-			   "a block cannot be written", io_beneath_strerror(err));
+			 "is read from the origin, and not kept", c->dir,
+			 err == -ENOSPC || err == -EDQUOT ? "its disk is full" :
+			 "a block cannot be written", io_beneath_strerror(err));
 }
 
 static bool cache_get(struct http_cache *c, uint64_t key, uint64_t block,
@@ -437,7 +437,7 @@ static bool cache_get(struct http_cache *c, uint64_t key, uint64_t block,
 	fd = io_open_beneath(c->dfd, path, O_RDONLY, 0);
 	if (fd == -ELOOP)
 		note_rate(c->note, "--cache %s/%s: a symbolic link: not "
-			    "followed, read from the origin", c->dir, path);
+			  "followed, read from the origin", c->dir, path);
 	if (fd < 0)
 		return false;
 	n = preadv(fd, iov, 2, 0);

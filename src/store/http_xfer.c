@@ -399,11 +399,11 @@ static void xfer_done(struct xfer *x, CURLcode cc)
 			((uint64_t)HTTP_BACKOFF_MS * 1000000ull <<
 			 (x->tries - 1));
 		note_rate(x->h->note, "%s: bytes %llu-%llu: %s; try %d of "
-			    "%d in %u ms", x->h->name,
-			    (unsigned long long)x->off,
-			    (unsigned long long)(x->off + x->len - 1), x->err,
-			    x->tries + 1, HTTP_TRIES,
-			    HTTP_BACKOFF_MS << (x->tries - 1));
+			  "%d in %u ms", x->h->name,
+			  (unsigned long long)x->off,
+			  (unsigned long long)(x->off + x->len - 1), x->err,
+			  x->tries + 1, HTTP_TRIES,
+			  HTTP_BACKOFF_MS << (x->tries - 1));
 	} else {
 		if (!retry)
 			x->tries++;	/* count this try in the message */
