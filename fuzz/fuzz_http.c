@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * fuzz_http.c - the checks an http(s) source makes of a response before it
- * keeps a byte: source/http_xfer.c's on_header() (status line,
+ * keeps a byte: store/http_xfer.c's on_header() (status line,
  * Content-Range, ETag, Last-Modified), response_ok() and on_body(), and
  * source/http.c's url_name() and set_validator() (If-Match or
  * If-Unmodified-Since, cache key), called as libcurl and the open would.
@@ -17,7 +17,7 @@
  * What must hold: no byte is kept from a response that fails the checks,
  * never more than asked for, and a name never shows the query string.
  */
-#include "source/http_xfer.c"
+#include "store/http_xfer.c"
 #include "source/http.c"
 
 /* Feed header lines of [*p, end) to x, up to and with an empty line. */
@@ -59,7 +59,7 @@ static bool body(struct xfer *x, const char *p, size_t len)
 
 static void reset(struct xfer *x, struct source_http *h)
 {
-	*x = (struct xfer){ .h = h, .start = UINT64_MAX, .end = UINT64_MAX,
+	*x = (struct xfer){ .h = &h->o, .start = UINT64_MAX, .end = UINT64_MAX,
 			    .total = UINT64_MAX };
 }
 
@@ -73,12 +73,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!nl || nl + 1 == end)
 		return 0;
-	h.url = malloc((size_t)(nl - p) + 8);
-	if (!h.url)
+	h.o.url = malloc((size_t)(nl - p) + 8);
+	if (!h.o.url)
 		return 0;
-	snprintf(h.url, (size_t)(nl - p) + 8, "http://%.*s", (int)(nl - p), p);
-	url_name(h.url, h.name, sizeof(h.name));
-	q = strchr(h.name, '?');
+	snprintf(h.o.url, (size_t)(nl - p) + 8, "http://%.*s", (int)(nl - p), p);
+	url_name(h.o.url, h.o.name, sizeof(h.o.name));
+	q = strchr(h.o.name, '?');
 	if (q && strncmp(q, "?...", strlen(q)))	/* a query string shown */
 		abort();
 	unsigned int pick = (unsigned char)nl[1];
@@ -88,8 +88,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	probe.probe = true;
 	probe.len = HTTP_PROBE;
 	headers(&probe, &p, end);
-	h.base.size = (probe.hstatus == 206 || probe.hstatus == 416) &&
-		      probe.total != UINT64_MAX ? probe.total : (1u << 20) + 1;
+	h.base.size = h.o.size = (probe.hstatus == 206 ||
+				  probe.hstatus == 416) &&
+				 probe.total != UINT64_MAX ? probe.total :
+				 (1u << 20) + 1;
 	if (!h.base.size || set_validator(&h, &probe) < 0)
 		goto out;
 
@@ -113,7 +115,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	free(x.dst);
 out:
-	curl_slist_free_all(h.cond);
-	free(h.url);
+	curl_slist_free_all(h.o.cond);
+	free(h.o.url);
 	return 0;
 }

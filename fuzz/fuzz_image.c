@@ -32,9 +32,10 @@
 
 #include <xxhash.h>
 
+#include "author/create.h"
 #include "format/image.h"
 #include "format/layout.h"
-#include "format/chunk_store.h"
+#include "store/chunk_store.h"
 
 #define BUDGET	(64u << 20)	/* decompressed bytes per input */
 

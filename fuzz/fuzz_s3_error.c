@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * fuzz_s3_error.c - the <Code> of an S3 error body (source/s3.c's
+ * fuzz_s3_error.c - the <Code> of an S3 error body (store/s3.c's
  * s3_error_code()), which an http(s) or s3:// source reads from whatever
  * answered with an error, and the message built from it
  * (http_status_text()).
@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "source/http_state.h"
-#include "source/s3.h"
+#include "store/http_state.h"
+#include "store/s3.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

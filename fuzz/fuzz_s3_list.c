@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * fuzz_s3_list.c - a ListObjectsV2 answer (source/s3.c's
+ * fuzz_s3_list.c - a ListObjectsV2 answer (store/s3.c's
  * s3_list_parse()), which `image gc --store s3://` reads from the bucket
  * and the lock of every create and gc reads too.
  *
@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "faultline.h"
-#include "source/s3.h"
+#include "store/s3.h"
 
 static int on_key(void *arg, const char *name, uint64_t size)
 {

@@ -23,6 +23,7 @@
 #include <sys/time.h>
 
 #include "faultline.h"
+#include "author/create.h"
 #include "format/image.h"
 #include "source/source.h"
 #include "tap.h"

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "faultline.h"
+#include "author/create.h"
 #include "format/image.h"
 #include "source/source.h"
 #include "tap.h"

@@ -19,6 +19,7 @@
 #include "serve_util.h"
 #include "diff.h"
 #include "faultline.h"
+#include "author/create.h"
 #include "format/image.h"
 #include "http_util.h"
 #include "source/layers.h"

@@ -51,7 +51,7 @@
 
 #include "faultline.h"
 #include "format/image.h"
-#include "source/s3.h"
+#include "store/s3.h"
 #include "source/source.h"
 #include "tap.h"
 #include "serve_util.h"

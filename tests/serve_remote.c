@@ -10,6 +10,7 @@
 #include <errno.h>
 
 #include "faultline.h"
+#include "author/create.h"
 #include "format/image.h"
 #include "tap.h"
 #include "serve_util.h"

@@ -15,7 +15,8 @@
 #include <sys/stat.h>
 
 #include "faultline.h"
-#include "format/chunk_store.h"
+#include "store/chunk_store.h"
+#include "author/create.h"
 #include "format/image.h"
 #include "tap.h"
 #include "serve_util.h"

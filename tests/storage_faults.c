@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 
 #include "faultline.h"
+#include "author/create.h"
 #include "format/image.h"
 #include "tap.h"
 #include "serve_util.h"

@@ -23,9 +23,11 @@
 #include <unistd.h>
 
 #include "faultline.h"
+#include "author/create.h"
+#include "author/gc.h"
 #include "format/image.h"
-#include "format/chunk_store.h"
-#include "format/store_registry.h"
+#include "store/chunk_store.h"
+#include "author/registry.h"
 #include "source/source.h"
 #include "tap.h"
 #include "util.h"

@@ -35,7 +35,8 @@
 #include <xxhash.h>
 
 #include "faultline.h"
-#include "format/chunk_store.h"
+#include "store/chunk_store.h"
+#include "author/create.h"
 #include "format/image.h"
 #include "source/source.h"
 #include "tap.h"

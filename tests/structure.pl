@@ -23,7 +23,7 @@
 use strict;
 use warnings;
 
-my @LAYERS = qw(kernel util format source engine daemon);
+my @LAYERS = qw(kernel util format store source author engine daemon);
 my %rank = map { $LAYERS[$_] => $_ } 0 .. $#LAYERS;
 my $FILE_MAX = 800;
 my $FUNC_MAX = 120;

@@ -2,7 +2,7 @@
 /*
  * cmd_image_store.c - `faultline image register|delete|gc --store STORE`:
  * the command-line face of a chunk store's registry
- * (src/format/store_registry.c) and of its gc (src/format/chunk_store.c).
+ * (src/author/registry.c) and of its gc (src/author/gc.c).
  *
  * Decision: gc takes no list of images.  It keeps what the store's
  * registry names, so a store shared by many images can never lose the
@@ -19,9 +19,10 @@
 
 #include "faultline.h"
 #include "cli.h"
-#include "format/chunk_store.h"
+#include "store/chunk_store.h"
+#include "author/gc.h"
 #include "format/image.h"
-#include "format/store_registry.h"
+#include "author/registry.h"
 #include "util/error.h"
 
 /* The arguments of register, delete and gc. */

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * image.c - reading a compressed chunked snapshot image, inspecting and
- * verifying it (format in docs/image-format.md; the writer is
- * image_write.c).
+ * image.c - parsing a compressed chunked snapshot image, inspecting and
+ * verifying it (format in docs/image-format.md; its encoding is
+ * image_encode.c).
  *
  * Decision: all of the structure (header hash, index hash, every chunk
  * inside the file) is validated at open, so a truncated image never opens
@@ -29,7 +29,6 @@
 #include "util/error.h"
 #include "format/image.h"
 #include "format/layout.h"
-#include "format/chunk_store.h"
 #include "util/io.h"
 #include "util/zero.h"
 
@@ -787,22 +786,3 @@ int image_verify_chunks(struct image *img, const char *name,
 			      (unsigned long long)bad, bad == 1 ? "" : "s");
 	return 0;
 }
-
-int image_verify(const char *path,
-		 void (*report)(void *arg, const char *msg), void *arg,
-		 uint64_t *nbad)
-{
-	struct image *img;
-	int ret = image_open(path, &img);
-
-	if (nbad)
-		*nbad = 0;
-	if (ret == 0 && (ret = store_attach_dir(img, path)) < 0)
-		image_close(img);
-	if (ret < 0)
-		return ret;
-	ret = image_verify_chunks(img, path, report, arg, nbad);
-	image_close(img);
-	return ret;
-}
-

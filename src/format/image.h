@@ -2,8 +2,8 @@
 /*
  * image.h - the compressed chunked snapshot image (docs/image-format.md):
  * on-disk layout constants, a reader shared by the image source and the
- * verifier, and the create / inspect / verify operations behind
- * `faultline image`.
+ * verifier, and inspect / verify of an image open; create and the
+ * verifier by path are author/create.h's.
  */
 #ifndef FAULTLINE_IMAGE_H
 #define FAULTLINE_IMAGE_H
@@ -89,8 +89,9 @@ struct image_entry {
 };
 
 /*
- * Where a version 3 image's chunks come from (a directory, or a URL
- * prefix: src/format/chunk_store.c, src/source/http_store.c).
+ * Where a version 3 image's chunks come from, given by the image's opener
+ * (a directory, or a URL prefix: src/store/chunk_store.c,
+ * src/store/http_store.c): the reader never looks for them itself.
  */
 struct image_store;
 struct image_store_ops {
@@ -210,27 +211,7 @@ bool image_name_ok(const char *name);
  */
 int image_read_chunk(struct image *img, uint64_t i, void *dst);
 
-/* ---- create / inspect / verify ------------------------------------------ */
-
-struct image_create_opts {
-	uint32_t chunk_size;	/* 0: IMAGE_DEFAULT_CHUNK */
-	int level;		/* 0: IMAGE_DEFAULT_LEVEL */
-	unsigned int threads;	/* compressors; 0: one per CPU, <= 8 */
-	/*
-	 * A diff image: raw_path is a sparse diff over the image at parent
-	 * (its holes: pages not written); the image holds only the diff's
-	 * data pages and names parent by its file name and content id.
-	 */
-	const char *parent;
-	/*
-	 * A chunk-store image (version 3): each chunk is written once into
-	 * the store directory (src/format/chunk_store.c), the image is its index.
-	 */
-	const char *store;
-	/* Called now and then with chunks done of all (a progress bar). */
-	void (*progress)(void *arg, uint64_t done, uint64_t all);
-	void *progress_arg;
-};
+/* ---- inspect / verify (create: author/create.h) ------------------------ */
 
 struct image_info {
 	struct image_header hdr;
@@ -249,28 +230,25 @@ int image_check_chunk(uint64_t chunk_size);
 int image_check_level(long level);
 
 /*
- * Write an image of the raw file at raw_path to image_path (via a temporary
- * file in the same directory, renamed at the end).  Holes are skipped with
- * SEEK_DATA without being read.  info, if not NULL, describes the result.
+ * Encode (image_encode.c): the header h into b (h->header_size bytes; ib
+ * the encoded index region of ilen bytes, for the content id), and the
+ * entry e into b (IMAGE_ENTRY3_SIZE bytes if v3, else IMAGE_ENTRY_SIZE).
  */
-int image_create(const char *raw_path, const char *image_path,
-		 const struct image_create_opts *opts, struct image_info *info);
-
+void image_encode_header(unsigned char *b, const struct image_header *h,
+			 const unsigned char *ib, size_t ilen);
+void image_encode_entry(unsigned char *b, const struct image_entry *e,
+			bool v3);
 /* Open an image and summarise it (no chunk is read). */
 /* Fill info from an image's header and index. */
 void image_tally(const struct image *img, struct image_info *info);
 int image_inspect(const char *path, struct image_info *info);
 
 /*
- * Read and check every chunk.  report(), if given, is called with a
- * one-line message for each bad chunk.  Returns 0 if all are good,
- * -EBADMSG if any is bad (*nbad says how many), other -errno on failure to
- * open.
+ * Read and check every chunk of an image already open (name: for the
+ * messages; author/create.h's image_verify opens one by path).  report(),
+ * if given, is called with a one-line message for each bad chunk.  0 if
+ * all are good, -EBADMSG if any is bad (*nbad says how many).
  */
-int image_verify(const char *path,
-		 void (*report)(void *arg, const char *msg), void *arg,
-		 uint64_t *nbad);
-/* image_verify() of an image already open (name: for the messages). */
 int image_verify_chunks(struct image *img, const char *name,
 			void (*report)(void *arg, const char *msg), void *arg,
 			uint64_t *nbad);

@@ -2,7 +2,7 @@
 /*
  * layout.h - the image's on-disk layout (docs/image-format.md): field
  * offsets and little-endian access, shared by the reader (image.c) and the
- * writer (image_write.c).
+ * writer (image_encode.c, for author/create.c).
  */
 #ifndef FAULTLINE_FORMAT_LAYOUT_H
 #define FAULTLINE_FORMAT_LAYOUT_H

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * http.c - a raw memory file or an image behind an http:// or https:// URL,
- * read with range requests (transfers in http_xfer.c).
+ * read with range requests (transfers in store/http_xfer.c).
  *
  * Decisions: fixed 512 KiB aligned blocks, so the local cache
- * (http_cache.c) and a small in-memory cache of recent blocks work per
+ * (store/http_cache.c) and a small in-memory cache of recent blocks work per
  * block; the object's validator is learnt at open and every block must
  * match it, so an object replaced under a restore fails the read, never
  * mixes into it.  The full story (retries, deadlines, validators, secrets
@@ -32,11 +32,35 @@
 #include "faultline.h"
 #include "util/error.h"
 #include "util/io.h"
-#include "source/http_cache.h"
+#include "store/http_cache.h"
 #include "format/image.h"
 #include "source/impl.h"
-#include "source/http_state.h"
+#include "store/http_state.h"
 #include "util/clock.h"
+
+#define HTTP_SLOTS	16		/* in-memory blocks for partial reads */
+
+enum { SLOT_EMPTY, SLOT_FILLING, SLOT_READY };
+
+struct xfer_slot {
+	void *buf;		/* HTTP_BLOCK bytes, allocated on first use */
+	uint64_t block;
+	uint64_t used;		/* LRU clock */
+	unsigned int pins;
+	int state;
+};
+
+/* The source: its object's origin, and recent blocks in memory. */
+struct source_http {
+	struct fl_source base;
+	struct http_origin o;	/* o.size is base.size; o.note base.note */
+	uint64_t key;		/* the object's name in the local cache */
+	pthread_mutex_t mu;	/* guards the slots' bookkeeping */
+	uint64_t clock;
+	struct xfer_slot slots[HTTP_SLOTS];
+};
+
+#define to_http(s) ((struct source_http *)(s))
 
 /* ---- reads ---------------------------------------------------------------- */
 
@@ -118,8 +142,8 @@ static int read_pieces(struct source_http *h, struct piece *ps, int np,
 				goto out;
 			}
 		}
-		if (h->cache && http_cache_get(h->cache, h->key, p->block,
-					       p->dst, p->blen)) {
+		if (h->o.cache && http_cache_get(h->o.cache, h->key, p->block,
+						 p->dst, p->blen)) {
 			atomic_fetch_add(&h->base.bytes_cached, p->blen);
 			p->have = true;
 			continue;
@@ -131,7 +155,7 @@ static int read_pieces(struct source_http *h, struct piece *ps, int np,
 		nx++;
 	}
 	if (nx)
-		ret = http_fetch(h, xs, nx, deadline);
+		ret = http_fetch(&h->o, xs, nx, deadline);
 	for (int i = 0, k = 0; i < np; i++) {
 		struct piece *p = &ps[i];
 
@@ -141,8 +165,8 @@ static int read_pieces(struct source_http *h, struct piece *ps, int np,
 			continue;
 		p->have = true;
 		atomic_fetch_add(&h->base.bytes_fetched, p->blen);
-		if (h->cache)
-			http_cache_put(h->cache, h->key, p->block, p->dst,
+		if (h->o.cache)
+			http_cache_put(h->o.cache, h->key, p->block, p->dst,
 				       p->blen);
 	}
 	for (int i = 0; i < np; i++) {
@@ -209,14 +233,14 @@ static void http_destroy(struct fl_source *s)
 
 	for (int k = 0; k < HTTP_SLOTS; k++)
 		free(h->slots[k].buf);
-	http_cache_close(h->cache);
-	curl_slist_free_all(h->cond);
+	http_cache_close(h->o.cache);
+	curl_slist_free_all(h->o.cond);
 	pthread_mutex_destroy(&h->mu);
-	if (h->s3) {
-		s3_target_free(h->s3);
-		free(h->s3);
+	if (h->o.s3) {
+		s3_target_free(h->o.s3);
+		free(h->o.s3);
 	}
-	free(h->url);
+	free(h->o.url);
 	free(h);
 }
 
@@ -306,25 +330,25 @@ static uint64_t cache_key(const char *url, uint64_t size,
  */
 static int set_validator(struct source_http *h, const struct xfer *x)
 {
-	char line[sizeof(h->etag) + 32], validator[sizeof(h->etag) + 8];
+	char line[sizeof(h->o.etag) + 32], validator[sizeof(h->o.etag) + 8];
 
-	memcpy(h->etag, x->etag, sizeof(h->etag));
-	memcpy(h->lm, x->lm, sizeof(h->lm));
+	memcpy(h->o.etag, x->etag, sizeof(h->o.etag));
+	memcpy(h->o.lm, x->lm, sizeof(h->o.lm));
 	line[0] = 0;
-	if (h->etag[0] && strncmp(h->etag, "W/", 2))
-		snprintf(line, sizeof(line), "If-Match: %s", h->etag);
-	else if (h->lm[0])	/* If-Match compares strongly: never a weak tag */
-		snprintf(line, sizeof(line), "If-Unmodified-Since: %s", h->lm);
-	if (line[0] && !(h->cond = curl_slist_append(NULL, line)))
+	if (h->o.etag[0] && strncmp(h->o.etag, "W/", 2))
+		snprintf(line, sizeof(line), "If-Match: %s", h->o.etag);
+	else if (h->o.lm[0])	/* If-Match compares strongly: never a weak tag */
+		snprintf(line, sizeof(line), "If-Unmodified-Since: %s", h->o.lm);
+	if (line[0] && !(h->o.cond = curl_slist_append(NULL, line)))
 		return -ENOMEM;
 	/* as before these checks, so existing caches stay valid */
-	if (h->etag[0])
-		snprintf(validator, sizeof(validator), "etag %s", h->etag);
-	else if (h->lm[0])
-		snprintf(validator, sizeof(validator), "lm %s", h->lm);
+	if (h->o.etag[0])
+		snprintf(validator, sizeof(validator), "etag %s", h->o.etag);
+	else if (h->o.lm[0])
+		snprintf(validator, sizeof(validator), "lm %s", h->o.lm);
 	else
 		validator[0] = 0;
-	h->key = cache_key(h->url, h->base.size, validator);
+	h->key = cache_key(h->o.url, h->base.size, validator);
 	return 0;
 }
 
@@ -366,13 +390,13 @@ static void identity_save(const char *dir, const struct source_http *h)
 	FILE *f;
 	int dfd;
 
-	identity_path(h->url, path, sizeof(path));
+	identity_path(h->o.url, path, sizeof(path));
 	snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
 	f = identity_open(dir, tmp, true, &dfd);
 	if (!f)
 		return;		/* only costs an offline restore later */
 	fprintf(f, "size %" PRIu64 "\netag %s\nlm %s\n", h->base.size,
-		h->etag, h->lm);
+		h->o.etag, h->o.lm);
 	if (fclose(f) != 0 || renameat(dfd, tmp, dfd, path) < 0)
 		unlinkat(dfd, tmp, 0);
 	close(dfd);
@@ -414,21 +438,21 @@ static int identity_load(const char *dir, const char *url, uint64_t *size,
 static int open_offline(struct source_http *h, const struct fl_source_opts *o,
 			char *first, struct xfer *x, int err)
 {
-	char why[sizeof(h->name)];
+	char why[sizeof(h->o.name)];
 	uint64_t size = 0;
 	void *blk;
 	bool hit;
 
 	memset(x, 0, sizeof(*x));
-	if (identity_load(o->cache_dir, h->url, &size, x) < 0 || !size)
+	if (identity_load(o->cache_dir, h->o.url, &size, x) < 0 || !size)
 		return err;
-	h->base.size = size;	/* set_validator's key needs it */
+	h->base.size = h->o.size = size; /* set_validator's key needs it */
 	if (set_validator(h, x) < 0 || http_cache_open(o->cache_dir, o->cache_max_bytes ?
 			    o->cache_max_bytes : FL_DEFAULT_CACHE_MAX,
-			    &h->base, &h->cache) < 0)
+			    &h->base.note, &h->o.cache) < 0)
 		return err;
 	blk = malloc(HTTP_BLOCK);
-	hit = blk && http_cache_get(h->cache, h->key, 0, blk, size < HTTP_BLOCK ?
+	hit = blk && http_cache_get(h->o.cache, h->key, 0, blk, size < HTTP_BLOCK ?
 				    size : HTTP_BLOCK);
 	if (hit) {
 		memcpy(first, blk, size < HTTP_PROBE ? size : HTTP_PROBE);
@@ -438,8 +462,8 @@ static int open_offline(struct source_http *h, const struct fl_source_opts *o,
 	if (!hit)
 		return err;
 	snprintf(why, sizeof(why), "%s (origin unreachable at open: from "
-		 "the cache)", h->name);
-	snprintf(h->name, sizeof(h->name), "%s", why);
+		 "the cache)", h->o.name);
+	snprintf(h->o.name, sizeof(h->o.name), "%s", why);
 	snprintf(h->base.desc, sizeof(h->base.desc), "%s", why);
 	return 0;
 }
@@ -450,9 +474,9 @@ static int status_error(const struct source_http *h, const struct xfer *x)
 	char why[CURL_ERROR_SIZE];
 
 	if (http_status_text(x, why, sizeof(why)))	/* S3's own word */
-		return fl_err(-EIO, "%s: at open: %s", h->name, why);
+		return fl_err(-EIO, "%s: at open: %s", h->o.name, why);
 	return fl_err(-EIO, "%s: %s at open (expected 206, or 200 with a length)",
-		      h->name, why);
+		      h->o.name, why);
 }
 
 /*
@@ -469,7 +493,7 @@ static int http_open(const char *url, const char *spec, struct s3_target *s3,
 	int ret;
 
 	h = calloc(1, sizeof(*h));
-	if (!h || !(h->url = strdup(url))) {
+	if (!h || !(h->o.url = strdup(url))) {
 		free(h);
 		if (s3) {
 			s3_target_free(s3);
@@ -477,19 +501,20 @@ static int http_open(const char *url, const char *spec, struct s3_target *s3,
 		}
 		return -ENOMEM;
 	}
-	h->s3 = s3;
+	h->o.s3 = s3;
 	if (s3)
-		snprintf(h->name, sizeof(h->name), "%s", spec);
+		snprintf(h->o.name, sizeof(h->o.name), "%s", spec);
 	else
-		url_name(url, h->name, sizeof(h->name));
+		url_name(url, h->o.name, sizeof(h->o.name));
 	pthread_mutex_init(&h->mu, NULL);
-	source_init(&h->base, &http_ops, 0, h->name);
+	source_init(&h->base, &http_ops, 0, h->o.name);
 	h->base.remote = true;
 	source_set_note(&h->base, o);
+	h->o.note = &h->base.note;
 
 	x = (struct xfer){ .off = 0, .dst = first, .len = sizeof(first),
 			   .probe = true };
-	ret = http_fetch(h, &x, 1, http_deadline());
+	ret = http_fetch(&h->o, &x, 1, http_deadline());
 	if (ret < 0 && !x.status && o->cache_dir &&
 	    open_offline(h, o, first, &x, ret) == 0)
 		goto opened;
@@ -503,7 +528,7 @@ static int http_open(const char *url, const char *spec, struct s3_target *s3,
 	} else if (x.status == 200) {
 		if (x.clen < 0) {
 			ret = fl_err(-EIO, "%s: HTTP 200 without a length at open",
-				     h->name);
+				     h->o.name);
 			goto fail;
 		}
 		size = (uint64_t)x.clen;
@@ -513,14 +538,14 @@ static int http_open(const char *url, const char *spec, struct s3_target *s3,
 		ret = status_error(h, &x);
 		goto fail;
 	}
-	h->base.size = size;
+	h->base.size = h->o.size = size;
 	ret = set_validator(h, &x);
 	if (ret < 0)
 		goto fail;
-	if (o->cache_dir && h->cond) {
+	if (o->cache_dir && h->o.cond) {
 		ret = http_cache_open(o->cache_dir, o->cache_max_bytes ?
 				      o->cache_max_bytes : FL_DEFAULT_CACHE_MAX,
-				      &h->base, &h->cache);
+				      &h->base.note, &h->o.cache);
 		if (ret < 0)
 			goto fail;
 		identity_save(o->cache_dir, h);
@@ -529,7 +554,7 @@ static int http_open(const char *url, const char *spec, struct s3_target *s3,
 		int dfd = open(o->cache_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		char path[64];
 
-		identity_path(h->url, path, sizeof(path));
+		identity_path(h->o.url, path, sizeof(path));
 		if (dfd >= 0) {
 			unlinkat(dfd, path, 0);
 			close(dfd);
@@ -540,8 +565,8 @@ opened:
 	if (size >= IMAGE_MAGIC_LEN && x.got >= IMAGE_MAGIC_LEN &&
 	    !memcmp(first, IMAGE_MAGIC, IMAGE_MAGIC_LEN))
 		/* an s3:// image's store is found from its spec: signed too */
-		return source_image_over(&h->base, h->name,
-					 h->s3 ? h->name : h->url, o, out);
+		return source_image_over(&h->base, h->o.name,
+					 h->o.s3 ? h->o.name : h->o.url, o, out);
 	*out = &h->base;
 	return 0;
 fail:

@@ -30,7 +30,7 @@
 #include "faultline.h"
 #include "util/error.h"
 #include "format/image.h"
-#include "format/chunk_store.h"
+#include "store/chunk_store.h"
 #include "source/impl.h"
 
 #define CACHE_BYTES	(32u << 20)	/* the most, once shared */

@@ -24,16 +24,12 @@ int source_peer_open(const char *spec, const struct fl_source_opts *o,
 int source_image_over(struct fl_source *lower, const char *name,
 		      const char *url, const struct fl_source_opts *o,
 		      struct fl_source **out);
-/* The chunk store at url (http_store.c), cached by hash in o's cache. */
-struct image_store;
-int http_store_open(const char *url, const struct fl_source_opts *o,
-		    struct image_store **out);
 /* An http:// or https:// URL of a raw memory file or an image. */
 int source_http_open(const char *url, const struct fl_source_opts *o,
 		     struct fl_source **out);
 /*
  * s3://BUCKET/KEY: an http source at the object's URL, its requests
- * signed with the credentials of the environment (s3.c).
+ * signed with the credentials of the environment (store/s3.c).
  */
 int source_s3_open(const char *spec, const struct fl_source_opts *o,
 		   struct fl_source **out);

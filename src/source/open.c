@@ -23,7 +23,7 @@
 #include "format/image.h"
 #include "source/impl.h"
 #include "source/layers.h"
-#include "source/s3.h"
+#include "store/s3.h"
 #include "util/error.h"
 #include "util/zero.h"
 

@@ -9,7 +9,7 @@
 
 #include "faultline.h"
 #include "source/source.h"
-#include "util/clock.h"
+#include "util/note.h"
 
 void source_init(struct fl_source *s, const struct fl_source_ops *ops,
 		 uint64_t size, const char *desc)
@@ -18,8 +18,7 @@ void source_init(struct fl_source *s, const struct fl_source_ops *ops,
 	s->size = size;
 	atomic_init(&s->refs, 1);
 	snprintf(s->desc, sizeof(s->desc), "%s", desc);
-	s->note = NULL;
-	atomic_init(&s->note_ns, 0);
+	note_set(&s->note, NULL, NULL);
 	s->remote = false;
 	atomic_init(&s->bytes_fetched, 0);
 	atomic_init(&s->bytes_cached, 0);
@@ -43,31 +42,15 @@ int source_remote_bytes(const struct fl_source *s, uint64_t *fetched,
 
 void source_set_note(struct fl_source *s, const struct fl_source_opts *o)
 {
-	s->note = o ? o->note : NULL;
-	s->note_arg = o ? o->note_arg : NULL;
-}
-
-static void note_v(struct fl_source *s, const char *fmt, va_list ap)
-{
-	char line[320];
-
-	vsnprintf(line, sizeof(line), fmt, ap);
-	s->note(s->note_arg, line);
+	note_set(&s->note, o ? o->note : NULL, o ? o->note_arg : NULL);
 }
 
 void source_note(struct fl_source *s, const char *fmt, ...)
 {
-	uint64_t now = now_ns(), last;
 	va_list ap;
 
-	if (!s || !s->note)
-		return;
-	last = atomic_load(&s->note_ns);
-	if ((last && now - last < 1000000000ull) ||
-	    !atomic_compare_exchange_strong(&s->note_ns, &last, now))
-		return;
 	va_start(ap, fmt);
-	note_v(s, fmt, ap);
+	note_vrate(s ? &s->note : NULL, fmt, ap);
 	va_end(ap);
 }
 
@@ -75,10 +58,8 @@ void source_say(struct fl_source *s, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (!s || !s->note)
-		return;
 	va_start(ap, fmt);
-	note_v(s, fmt, ap);
+	note_vsay(s ? &s->note : NULL, fmt, ap);
 	va_end(ap);
 }
 

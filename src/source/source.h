@@ -9,7 +9,7 @@
  * Implementations (constructors in impl.h, chosen in open.c): file.c (a
  * raw memory file), image.c (a compressed chunked image,
  * docs/image-format.md), http.c (either behind an http(s) URL, with
- * http_cache.c), peer.c (a live post-copy sender, tcp://), criu_ps.c
+ * store/http_cache.c), peer.c (a live post-copy sender, tcp://), criu_ps.c
  * (CRIU's page server, for lazy-pages); layers.c (a base with diffs over
  * it) and concat.c (files end to end) are built of other sources.
  */
@@ -20,6 +20,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "util/note.h"
 
 struct fl_source;
 struct fl_source_opts;
@@ -72,9 +74,7 @@ struct fl_source {
 	uint64_t size;
 	atomic_int refs;
 	char desc[256];		/* for messages: the path or URL, no secrets */
-	void (*note)(void *arg, const char *line);	/* fl_source_opts */
-	void *note_arg;
-	_Atomic uint64_t note_ns;	/* the last note, for the rate limit */
+	struct note note;	/* fl_source_opts' note callback */
 	/*
 	 * A remote source counts where its bytes came from (the daemon's
 	 * metrics): fetched from the origin, or read from the local cache.

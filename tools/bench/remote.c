@@ -34,6 +34,7 @@
 
 #include "bench.h"
 #include "faultline.h"
+#include "author/create.h"
 #include "format/image.h"
 #include "daemon/send.h"
 #include "http_util.h"

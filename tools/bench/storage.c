@@ -50,6 +50,7 @@
 #include "bench.h"
 #include "faultline.h"
 #include "fc_client.h"
+#include "author/create.h"
 #include "format/image.h"
 #include "http_util.h"
 

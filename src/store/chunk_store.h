@@ -5,8 +5,8 @@
  * the SHA-256 of its uncompressed bytes; written by image_create (--store),
  * read by version 3 images, swept by store_gc.
  */
-#ifndef FAULTLINE_FORMAT_CHUNK_STORE_H
-#define FAULTLINE_FORMAT_CHUNK_STORE_H
+#ifndef FAULTLINE_STORE_CHUNK_STORE_H
+#define FAULTLINE_STORE_CHUNK_STORE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -49,6 +49,15 @@ int store_relative_s3(const char *image, const char *store, char *out,
 /* A directory store for reading: 0 or -errno with a message. */
 int store_dir_open(const char *dir, struct image_store **out);
 
+/*
+ * The chunk store at url, an http(s) URL prefix or s3://BUCKET/PREFIX
+ * (http_store.c), cached by hash in o's cache, its notes to o's
+ * callback.  0 or -errno with a message.
+ */
+struct fl_source_opts;
+int http_store_open(const char *url, const struct fl_source_opts *o,
+		    struct image_store **out);
+
 /* Attach the directory store a version 3 image at path names. */
 int store_attach_dir(struct image *img, const char *path);
 
@@ -69,8 +78,8 @@ bool store_is_s3(const char *dir);
 
 /*
  * Open (creating DIR and DIR/chunks if need be) and take the store's lock
- * shared, so no gc runs until store_close; a store with no chunk yet
- * starts its registry (registry_start).  For s3://BUCKET[/PREFIX]:
+ * shared, so no gc runs until store_close (an author starts the registry
+ * next: registry_open_write).  For s3://BUCKET[/PREFIX]:
  * the credentials from the environment, nothing asked of the bucket
  * yet, no lock.  0 or -errno with a message.
  */
@@ -91,33 +100,5 @@ int store_put(struct store_writer *w, const uint8_t *hash, const void *buf,
 /* Every object written so far on stable storage: 0 or -errno. */
 int store_sync(struct store_writer *w);
 void store_close(struct store_writer *w);
-
-/* ---- gc ----------------------------------------------------------------- */
-
-struct store_gc_info {
-	uint64_t images;	/* indexes read, parents included */
-	uint64_t kept, kept_bytes;
-	uint64_t deleted, deleted_bytes;
-	/* symbolic links found in the store: skipped, never followed */
-	uint64_t links;
-	char link[128];		/* the first, relative to the store */
-};
-
-/*
- * Delete every object in the store at dir that no image registered in it
- * (store_registry.h) references.  Takes the store's lock exclusively:
- * waits for running creates, and blocks new ones until it is done.
- * Refuses (deleting nothing) a store whose registry is not on, or with
- * an entry it cannot read.  dry_run: count only.
- */
-int store_gc(const char *dir, bool dry_run, struct store_gc_info *info);
-
-/*
- * Does the store spec (dfd its root, or s3 a bucket's) hold every chunk
- * img names?  0, or -ENOENT with one line (what: the image) naming the
- * first missing; a bucket's chunks are listed once.
- */
-int store_check_chunks(const char *spec, int dfd, struct s3_store *s3,
-		       const struct image *img, const char *what);
 
 #endif

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * http_xfer.c - the transfers of an http(s) source (http.c): one reused
+ * http_xfer.c - the transfers from an HTTP(S) origin (http_state.h), for
+ * the http source (source/http.c) and the URL chunk store: one reused
  * curl handle per thread, blocks fetched in parallel on a multi handle,
  * every response checked (status, Content-Range, the validator taken at
  * open) before a byte is used, retried with backoff within a deadline.
@@ -23,10 +24,9 @@
 
 #include "faultline.h"
 #include "util/error.h"
-#include "source/http_cache.h"
+#include "store/http_cache.h"
 #include "format/image.h"
-#include "source/impl.h"
-#include "source/http_state.h"
+#include "store/http_state.h"
 #include "util/clock.h"
 
 /* ---- per-thread curl handles -------------------------------------------- */
@@ -137,9 +137,9 @@ static bool changed(struct xfer *x, const char *fmt, ...)
  */
 static bool response_ok(struct xfer *x)
 {
-	const struct source_http *h = x->h;
+	const struct http_origin *h = x->h;
 	uint64_t last = x->off + x->len - 1;
-	uint64_t size = x->url ? x->size : h->base.size;
+	uint64_t size = x->url ? x->size : h->size;
 
 	x->checked = true;
 	if (h->etag[0] && x->etag[0] && strcmp(h->etag, x->etag))
@@ -422,12 +422,12 @@ static void xfer_done(struct xfer *x, CURLcode cc)
 		x->not_before = now_ns() +
 			((uint64_t)HTTP_BACKOFF_MS * 1000000ull <<
 			 (x->tries - 1));
-		source_note(&x->h->base, "%s: bytes %llu-%llu: %s; try %d of "
-			    "%d in %u ms", x->h->name,
-			    (unsigned long long)x->off,
-			    (unsigned long long)(x->off + x->len - 1), x->err,
-			    x->tries + 1, HTTP_TRIES,
-			    HTTP_BACKOFF_MS << (x->tries - 1));
+		note_rate(x->h->note, "%s: bytes %llu-%llu: %s; try %d of "
+			  "%d in %u ms", x->h->name,
+			  (unsigned long long)x->off,
+			  (unsigned long long)(x->off + x->len - 1), x->err,
+			  x->tries + 1, HTTP_TRIES,
+			  HTTP_BACKOFF_MS << (x->tries - 1));
 	} else {
 		if (!retry)
 			x->tries++;	/* count this try in the message */
@@ -481,7 +481,7 @@ static void fail_late(struct conn *c, struct xfer *xs, int n)
  * The fetch is over: transfers still running stopped, and its result:
  * 0, or the first failure by offset (one whose object changed first).
  */
-static int fetch_end(struct source_http *h, struct conn *c, struct xfer *xs,
+static int fetch_end(struct http_origin *h, struct conn *c, struct xfer *xs,
 		     int n)
 {
 	struct xfer *bad = NULL;
@@ -517,7 +517,7 @@ static int fetch_end(struct source_http *h, struct conn *c, struct xfer *xs,
  * the first failure; once one has failed for good the others are dropped
  * (X_GONE), since the read fails anyway.
  */
-int http_fetch(struct source_http *h, struct xfer *xs, int n,
+int http_fetch(struct http_origin *h, struct xfer *xs, int n,
 		 uint64_t deadline)
 {
 	struct conn *c = conn_get();

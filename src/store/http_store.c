@@ -29,11 +29,11 @@
 #include <string.h>
 
 #include "faultline.h"
-#include "format/chunk_store.h"
+#include "store/chunk_store.h"
 #include "format/image.h"
-#include "source/http_cache.h"
-#include "source/http_state.h"
-#include "source/impl.h"
+#include "store/http_cache.h"
+#include "store/http_state.h"
+#include "util/note.h"
 #include "util/clock.h"
 #include "util/error.h"
 
@@ -51,7 +51,8 @@ struct flight {
 
 struct http_store {
 	struct image_store base;
-	struct source_http h;	/* the transfers: url is the store's root */
+	struct http_origin h;	/* the transfers: url is the store's root */
+	struct note note;	/* fl_source_opts' note callback */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct flight *flights;
@@ -201,7 +202,6 @@ static void hs_close(struct image_store *s)
 		s3_target_free(st->h.s3);
 		free(st->h.s3);
 	}
-	pthread_mutex_destroy(&st->h.mu);
 	pthread_mutex_destroy(&st->mu);
 	pthread_cond_destroy(&st->cv);
 	free(st->h.url);
@@ -270,16 +270,14 @@ int http_store_open(const char *url, const struct fl_source_opts *o,
 	}
 	st->base.ops = &http_store_ops;
 	st->base.remote = true;
-	pthread_mutex_init(&st->h.mu, NULL);
 	pthread_mutex_init(&st->mu, NULL);
 	pthread_cond_init(&st->cv, NULL);
-	source_init(&st->h.base, NULL, 0, st->h.name);
-	st->h.base.remote = true;
-	source_set_note(&st->h.base, o);
+	note_set(&st->note, o ? o->note : NULL, o ? o->note_arg : NULL);
+	st->h.note = &st->note;
 	if (o && o->cache_dir) {
 		ret = http_cache_open(o->cache_dir, o->cache_max_bytes ?
 				      o->cache_max_bytes : FL_DEFAULT_CACHE_MAX,
-				      &st->h.base, &st->h.cache);
+				      &st->note, &st->h.cache);
 		if (ret < 0) {
 			hs_close(&st->base);
 			return ret;

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * http_state.h - an http(s) source's state, shared by http.c (reads, open) and
- * http_xfer.c (the transfers).
+ * http_state.h - an HTTP(S) origin and a transfer from it (http_xfer.c),
+ * shared by the http source (source/http.c), the URL chunk store
+ * (http_store.c) and the bucket's (s3_store.c).
  */
-#ifndef FAULTLINE_SOURCE_HTTP_STATE_H
-#define FAULTLINE_SOURCE_HTTP_STATE_H
+#ifndef FAULTLINE_STORE_HTTP_STATE_H
+#define FAULTLINE_STORE_HTTP_STATE_H
 
 #include <curl/curl.h>
 #include <pthread.h>
@@ -12,52 +13,42 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "source/http_cache.h"
-#include "source/s3.h"
-#include "source/source.h"
+#include "store/http_cache.h"
+#include "store/s3.h"
+#include "util/note.h"
 
 #define HTTP_BLOCK	(512u << 10)
 #define HTTP_PAR	8		/* concurrent requests per read */
 #define HTTP_TRIES	5
 #define HTTP_BACKOFF_MS	50		/* doubling after each failed try */
 #define HTTP_PROBE	4096		/* bytes read at open */
-#define HTTP_SLOTS	16		/* in-memory blocks for partial reads */
 #define HTTP_BATCH	32		/* blocks handled per round of a read */
 #define HTTP_TRY_MS	30000L		/* one try of one block, in all */
 #define HTTP_READ_MS	120000ull	/* one read (or the open), in all */
 #define HTTP_DEADLINE_ENV "FAULTLINE_HTTP_DEADLINE" /* s: HTTP_READ_MS's */
 
-enum { SLOT_EMPTY, SLOT_FILLING, SLOT_READY };
-
-struct xfer_slot {
-	void *buf;		/* HTTP_BLOCK bytes, allocated on first use */
-	uint64_t block;
-	uint64_t used;		/* LRU clock */
-	unsigned int pins;
-	int state;
-};
-
-struct source_http {
-	struct fl_source base;
+/*
+ * An object (or a prefix of objects) at a URL, and how to reach it: what
+ * every transfer of it needs.  The http source (source/http.c) holds one
+ * for its object, a URL chunk store (http_store.c) one for its prefix.
+ */
+struct http_origin {
 	char *url;		/* as given: passed to libcurl untouched */
 	char name[192];		/* for messages: no query string, no user;
 				 * an s3:// source's spec */
 	struct s3_target *s3;	/* s3://: how requests are signed; else NULL */
-	uint64_t key;		/* the object's name in the local cache */
+	uint64_t size;		/* the object's size (a source's) */
 	char etag[128];		/* the object's ETag at open, "" none */
 	char lm[64];		/* its Last-Modified at open, "" none */
 	struct curl_slist *cond; /* If-Match or If-Unmodified-Since; NULL none */
 	struct http_cache *cache;
-	pthread_mutex_t mu;	/* guards the slots' bookkeeping */
-	uint64_t clock;
-	struct xfer_slot slots[HTTP_SLOTS];
+	struct note *note;	/* the owner's notes (a retry), or NULL */
 };
 
-#define to_http(s) ((struct source_http *)(s))
 
 /* One ranged GET in flight or waiting for its retry. */
 struct xfer {
-	struct source_http *h;
+	struct http_origin *h;
 	const char *url;	/* another object than h's (a store's), or NULL */
 	uint64_t size;		/* that object's size (url set) */
 	uint64_t off;		/* object offset */
@@ -106,7 +97,7 @@ uint64_t http_deadline(void);
  * or the deadline (CLOCK_MONOTONIC ns) passes: 0, -ETIMEDOUT when the
  * deadline failed it (asking again would wait as long), or -errno.
  */
-int http_fetch(struct source_http *h, struct xfer *xs, int n,
+int http_fetch(struct http_origin *h, struct xfer *xs, int n,
 		 uint64_t deadline);
 
 /*

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * image_write.c - `faultline image create`: a raw memory file into a
+ * create.c - `faultline image create`: a raw memory file into a
  * compressed chunked image (docs/image-format.md).
  *
  * Decisions: the index sits right after the header and its size follows
@@ -25,70 +25,16 @@
 #include <zstd.h>
 
 #include "faultline.h"
+#include "author/create.h"
 #include "format/image.h"
 #include "format/layout.h"
-#include "format/chunk_store.h"
-#include "format/store_registry.h"
-#include "source/layers.h"
-#include "source/s3.h"
-#include "source/source.h"
+#include "store/chunk_store.h"
+#include "author/registry.h"
+#include "author/parent.h"
+#include "store/s3.h"
 #include "util/error.h"
 #include "util/io.h"
 #include "util/zero.h"
-
-/* The header into b (h->header_size bytes); ib: the index region. */
-static void encode_header(unsigned char *b, const struct image_header *h,
-			  const unsigned char *ib, size_t ilen)
-{
-	bool v2 = h->version >= IMAGE_VERSION_DIFF;
-	bool v3 = h->version == IMAGE_VERSION_STORE;
-	size_t hh = v3 ? H3_HEADER_HASH : v2 ? H2_HEADER_HASH : H_HEADER_HASH;
-
-	memset(b, 0, h->header_size);
-	memcpy(b + H_MAGIC, IMAGE_MAGIC, IMAGE_MAGIC_LEN);
-	put_le32(b + H_VERSION, h->version);
-	put_le32(b + H_FLAGS, h->flags);
-	put_le32(b + H_PAGE_SIZE, h->page_size);
-	put_le32(b + H_CHUNK_SIZE, h->chunk_size);
-	put_le64(b + H_TOTAL_SIZE, h->total_size);
-	put_le64(b + H_CHUNK_COUNT, h->chunk_count);
-	put_le64(b + H_INDEX_OFFSET, h->index_offset);
-	put_le64(b + H_DATA_END, h->data_end);
-	put_le64(b + H_INDEX_HASH, h->index_hash);
-	put_le32(b + H_LEVEL, h->level);
-	if (v2) {
-		uint8_t id[IMAGE_ID_LEN];
-
-		put_le64(b + H2_PARENT_SIZE, h->parent_size);
-		memcpy(b + H2_PARENT_ID, h->parent_id, IMAGE_ID_LEN);
-		memcpy(b + H2_PARENT_NAME, h->parent_name,
-		       strlen(h->parent_name));
-		if (v3)
-			memcpy(b + H3_STORE_PATH, h->store_path,
-			       strlen(h->store_path));
-		image_content_id(b, ib, ilen, id);
-		memcpy(b + (v3 ? H3_CONTENT_ID : H2_CONTENT_ID), id,
-		       IMAGE_ID_LEN);
-	}
-	put_le64(b + hh, XXH64(b, hh, 0));
-}
-
-static void encode_entry(unsigned char *b, const struct image_entry *e,
-			 bool v3)
-{
-	if (v3) {
-		memset(b, 0, IMAGE_ENTRY3_SIZE);
-		memcpy(b + E3_HASH, e->sha, IMAGE_HASH_LEN);
-		put_le32(b + E3_STORED_LEN, e->stored_len);
-		b[E3_KIND] = e->kind;
-		return;
-	}
-	memset(b, 0, IMAGE_ENTRY_SIZE);
-	put_le64(b + E_OFFSET, e->offset);
-	put_le32(b + E_STORED_LEN, e->stored_len);
-	b[E_KIND] = e->kind;
-	put_le64(b + E_HASH, e->hash);
-}
 
 /* ---- create ------------------------------------------------------------- */
 
@@ -622,11 +568,11 @@ static int writer_finish(struct writer *w)
 	if (w->store_open && (ret = store_sync(&w->sw)) < 0)
 		return ret;	/* objects before the index naming them */
 	for (uint64_t i = 0; i < w->h.chunk_count; i++)
-		encode_entry(w->ib + i * w->h.entry_size, &w->index[i],
+		image_encode_entry(w->ib + i * w->h.entry_size, &w->index[i],
 			     w->store_open);
 	w->h.data_end = w->pos;
 	w->h.index_hash = XXH64(w->ib, w->ilen, 0);
-	encode_header(hb, &w->h, w->ib, w->ilen);
+	image_encode_header(hb, &w->h, w->ib, w->ilen);
 	image_content_id(hb, w->ib, w->ilen, w->h.id);
 	ret = pwrite_full(w->wfd, w->ib, w->ilen, w->h.header_size);
 	if (!ret)
@@ -727,76 +673,6 @@ static int check_not_same(const char *raw_path, const char *image_path,
 	return 0;
 }
 
-/*
- * An s3:// parent: its header, read through the source that serves it
- * (the chain below it is opened, and not read).
- */
-static int open_parent_s3(const struct writer *w, const struct stat *raw,
-			  struct image_header *out)
-{
-	const char *pp = w->o.parent;
-	const struct image *img;
-	struct fl_source *s;
-	int ret;
-
-	if (!strcmp(pp, w->image_path))
-		return fl_err(-EINVAL, "%s is the parent %s itself: the image "
-			      "would replace its parent", w->image_path, pp);
-	ret = fl_source_open(pp, &s);
-	if (ret < 0)
-		return ret;
-	img = source_image(source_layers_at(s, source_layers_count(s) - 1));
-	if (!img)
-		ret = fl_err(-EINVAL, "--parent %s: not a faultline image", pp);
-	else if (img->hdr.total_size != (uint64_t)raw->st_size)
-		ret = fl_err(-EINVAL, "%s is %llu bytes, its parent %s is "
-			     "%llu bytes: not a diff of that image",
-			     w->raw_path, (unsigned long long)raw->st_size, pp,
-			     (unsigned long long)img->hdr.total_size);
-	else
-		*out = img->hdr;
-	fl_source_put(s);
-	return ret;
-}
-
-/*
- * The parent of a diff image: an image (of any version, a diff too) of
- * the diff's size, and not the file the new image will replace.
- */
-static int open_parent(const struct writer *w, const struct stat *raw,
-		       struct image_header *out)
-{
-	const char *pp = w->o.parent, *slash = strrchr(pp, '/');
-	struct image *p;
-	struct stat st, img_st;
-	int ret;
-
-	if (!image_name_ok(slash ? slash + 1 : pp))
-		return fl_err(-EINVAL, "--parent %s: its file name cannot be "
-			      "recorded (1 to %d bytes, no control "
-			      "characters)", pp, IMAGE_NAME_MAX);
-	if (stat(pp, &st) == 0 && stat(w->image_path, &img_st) == 0 &&
-	    st.st_dev == img_st.st_dev && st.st_ino == img_st.st_ino)
-		return fl_err(-EINVAL, "%s is the parent %s itself: the image "
-			      "would replace its parent", w->image_path, pp);
-	if (store_is_s3(pp))
-		return open_parent_s3(w, raw, out);
-	ret = image_open(pp, &p);
-	if (ret < 0)
-		return ret;
-	if (p->hdr.total_size != (uint64_t)raw->st_size) {
-		ret = fl_err(-EINVAL, "%s is %llu bytes, its parent %s is "
-			     "%llu bytes: not a diff of that image",
-			     w->raw_path, (unsigned long long)raw->st_size, pp,
-			     (unsigned long long)p->hdr.total_size);
-		image_close(p);
-		return ret;
-	}
-	*out = p->hdr;
-	image_close(p);
-	return 0;
-}
-
 int image_create(const char *raw_path, const char *image_path,
 		 const struct image_create_opts *opts, struct image_info *info)
 {
@@ -819,14 +695,15 @@ int image_create(const char *raw_path, const char *image_path,
 		return w.rfd;
 	ret = check_not_same(raw_path, image_path, &st[0]);
 	if (!ret && w.o.parent)
-		ret = open_parent(&w, st, &parent);
+		ret = create_open_parent(w.o.parent, image_path, raw_path, st,
+					 &parent);
 	if (ret < 0) {
 		close(w.rfd);
 		return ret;
 	}
 	posix_fadvise(w.rfd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	if (w.o.store) {	/* before the layout: it records its path */
-		ret = store_open_write(w.o.store, &w.sw);
+		ret = registry_open_write(w.o.store, &w.sw);
 		w.store_open = true;
 	}
 	if (!ret)
@@ -861,11 +738,4 @@ int image_create(const char *raw_path, const char *image_path,
 	}
 	writer_free(&w);
 	return ret;
-}
-
-int image_check_level(long level)
-{
-	if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel())
-		return -EINVAL;
-	return 0;
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * s3.c - s3://BUCKET/KEY: the URL an http source (http.c) reads and how
+ * s3.c - s3://BUCKET/KEY: the URL an http source (source/http.c) reads and how
  * libcurl signs its requests (AWS Signature V4, CURLOPT_AWS_SIGV4), taken
  * from the standard environment; and the <Code> of an S3 error body.
  *
@@ -19,7 +19,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "source/s3.h"
+#include "store/s3.h"
 #include "util/error.h"
 
 bool s3_is_spec(const char *spec)

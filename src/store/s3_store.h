@@ -65,22 +65,25 @@ int s3_store_list(struct s3_store *s, const char *sub,
 int s3_store_delete(struct s3_store *s, const char *name);
 
 /*
- * Locks, so that gc never deletes an object a create is about to name:
- * PREFIX/locks/create-ID (shared) and PREFIX/locks/gc-ID (exclusive),
- * each with an owner and a lease timed by the store's clock, renewed
- * while held (s3_lock.c, which says how).  A create that meets a live
- * gc's lock tries again for up to S3_LOCK_WAIT_MS; a gc that meets any
- * live lock gives up (-EBUSY, the line naming the lock), deleting
- * nothing; a lock whose lease ran out is taken over, said in one line.
- * While held, a chunk's PUT fails once the lock is known lost, a DELETE
- * unless the lock is surely still ours, and an index's PUT unless the
- * store confirms it right then.  0 or -errno with one line.
+ * The lock s holds (s3_lock.c takes and drops it: s3_lock.h), as the
+ * store's own requests ask it: a chunk's PUT once it is known lost, a
+ * DELETE unless it is surely still ours, an index's PUT unless the store
+ * confirms it right then.  Decision: the lock gives these to the store
+ * when it is taken, so the requests below it never call up into it.
  */
-#define S3_LOCKS	"locks/"
-#define S3_LOCK_WAIT_MS	(5 * 60 * 1000)
-int s3_store_lock(struct s3_store *s, bool exclusive);
-/* Take ours away (best effort: a lock left behind is taken over later). */
-void s3_store_unlock(struct s3_store *s);
+struct s3_lock;
+struct s3_held_ops {
+	int (*check)(struct s3_lock *l, bool strict);
+	int (*confirm)(struct s3_lock *l);
+	const char *(*name)(const struct s3_lock *l);
+	/* take it away (s3_store_close: the lock goes with the store) */
+	void (*drop)(struct s3_store *s, struct s3_lock *l);
+};
+/* s now holds l (NULL: none), asked through ops. */
+void s3_store_hold(struct s3_store *s, struct s3_lock *l,
+		   const struct s3_held_ops *ops);
+/* The lock s holds, or NULL. */
+struct s3_lock *s3_store_held(const struct s3_store *s);
 
 /* An object's size and times, by the store's clock (0: not sent). */
 struct s3_stat {

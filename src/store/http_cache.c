@@ -49,8 +49,8 @@
 
 #include "util/error.h"
 #include "util/io.h"
-#include "source/http_cache.h"
-#include "source/source.h"
+#include "store/http_cache.h"
+#include "util/note.h"
 #include "util/clock.h"
 
 #define HC_MAGIC	"FLHCBLK1"
@@ -80,7 +80,7 @@ struct hc_entry {
 struct http_cache {
 	char *dir;
 	int dfd;		/* DIR, opened as given */
-	struct fl_source *owner;	/* for its notes; may be NULL */
+	struct note *note;	/* for its notes; may be NULL */
 	uint64_t max_bytes;
 	uint64_t total;		/* bytes of present entries */
 	pthread_mutex_t mu;
@@ -235,9 +235,9 @@ static void scan(struct http_cache *c)
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW))
 			continue;
 		if (S_ISLNK(st.st_mode))
-			source_note(c->owner, "--cache %s/%s: a symbolic link: "
-				    "skipped, not followed", c->dir,
-				    de->d_name);
+			note_rate(c->note, "--cache %s/%s: a symbolic link: "
+				  "skipped, not followed", c->dir,
+				  de->d_name);
 		if (!S_ISREG(st.st_mode))
 			continue;
 		if (!strncmp(de->d_name, ".tmp-", 5)) {
@@ -281,7 +281,7 @@ static void scan(struct http_cache *c)
 }
 
 int http_cache_open(const char *dir, uint64_t max_bytes,
-		    struct fl_source *owner, struct http_cache **out)
+		    struct note *note, struct http_cache **out)
 {
 	struct http_cache *c;
 	int dfd;
@@ -307,7 +307,7 @@ int http_cache_open(const char *dir, uint64_t max_bytes,
 		return -ENOMEM;
 	}
 	c->dfd = dfd;
-	c->owner = owner;
+	c->note = note;
 	c->max_bytes = max_bytes;
 	pthread_mutex_init(&c->mu, NULL);
 	scan(c);
@@ -417,10 +417,10 @@ static void write_failed(struct http_cache *c, int err)
 	}
 	pthread_mutex_unlock(&mu);
 	if (first)
-		source_say(c->owner, "--cache %s: %s (%s): what the cache lacks "
-			   "is read from the origin, and not kept", c->dir,
-			   err == -ENOSPC || err == -EDQUOT ? "its disk is full" :
-			   "a block cannot be written", io_beneath_strerror(err));
+		note_say(c->note, "--cache %s: %s (%s): what the cache lacks "
+			 "is read from the origin, and not kept", c->dir,
+			 err == -ENOSPC || err == -EDQUOT ? "its disk is full" :
+			 "a block cannot be written", io_beneath_strerror(err));
 }
 
 static bool cache_get(struct http_cache *c, uint64_t key, uint64_t block,
@@ -436,8 +436,8 @@ static bool cache_get(struct http_cache *c, uint64_t key, uint64_t block,
 
 	fd = io_open_beneath(c->dfd, path, O_RDONLY, 0);
 	if (fd == -ELOOP)
-		source_note(c->owner, "--cache %s/%s: a symbolic link: not "
-			    "followed, read from the origin", c->dir, path);
+		note_rate(c->note, "--cache %s/%s: a symbolic link: not "
+			  "followed, read from the origin", c->dir, path);
 	if (fd < 0)
 		return false;
 	n = preadv(fd, iov, 2, 0);

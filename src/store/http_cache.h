@@ -12,16 +12,16 @@
 
 struct http_cache;
 
-struct fl_source;
+struct note;
 
 /*
  * Open (creating if needed) the cache directory dir, bounded to max_bytes
- * of block files.  0 or -errno with a message naming dir.  owner (may be
- * NULL) is the source whose note callback hears what the cache skips
+ * of block files.  0 or -errno with a message naming dir.  note (may be
+ * NULL: its owner's, a source's or a store's) hears what the cache skips
  * (a symbolic link in it) or cannot do (a write, the disk full).
  */
 int http_cache_open(const char *dir, uint64_t max_bytes,
-		    struct fl_source *owner, struct http_cache **out);
+		    struct note *note, struct http_cache **out);
 void http_cache_close(struct http_cache *c);
 
 /*

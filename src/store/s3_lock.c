@@ -33,8 +33,8 @@
 #include <unistd.h>
 
 #include "faultline.h"
-#include "source/s3_lock.h"
-#include "source/s3_store.h"
+#include "store/s3_lock.h"
+#include "store/s3_store.h"
 #include "util/clock.h"
 #include "util/error.h"
 
@@ -391,4 +391,31 @@ void s3_lock_drop(struct s3_store *s, struct s3_lock *l)
 	}
 	s3_store_delete(s, l->name);
 	lock_free(l);
+}
+
+static const struct s3_held_ops held_ops = {
+	.check = s3_lock_check,
+	.confirm = s3_lock_confirm,
+	.name = s3_lock_name,
+	.drop = s3_lock_drop,
+};
+
+int s3_store_lock(struct s3_store *s, bool exclusive)
+{
+	struct s3_lock *l;
+	int ret;
+
+	if (s3_store_held(s))
+		return fl_err(-EALREADY, "%s: a lock is held already",
+			      s3_store_spec(s));
+	ret = s3_lock_take(s, exclusive, &l);
+	if (!ret)
+		s3_store_hold(s, l, &held_ops);
+	return ret;
+}
+
+void s3_store_unlock(struct s3_store *s)
+{
+	s3_lock_drop(s, s3_store_held(s));
+	s3_store_hold(s, NULL, NULL);
 }

@@ -31,10 +31,9 @@
 
 #include "faultline.h"
 #include "format/image.h"
-#include "source/http_state.h"
-#include "source/s3.h"
-#include "source/s3_lock.h"
-#include "source/s3_store.h"
+#include "store/http_state.h"
+#include "store/s3.h"
+#include "store/s3_store.h"
 #include "util/error.h"
 
 #define S3S_IDLE	8	/* curl handles kept for reuse */
@@ -42,6 +41,7 @@
 struct s3_store {
 	char spec[1024];	/* "s3://BUCKET/PREFIX/" */
 	struct s3_lock *lk;	/* the lock we hold (s3_lock.c), or NULL */
+	const struct s3_held_ops *held;	/* how to ask lk */
 	struct s3_target t;	/* t.url: the prefix's URL, ending in '/' */
 	pthread_mutex_t mu;
 	CURL *idle[S3S_IDLE];
@@ -342,7 +342,7 @@ int s3_store_put(struct s3_store *s, const char *name, const void *buf,
 	int ret = object(s, name, &url, what, sizeof(what));
 
 	if (!ret && s->lk)	/* never more work under a lock lost */
-		ret = s3_lock_check(s->lk, false);
+		ret = s->held->check(s->lk, false);
 	if (ret < 0) {
 		free(url);
 		return ret;
@@ -372,7 +372,7 @@ int s3_store_put_spec(struct s3_store *s, const char *spec, const void *buf,
 	if (ret < 0)
 		return ret;
 	/* an index only while the lock is ours, asked of the store now */
-	if (s->lk && (ret = s3_lock_confirm(s->lk)) < 0) {
+	if (s->lk && (ret = s->held->confirm(s->lk)) < 0) {
 		char why[1600];
 
 		snprintf(why, sizeof(why), "%s", fl_last_error());
@@ -416,7 +416,8 @@ void s3_store_close(struct s3_store *s)
 {
 	if (!s)
 		return;
-	s3_store_unlock(s);
+	if (s->lk)	/* the lock taken away with it */
+		s->held->drop(s, s->lk);
 	for (int i = 0; i < s->nidle; i++)
 		curl_easy_cleanup(s->idle[i]);
 	pthread_mutex_destroy(&s->mu);
@@ -546,8 +547,8 @@ int s3_store_delete(struct s3_store *s, const char *name)
 	if (ret < 0)
 		return fl_err(ret, "%s: DELETE: no memory", what);
 	/* gc deletes only while its lock is surely its own */
-	if (s->lk && strcmp(name, s3_lock_name(s->lk)) &&
-	    (ret = s3_lock_check(s->lk, true)) < 0) {
+	if (s->lk && strcmp(name, s->held->name(s->lk)) &&
+	    (ret = s->held->check(s->lk, true)) < 0) {
 		free(url);
 		return ret;
 	}
@@ -606,15 +607,14 @@ int s3_store_replace(struct s3_store *s, const char *name, const void *buf,
 	return ret;
 }
 
-int s3_store_lock(struct s3_store *s, bool exclusive)
+void s3_store_hold(struct s3_store *s, struct s3_lock *l,
+		   const struct s3_held_ops *ops)
 {
-	if (s->lk)
-		return fl_err(-EALREADY, "%s: a lock is held already", s->spec);
-	return s3_lock_take(s, exclusive, &s->lk);
+	s->lk = l;
+	s->held = ops;
 }
 
-void s3_store_unlock(struct s3_store *s)
+struct s3_lock *s3_store_held(const struct s3_store *s)
 {
-	s3_lock_drop(s, s->lk);
-	s->lk = NULL;
+	return s->lk;
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * store_registry.c - the images a chunk store keeps (docs/image-format.md,
+ * registry.c - the images a chunk store keeps (docs/image-format.md,
  * "Registry"): DIR/registry/ID, or PREFIX/registry/ID in a bucket, holds
  * a copy of the index whose content id is ID.  `image create --store`
  * and `image register` write entries, `image delete` removes one, and gc
@@ -32,12 +32,13 @@
 #include <unistd.h>
 
 #include "faultline.h"
-#include "format/chunk_store.h"
+#include "store/chunk_store.h"
+#include "author/chunk_set.h"
 #include "format/image.h"
-#include "format/store_registry.h"
+#include "author/registry.h"
 #include "source/layers.h"
-#include "source/s3.h"
-#include "source/s3_store.h"
+#include "store/s3.h"
+#include "store/s3_store.h"
 #include "source/source.h"
 #include "util/error.h"
 #include "util/io.h"
@@ -318,6 +319,13 @@ int registry_start(struct store_writer *w)
 	return put_marker(&r);
 }
 
+int registry_open_write(const char *dir, struct store_writer *w)
+{
+	int ret = store_open_write(dir, w);
+
+	return ret ? ret : registry_start(w);
+}
+
 /* ---- indexes ------------------------------------------------------------- */
 
 struct mem {
@@ -490,7 +498,7 @@ static int open_store(const char *spec, struct store_writer *w)
 	if (!store_is_s3(spec) && (stat(path, &st) < 0 || !S_ISDIR(st.st_mode)))
 		return fl_err(-ENOENT, "--store %s: not a chunk store (no %s/)",
 			      spec, STORE_CHUNKS);
-	return store_open_write(spec, w);
+	return registry_open_write(spec, w);
 }
 
 int store_publish(struct store_writer *w, const char *tmp, const char *image,

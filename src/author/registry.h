@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * store_registry.h - the images a chunk store keeps (store_registry.c,
+ * registry.h - the images a chunk store keeps (registry.c,
  * docs/image-format.md "Registry"): DIR/registry/ID, or
  * PREFIX/registry/ID in a bucket, a copy of the index whose content id
  * is ID; gc keeps the chunks of these and of nothing else.
  */
-#ifndef FAULTLINE_FORMAT_STORE_REGISTRY_H
-#define FAULTLINE_FORMAT_STORE_REGISTRY_H
+#ifndef FAULTLINE_AUTHOR_REGISTRY_H
+#define FAULTLINE_AUTHOR_REGISTRY_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -27,6 +27,8 @@ struct s3_store;
  * yet starts its registry (the marker).  0 or -errno with a message.
  */
 int registry_start(struct store_writer *w);
+/* store_open_write(), then registry_start(): how an author opens a store. */
+int registry_open_write(const char *dir, struct store_writer *w);
 
 /*
  * The end of `image create --store`: the index hb (hlen bytes) + ib
