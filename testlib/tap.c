@@ -52,6 +52,15 @@ void skip_all(const char *why)
 	exit(0);
 }
 
+void tap_run_cases(const struct tap_case *cases, int n)
+{
+	for (int i = 0; i < n; i++) {
+		diag("%s", cases[i].name);
+		if (cases[i].fn() < 0)
+			return;
+	}
+}
+
 int tap_failures(void)
 {
 	return tap_failed;

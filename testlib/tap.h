@@ -69,6 +69,23 @@ int tap_failures(void);
 /* Print the plan; the program's exit status. */
 int done_testing(void);
 
+/*
+ * One case of a program's table: its name (a "# name" line before it) and
+ * the function that makes its points.  State the cases share is a
+ * file-static fixture of the program.  A case returns 0, or -1 when what
+ * it failed to set up leaves the cases after it nothing to run on.
+ */
+struct tap_case {
+	const char *name;
+	int (*fn)(void);
+};
+
+/* Run n cases in order; stops at the first that returns -1. */
+void tap_run_cases(const struct tap_case *cases, int n);
+
+#define TAP_RUN(cases) \
+	tap_run_cases((cases), (int)(sizeof(cases) / sizeof((cases)[0])))
+
 #define BAIL(...) do { printf("Bail out! " __VA_ARGS__); printf("\n"); \
 		       exit(255); } while (0)
 

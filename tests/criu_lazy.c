@@ -364,21 +364,32 @@ static void replayed(const struct scenario *sc, const char *dir,
 	   sc->name);
 }
 
-static void run(const struct scenario *sc)
+/* One scenario's run, from the dump to the last process reaped. */
+struct lazy_run {
+	const struct scenario *sc;
+	char dir[128], img[200], log[200];
+	char flimg[300], url[128], trace[200], port[16], left[320];
+	const char *rimg;	/* what restores: the dump, or as left */
+	pid_t pids[4];		/* the dumped processes */
+	int n;
+	pid_t daemon, ps;	/* faultline lazy-pages, criu page-server */
+};
+
+/* The workload started, its processes ready, dumped and gone. */
+static int lazy_dump(struct lazy_run *r)
 {
-	char *tmp = cu_tmpdir("criu-lazy"), dir[128], img[200], log[200],
-	     buf[1024];
-	pid_t pids[4] = { 0 }, daemon;
-	int n = 0, ok_all = 1;
+	const struct scenario *sc = r->sc;
+	char *tmp = cu_tmpdir("criu-lazy"), buf[1024];
+	int ok_all = 1;
 
 	if (!tmp)
 		BAIL("cannot make a directory in /tmp");
-	snprintf(dir, sizeof(dir), "%s", tmp);
+	snprintf(r->dir, sizeof(r->dir), "%s", tmp);
 	free(tmp);
-	snprintf(img, sizeof(img), "%s/img", dir);
-	snprintf(log, sizeof(log), "%s/criu.log", dir);
-	mkdir(img, 0755);
-	pid_t child = cu_start(dir, sc->kind, TASK_MIB, sc->threads);
+	snprintf(r->img, sizeof(r->img), "%s/img", r->dir);
+	snprintf(r->log, sizeof(r->log), "%s/criu.log", r->dir);
+	mkdir(r->img, 0755);
+	pid_t child = cu_start(r->dir, sc->kind, TASK_MIB, sc->threads);
 
 	/* Every process of the dump has filled its memory. */
 	for (int i = 0; sc->roles[i]; i++) {
@@ -387,97 +398,111 @@ static void run(const struct scenario *sc)
 		if (strstr(sc->roles[i], "child"))
 			continue;	/* forks after the restore */
 		snprintf(ready, sizeof(ready), "ready.%s", sc->roles[i]);
-		if (!cu_wait_file(dir, ready) ||
-		    cu_read_file(dir, ready, buf, sizeof(buf)) <= 0)
+		if (!cu_wait_file(r->dir, ready) ||
+		    cu_read_file(r->dir, ready, buf, sizeof(buf)) <= 0)
 			BAIL("%s: the workload did not start", sc->name);
-		pids[n++] = atoi(buf);
+		r->pids[r->n++] = atoi(buf);
 	}
-	snprintf(buf, sizeof(buf), "%d", pids[0]);
-	const char *dump[] = { "dump", "-t", buf, "-D", img, NULL };
+	snprintf(buf, sizeof(buf), "%d", r->pids[0]);
+	const char *dump[] = { "dump", "-t", buf, "-D", r->img, NULL };
 
-	if (!is_int(cu_run_criu(log, dump), 0, "criu dump")) {
-		cu_show_log(dir, "criu.log");
+	if (!is_int(cu_run_criu(r->log, dump), 0, "criu dump")) {
+		cu_show_log(r->dir, "criu.log");
 		kill(child, SIGKILL);
 		cu_reap(child);
-		return;
+		return -1;
 	}
-	for (int i = 0; i < n; i++)
-		ok_all &= cu_reap(pids[i]);
+	for (int i = 0; i < r->n; i++)
+		ok_all &= cu_reap(r->pids[i]);
 	ok(ok_all, "%s: the dumped processes are gone", sc->name);
+	return 0;
+}
 
-	char flimg[300];
+/* The image and page server the scenario asks for; lazy-pages started. */
+static int lazy_serve(struct lazy_run *r)
+{
+	const struct scenario *sc = r->sc;
+	const char *args[12] = { 0 };
+	char buf[1024];
+	int na = 0;
 
-	char url[128];
-
-	snprintf(flimg, sizeof(flimg), "%s/pages.flimg",
-		 sc->image == 2 ? ngx.www : dir);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/pages.flimg", ngx.port);
+	snprintf(r->flimg, sizeof(r->flimg), "%s/pages.flimg",
+		 sc->image == 2 ? ngx.www : r->dir);
+	snprintf(r->url, sizeof(r->url), "http://127.0.0.1:%d/pages.flimg",
+		 ngx.port);
 	if (sc->image) {
 		snprintf(buf, sizeof(buf), "%s image create --criu %s %s "
-			 ">/dev/null", cu_faultline_bin(), img, flimg);
+			 ">/dev/null", cu_faultline_bin(), r->img, r->flimg);
 		is_int(system(buf), 0, "faultline image create --criu");
 	}
-	const char *args[12] = { 0 };
-	int na = 0;
-	char trace[200], port[16] = "";
-	pid_t ps = sc->ps ? page_server(dir, img, log, port, sizeof(port)) : 0;
-
-	if (sc->ps && !ok(ps > 0, "%s: criu page-server --lazy-pages listens",
-			  sc->name)) {
-		cu_show_log(dir, "criu.log");
-		return;
+	if (sc->ps)
+		r->ps = page_server(r->dir, r->img, r->log, r->port,
+				    sizeof(r->port));
+	if (sc->ps && !ok(r->ps > 0, "%s: criu page-server --lazy-pages "
+			  "listens", sc->name)) {
+		cu_show_log(r->dir, "criu.log");
+		return -1;
 	}
-	char left[320];
-	const char *rimg = img;	/* what restores: the dump, or as left */
-
+	r->rimg = r->img;	/* what restores: the dump, or as left */
 	if (sc->left) {
-		if (!ok(lazy_dump_copy(img, left, sizeof(left), pids, n) == 0,
+		if (!ok(lazy_dump_copy(r->img, r->left, sizeof(r->left),
+				       r->pids, r->n) == 0,
 			"%s: the images rewritten as a lazy dump's", sc->name))
-			return;
-		rimg = left;
-		refused_without_ps(dir, left, sc->name);
-		refused_unreachable(dir, left, sc->name);
+			return -1;
+		r->rimg = r->left;
+		refused_without_ps(r->dir, r->left, sc->name);
+		refused_unreachable(r->dir, r->left, sc->name);
 	}
 	if (sc->ps) {
 		args[na++] = "--page-server";
 		args[na++] = "--address";
 		args[na++] = "127.0.0.1";
 		args[na++] = "--port";
-		args[na++] = port;
+		args[na++] = r->port;
 	}
 	if (sc->left) {		/* the server's CRIU named, as 4.1.1 is */
 		args[na++] = "--page-server-criu";
 		args[na++] = "4.1.1";
 	}
-	snprintf(trace, sizeof(trace), "%s/ws.trace", dir);
+	snprintf(r->trace, sizeof(r->trace), "%s/ws.trace", r->dir);
 	if (sc->opt)
 		args[na++] = sc->opt;
 	if (sc->image) {
 		args[na++] = "--pages";
-		args[na++] = sc->image == 2 ? url : flimg;
+		args[na++] = sc->image == 2 ? r->url : r->flimg;
 	}
 	if (sc->record) {
 		args[na++] = "--record";
-		args[na++] = trace;
+		args[na++] = r->trace;
 	}
-	daemon = cu_lazy_pages(dir, rimg, args);
-	if (!ok(daemon > 0, "%s: faultline lazy-pages listens", sc->name)) {
-		cu_show_log(dir, "lazy-pages.log");
-		return;
+	r->daemon = cu_lazy_pages(r->dir, r->rimg, args);
+	if (!ok(r->daemon > 0, "%s: faultline lazy-pages listens", sc->name)) {
+		cu_show_log(r->dir, "lazy-pages.log");
+		return -1;
 	}
-	const char *restore[] = { "restore", "-D", rimg, "-d", "--lazy-pages",
-				  NULL };
+	return 0;
+}
 
-	if (!is_int(cu_run_criu(log, restore), 0, "criu restore --lazy-pages"))
-		cu_show_log(dir, "criu.log");
+/* The restore, the scenario's harm, and what each process read. */
+static void lazy_restore(struct lazy_run *r)
+{
+	const struct scenario *sc = r->sc;
+	char buf[1024];
+	const char *restore[] = { "restore", "-D", r->rimg, "-d",
+				  "--lazy-pages", NULL };
+
+	if (!is_int(cu_run_criu(r->log, restore), 0,
+		    "criu restore --lazy-pages"))
+		cu_show_log(r->dir, "criu.log");
 	if (sc->cut) {
-		snprintf(buf, sizeof(buf), "truncate -s 0 %s/pages-*.img", img);
+		snprintf(buf, sizeof(buf), "truncate -s 0 %s/pages-*.img",
+			 r->img);
 		if (system(buf))
 			BAIL("cannot truncate the pages files");
 	}
-	snprintf(buf, sizeof(buf), "%s/go", dir);
+	snprintf(buf, sizeof(buf), "%s/go", r->dir);
 	if (sc->kill)
-		kill_server(daemon, pids[0], sc->name, buf);
+		kill_server(r->daemon, r->pids[0], sc->name, buf);
 	close(open(buf, O_WRONLY | O_CREAT, 0644));
 	/*
 	 * CRIU's page server serves one connection: the pages the killed
@@ -493,10 +518,10 @@ static void run(const struct scenario *sc)
 		 */
 		char got[200] = "";
 
-		cu_reap(pids[0]);
-		int st = cu_status(pids[0]);
+		cu_reap(r->pids[0]);
+		int st = cu_status(r->pids[0]);
 
-		cu_read_file(dir, "result.0", got, sizeof(got));
+		cu_read_file(r->dir, "result.0", got, sizeof(got));
 		if (!ok(st >= 0 && WIFSIGNALED(st) && !got[0], "%s: the process "
 			"died of the poisoned pages, read no data", sc->name))
 			diag("status 0x%x, it says: %s", st, got);
@@ -507,38 +532,56 @@ static void run(const struct scenario *sc)
 		char res[32], got[200] = "";
 
 		snprintf(res, sizeof(res), "result.%s", sc->roles[i]);
-		if (cu_wait_file(dir, res))
-			cu_read_file(dir, res, got, sizeof(got));
+		if (cu_wait_file(r->dir, res))
+			cu_read_file(r->dir, res, got, sizeof(got));
 		if (!ok(!strcmp(got, "ok"), "%s: process %s read every byte "
 			"right", sc->name, sc->roles[i]))
 			diag("it says: %s", got[0] ? got : "(nothing)");
 	}
-	for (int i = 0; i < n; i++)
-		cu_reap(pids[i]);
-	if (daemon > 0 && !is_int(cu_daemon_exit(daemon), 0, "faultline "
-				  "lazy-pages exits 0 once every task is served"))
-		cu_show_log(dir, "lazy-pages.log");
+}
+
+/* Every server's exit, the replay if recorded, the directory removed. */
+static void lazy_end(struct lazy_run *r)
+{
+	const struct scenario *sc = r->sc;
+
+	for (int i = 0; i < r->n; i++)
+		cu_reap(r->pids[i]);
+	if (r->daemon > 0 &&
+	    !is_int(cu_daemon_exit(r->daemon), 0, "faultline lazy-pages exits "
+		    "0 once every task is served"))
+		cu_show_log(r->dir, "lazy-pages.log");
 	/* Ours to reap: this test is the subreaper of what criu leaves. */
-	if (ps > 0 && !sc->kill)
-		is_int(cu_daemon_exit(ps), 0, "criu page-server exits 0 once "
-		       "faultline is done with it");
-	else if (ps > 0)
-		cu_daemon_exit(ps);
+	if (r->ps > 0 && !sc->kill)
+		is_int(cu_daemon_exit(r->ps), 0, "criu page-server exits 0 "
+		       "once faultline is done with it");
+	else if (r->ps > 0)
+		cu_daemon_exit(r->ps);
 	if (sc->kill) {
 		char lg[16384];
 
-		ok(cu_read_file(dir, "lazy-pages.log", lg, sizeof(lg)) > 0 &&
+		ok(cu_read_file(r->dir, "lazy-pages.log", lg, sizeof(lg)) > 0 &&
 		   strstr(lg, "taken over: serving"), "%s: a new server took "
 		   "the task's session over", sc->name);
 	}
-	if (sc->record && daemon > 0)
-		replayed(sc, dir, img, trace);
+	if (sc->record && r->daemon > 0)
+		replayed(sc, r->dir, r->img, r->trace);
 	if (getenv("CRIU_TEST_LOGS"))
-		cu_show_log(dir, "lazy-pages.log");
+		cu_show_log(r->dir, "lazy-pages.log");
 	if (tap_failures())
-		diag("left for a look: %s", dir);
+		diag("left for a look: %s", r->dir);
 	else
-		cu_rmdir(dir);
+		cu_rmdir(r->dir);
+}
+
+static void run(const struct scenario *sc)
+{
+	struct lazy_run r = { .sc = sc };
+
+	if (lazy_dump(&r) < 0 || lazy_serve(&r) < 0)
+		return;
+	lazy_restore(&r);
+	lazy_end(&r);
 }
 
 int main(int argc, char **argv)

@@ -33,11 +33,20 @@ static void expect_einval(int ret, const char *what, const char *word)
 	   "%s: -EINVAL naming '%s' (%d: %s)", what, word, ret, fl_last_error());
 }
 
-int main(void)
+/* What the cases share: the snapshot, its source, the engine and memory. */
+static struct {
+	char *path;
+	struct fl_source *src;
+	struct fl_engine *e;
+	void *mem;
+	uint64_t base;		/* 2 MiB aligned in mem */
+	struct fl_region_desc d;
+} fx;
+
+/* Engine options: chunk sizes, error policy, client, reserved space. */
+static int case_engine_opts(void)
 {
 	struct fl_engine *e;
-	struct fl_source *src;
-	char *path = make_snapshot(1 << 20, 1, NULL, 0);
 	struct fl_engine_opts o = { .uffd = -1, .chunk_size = 3000 };
 
 	expect_einval(fl_engine_create(&o, &e), "chunk 3000", "chunk size 3000");
@@ -82,9 +91,16 @@ int main(void)
 		      "own pid", "client_pid");
 	o.flags = 0;
 	o.client_pid = 0;
+	return 0;
+}
+
+/* Sources: source options, missing files, directories, FIFOs. */
+static int case_sources(void)
+{
+	struct fl_source *src;
 	struct fl_source_opts so = { .reserved[0] = 1 };
 
-	expect_einval(fl_source_open_ex(path, &so, &src), "source opts with "
+	expect_einval(fl_source_open_ex(fx.path, &so, &src), "source opts with "
 		      "non-zero reserved space", "reserved");
 
 	ok(fl_source_open("/nonexistent/snap", &src) == -ENOENT &&
@@ -102,7 +118,14 @@ int main(void)
 	   "a FIFO is refused at once, not waited on (%s)", fl_last_error());
 	unlink(fifo);
 	alarm(0);
-	/* A uffd that asks for fork events: a forked child would hang. */
+	return 0;
+}
+
+/* The uffd: fork events, not a uffd, no UFFDIO_API, a zeroed struct. */
+static int case_uffd(void)
+{
+	struct fl_engine *e;
+
 	int ffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC);
 	struct uffdio_api api = { .api = UFFD_API,
 				  .features = UFFD_FEATURE_EVENT_FORK };
@@ -142,38 +165,50 @@ int main(void)
 	zero.uffd = 7;
 	expect_einval(fl_engine_create(&zero, &e), "uffd 7 without "
 		      "FL_ENGINE_ADOPT", "FL_ENGINE_ADOPT");
-	ok(fl_source_open(path, &src) == 0, "open snapshot");
-	ok(fl_engine_create(&o, &e) == 0, "create engine with defaults");
+	return 0;
+}
 
-	void *mem = map_anon(4 << 20, 0);
-	uint64_t base = ((uint64_t)(uintptr_t)mem + (2 << 20) - 1) & ~((2ull << 20) - 1);
-	struct fl_region_desc d = { .addr = base, .len = 1 << 20,
-				    .page_size = 8192 };
+/* Regions the engine refuses, each with the word that names why. */
+static int case_bad_regions(void)
+{
+	struct fl_engine_opts o = { .uffd = -1 };
 
-	expect_einval(fl_engine_add_region(e, &d, src), "page size 8192",
+	ok(fl_source_open(fx.path, &fx.src) == 0, "open snapshot");
+	ok(fl_engine_create(&o, &fx.e) == 0, "create engine with defaults");
+
+	struct fl_engine *e = fx.e;
+	struct fl_source *src = fx.src;
+
+	fx.mem = map_anon(4 << 20, 0);
+	fx.base = ((uint64_t)(uintptr_t)fx.mem + (2 << 20) - 1) &
+		  ~((2ull << 20) - 1);
+	fx.d = (struct fl_region_desc){ .addr = fx.base, .len = 1 << 20,
+					.page_size = 8192 };
+
+	expect_einval(fl_engine_add_region(e, &fx.d, src), "page size 8192",
 		      "page_size 8192");
-	d.page_size = 4096;
-	d.addr = base + 100;
-	expect_einval(fl_engine_add_region(e, &d, src), "unaligned address",
+	fx.d.page_size = 4096;
+	fx.d.addr = fx.base + 100;
+	expect_einval(fl_engine_add_region(e, &fx.d, src), "unaligned address",
 		      "multiples of page_size");
-	d.addr = base;
-	d.len = 1000;
-	expect_einval(fl_engine_add_region(e, &d, src), "unaligned length",
+	fx.d.addr = fx.base;
+	fx.d.len = 1000;
+	expect_einval(fl_engine_add_region(e, &fx.d, src), "unaligned length",
 		      "multiples of page_size");
-	d.len = 0;
-	expect_einval(fl_engine_add_region(e, &d, src), "zero length",
+	fx.d.len = 0;
+	expect_einval(fl_engine_add_region(e, &fx.d, src), "zero length",
 		      "non-zero");
-	d.len = 2 << 20;
-	expect_einval(fl_engine_add_region(e, &d, src), "beyond the file",
+	fx.d.len = 2 << 20;
+	expect_einval(fl_engine_add_region(e, &fx.d, src), "beyond the file",
 		      "beyond the end");
-	d.len = 1 << 20;
-	d.src_offset = ~0ull - 4095;
-	expect_einval(fl_engine_add_region(e, &d, src), "offset overflow",
+	fx.d.len = 1 << 20;
+	fx.d.src_offset = ~0ull - 4095;
+	expect_einval(fl_engine_add_region(e, &fx.d, src), "offset overflow",
 		      "beyond the end");
-	d.src_offset = 0;
+	fx.d.src_offset = 0;
 	/* Memory nobody registered, added without FL_REGION_REGISTER: it
 	 * would read zeros forever after (the kernel's answer). */
-	expect_einval(fl_engine_add_region(e, &d, src), "unregistered memory",
+	expect_einval(fl_engine_add_region(e, &fx.d, src), "unregistered memory",
 		      "not registered with userfaultfd");
 	/* (with FL_REGION_REGISTER it is added: "good region added") */
 
@@ -187,10 +222,10 @@ int main(void)
 		skip_missing(1, "hugetlb", "a MAP_HUGETLB mapping is refused "
 			     "here");
 	} else {
-		d.addr = (uintptr_t)huge;
-		d.page_size = 4096;
-		d.len = 1 << 20;
-		expect_einval(fl_engine_add_region(e, &d, src),
+		fx.d.addr = (uintptr_t)huge;
+		fx.d.page_size = 4096;
+		fx.d.len = 1 << 20;
+		expect_einval(fl_engine_add_region(e, &fx.d, src),
 			      "hugetlb memory described as 4 KiB pages",
 			      "2048 KiB pages");
 		/* A client in a pid namespace we cannot see: not our memory. */
@@ -199,30 +234,41 @@ int main(void)
 		struct fl_engine *pe;
 
 		ok(fl_engine_create(&po, &pe) == 0 &&
-		   fl_engine_add_region(pe, &d, src) == 0,
+		   fl_engine_add_region(pe, &fx.d, src) == 0,
 		   "client pid unknown (REMOTE): this process's mappings are not "
 		   "taken for the client's (%s)", fl_last_error());
 		fl_engine_destroy(pe);
 		munmap(huge, 2 << 20);
-		d.addr = base;
+		fx.d.addr = fx.base;
 	}
-	d.src_offset = 0;
-	d.addr = ~0ull - 4095;
-	d.len = 8192;
-	expect_einval(fl_engine_add_region(e, &d, src), "address wraps",
+	return 0;
+}
+
+/* The last refusals, then good regions served, started once. */
+static int case_good_regions(void)
+{
+	struct fl_engine *e = fx.e;
+	struct fl_source *src = fx.src;
+	uint64_t base = fx.base;
+	int ret;
+
+	fx.d.src_offset = 0;
+	fx.d.addr = ~0ull - 4095;
+	fx.d.len = 8192;
+	expect_einval(fl_engine_add_region(e, &fx.d, src), "address wraps",
 		      "wraps");
-	d.addr = base;
-	d.len = 1 << 20;
-	d.flags = 1u << 30;
-	expect_einval(fl_engine_add_region(e, &d, src), "an unknown region "
+	fx.d.addr = base;
+	fx.d.len = 1 << 20;
+	fx.d.flags = 1u << 30;
+	expect_einval(fl_engine_add_region(e, &fx.d, src), "an unknown region "
 		      "flag", "region flags");
-	d.flags = FL_REGION_REGISTER;
-	d.reserved[3] = 1;
-	expect_einval(fl_engine_add_region(e, &d, src), "a region with "
+	fx.d.flags = FL_REGION_REGISTER;
+	fx.d.reserved[3] = 1;
+	expect_einval(fl_engine_add_region(e, &fx.d, src), "a region with "
 		      "non-zero reserved space", "reserved");
-	d.reserved[3] = 0;
-	d.flags = FL_REGION_REGISTER;
-	ok(fl_engine_add_region(e, &d, src) == 0, "good region added");
+	fx.d.reserved[3] = 0;
+	fx.d.flags = FL_REGION_REGISTER;
+	ok(fl_engine_add_region(e, &fx.d, src) == 0, "good region added");
 	/* A zeroed descriptor but where and how long: 4 KiB pages. */
 	struct fl_region_desc zd = { 0 };
 
@@ -232,12 +278,12 @@ int main(void)
 	ret = fl_engine_add_region(e, &zd, src);
 	ok(ret == 0, "a zeroed region descriptor (page_size 0) is added, "
 	   "as 4 KiB pages (%s)", ret ? fl_last_error() : "");
-	d.addr = base + (512 << 10);
-	expect_einval(fl_engine_add_region(e, &d, src), "overlap", "overlaps");
-	d.addr = base;
-	d.page_size = 2 << 20;
-	d.len = 2 << 20;
-	expect_einval(fl_engine_add_region(e, &d, src), "huge region beyond file",
+	fx.d.addr = base + (512 << 10);
+	expect_einval(fl_engine_add_region(e, &fx.d, src), "overlap", "overlaps");
+	fx.d.addr = base;
+	fx.d.page_size = 2 << 20;
+	fx.d.len = 2 << 20;
+	expect_einval(fl_engine_add_region(e, &fx.d, src), "huge region beyond file",
 		      "beyond the end");
 	expect_einval(fl_engine_start(e, 0), "zero threads", "threads 0");
 	ok(fl_engine_start(e, 1) == 0, "start one thread");
@@ -246,14 +292,20 @@ int main(void)
 	   "region still served after all the rejected calls");
 	ok(same_as_file((void *)(uintptr_t)(base + (1 << 20)), 1 << 20, 0, 1,
 			0), "the page_size 0 region is served");
+	return 0;
+}
 
-	/* Statistics by size: a shorter reader, a longer one, too short. */
+/* Statistics by size: a shorter reader, a longer one, too short. */
+static int case_stats(void)
+{
+	struct fl_engine *e = fx.e;
 	size_t fixed = offsetof(struct fl_stats, faults);
 	size_t big = sizeof(struct fl_stats) + 64;
 	struct fl_stats st;
 	unsigned char *b = malloc(big);
+	int ret = fl_engine_stats(e, &st);	/* before its counts are printed */
 
-	ok(fl_engine_stats(e, &st) == 0 && st.pages_copied > 0,
+	ok(ret == 0 && st.pages_copied > 0,
 	   "fl_engine_stats(): the caller's size (%llu pages copied)",
 	   (unsigned long long)st.pages_copied);
 	memset(&st, 0xff, sizeof(st));
@@ -279,9 +331,25 @@ int main(void)
 	fl_engine_stop(e);
 	expect_einval(fl_engine_start(e, 1), "start after stop",
 		      "does not start again");
-	fl_engine_destroy(e);
-	fl_source_put(src);
-	munmap(mem, 4 << 20);
-	drop_snapshot(path);
+	return 0;
+}
+
+static const struct tap_case cases[] = {
+	{ "engine options", case_engine_opts },
+	{ "sources", case_sources },
+	{ "the uffd", case_uffd },
+	{ "bad regions", case_bad_regions },
+	{ "good regions", case_good_regions },
+	{ "statistics by size", case_stats },
+};
+
+int main(void)
+{
+	fx.path = make_snapshot(1 << 20, 1, NULL, 0);
+	TAP_RUN(cases);
+	fl_engine_destroy(fx.e);
+	fl_source_put(fx.src);
+	munmap(fx.mem, 4 << 20);
+	drop_snapshot(fx.path);
 	return done_testing();
 }

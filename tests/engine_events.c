@@ -23,6 +23,10 @@
 
 #define SEED 0xe7e7
 
+/* What the cases share: the snapshot's source and its length. */
+static struct fl_source *src;
+static const uint64_t len = 16 << 20;
+
 static struct fl_engine *serve(struct fl_source *src, uint8_t *mem,
 			       uint64_t len, uint64_t off)
 {
@@ -80,7 +84,7 @@ static struct fl_engine *fc_serve(struct fl_source *src, int uffd,
  * Memory changed under a Firecracker-style uffd (no UNMAP events): no
  * fault may be answered with a wake alone, or its thread faults forever.
  */
-static void fc_style(struct fl_source *src)
+static int case_fc_style(void)
 {
 	struct fl_stats st;
 	uint64_t len = 4 << 20;
@@ -122,6 +126,7 @@ static void fc_style(struct fl_source *src)
 	close(uffd);
 	munmap(mem, len);
 	alarm(0);
+	return 0;
 }
 
 /* A uffd that asks for no events at all: MADV_DONTNEED goes unseen. */
@@ -158,7 +163,7 @@ static int wait_readable(int fd)
  * put there (zeros, before this was fixed: 1 wrong page in ~300 sessions
  * in serve_bad under load).
  */
-static void stale_fault(struct fl_source *src)
+static int case_stale_fault(void)
 {
 	struct fl_engine_opts o = { .uffd = -1, .chunk_size = PAGE,
 		.flags = FL_ENGINE_ADOPT | FL_ENGINE_NO_PREFETCH |
@@ -216,20 +221,13 @@ static void stale_fault(struct fl_source *src)
 	close(u2);
 	munmap(mem, len);
 	alarm(0);
+	return 0;
 }
 
-int main(void)
+/* REMOVE of touched and untouched pages. */
+static int case_remove(void)
 {
-	uint64_t len = 16 << 20;
-	struct fl_source *src;
 	struct fl_stats st;
-	char *path;
-
-	load_start();
-	path = make_snapshot(len, SEED, NULL, 0);
-	fl_source_open(path, &src);
-
-	/* REMOVE of touched and untouched pages. */
 	uint8_t *mem = map_anon(len, 0);
 	struct fl_engine *e = serve(src, mem, len, 0);
 
@@ -251,8 +249,15 @@ int main(void)
 	   (unsigned long long)st.events);
 	fl_engine_destroy(e);
 	munmap(mem, len);
+	return 0;
+}
 
-	/* REMAP: mremap the region elsewhere, half of it touched. */
+/* REMAP: mremap the region elsewhere, half of it touched. */
+static int case_remap(void)
+{
+	struct fl_engine *e;
+	uint8_t *mem;
+
 	mem = map_anon(len, 0);
 	e = serve(src, mem, len, 0);
 	ok(same_as_file(mem, 4 << 20, 0, SEED, 0), "before mremap: served");
@@ -264,8 +269,15 @@ int main(void)
 	   "after mremap every byte at the new address equals the snapshot");
 	fl_engine_destroy(e);
 	munmap(moved, len);
+	return 0;
+}
 
-	/* Partial REMAP: move the second half only. */
+/* Partial REMAP: move the second half only. */
+static int case_partial_remap(void)
+{
+	struct fl_engine *e;
+	uint8_t *mem, *hole, *moved;
+
 	mem = map_anon(len, 0);
 	e = serve(src, mem, len, 0);
 	hole = map_anon(len / 2, 0);
@@ -277,11 +289,18 @@ int main(void)
 	fl_engine_destroy(e);
 	munmap(mem, len / 2);
 	munmap(moved, len / 2);
+	return 0;
+}
 
-	/*
-	 * The second half moved away and back again: the first region must
-	 * no longer claim the vacated range (it would answer with zeros).
-	 */
+/*
+ * The second half moved away and back again: the first region must
+ * no longer claim the vacated range (it would answer with zeros).
+ */
+static int case_away_and_back(void)
+{
+	struct fl_engine *e;
+	uint8_t *mem, *hole, *moved;
+
 	mem = map_anon(len, 0);
 	e = serve(src, mem, len, 0);
 	hole = map_anon(len / 2, 0);
@@ -295,8 +314,15 @@ int main(void)
 	   "half moved away and back: its snapshot bytes, not zeros");
 	fl_engine_destroy(e);
 	munmap(mem, len);
+	return 0;
+}
 
-	/* A hole unmapped in the middle: both sides are still served. */
+/* A hole unmapped in the middle: both sides are still served. */
+static int case_hole(void)
+{
+	struct fl_engine *e;
+	uint8_t *mem;
+
 	mem = map_anon(len, 0);
 	e = serve(src, mem, len, 0);
 	munmap(mem + (4 << 20), 4 << 20);
@@ -306,8 +332,13 @@ int main(void)
 	fl_engine_destroy(e);
 	munmap(mem, 4 << 20);
 	munmap(mem + (8 << 20), len - (8 << 20));
+	return 0;
+}
 
-	/* UNMAP drops the region: the engine keeps serving the other one. */
+/* UNMAP drops the region: the engine keeps serving the other one. */
+static int case_unmap(void)
+{
+	struct fl_engine *e;
 	uint8_t *a = map_anon(4 << 20, 0), *b = map_anon(4 << 20, 0);
 	struct fl_engine_opts o = { .uffd = -1 };
 
@@ -324,12 +355,19 @@ int main(void)
 	   "after unmapping a, region b is served");
 	fl_engine_destroy(e);
 	munmap(b, 4 << 20);
+	return 0;
+}
 
-	/*
-	 * A registered VMA grown in place by mremap: the new pages belong to
-	 * no region.  They read as zeros (anonymous memory), and the fault
-	 * does not loop.
-	 */
+/*
+ * A registered VMA grown in place by mremap: the new pages belong to
+ * no region.  They read as zeros (anonymous memory), and the fault
+ * does not loop.
+ */
+static int case_grown(void)
+{
+	struct fl_engine_opts o = { .uffd = -1 };
+	struct fl_engine *e;
+	struct fl_stats st;
 	uint8_t *g = mmap(NULL, 8 * PAGE, PROT_NONE,
 			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
@@ -354,9 +392,29 @@ int main(void)
 	   (unsigned long long)st.faults);
 	fl_engine_destroy(e);
 	munmap(g, 4 * PAGE);
+	return 0;
+}
 
-	fc_style(src);
-	stale_fault(src);
+static const struct tap_case cases[] = {
+	{ "REMOVE", case_remove },
+	{ "REMAP", case_remap },
+	{ "partial REMAP", case_partial_remap },
+	{ "moved away and back", case_away_and_back },
+	{ "a hole unmapped", case_hole },
+	{ "UNMAP", case_unmap },
+	{ "a VMA grown in place", case_grown },
+	{ "Firecracker-style uffd", case_fc_style },
+	{ "a stale fault", case_stale_fault },
+};
+
+int main(void)
+{
+	char *path;
+
+	load_start();
+	path = make_snapshot(len, SEED, NULL, 0);
+	fl_source_open(path, &src);
+	TAP_RUN(cases);
 	fl_source_put(src);
 	drop_snapshot(path);
 	return done_testing();

@@ -28,6 +28,10 @@
 #define STRIDE (256ull << 10)
 #define RECORD (64ull << 10)	/* the default chunk */
 
+/* What the cases share: the snapshot's source, one random sequence. */
+static struct fl_source *src;
+static unsigned int seed = 3;
+
 static bool resident(void *p, size_t len)
 {
 	unsigned char v = 0;
@@ -66,18 +70,12 @@ static struct fl_stats finish(struct fl_engine *e)
 	return st;
 }
 
-int main(void)
+/* Linear: readahead kicks in. */
+static int case_linear(void)
 {
-	char *path = make_snapshot(LEN, SEED, NULL, 0);
-	struct fl_source *src;
 	struct fl_stats st;
 	uint8_t *mem;
-	unsigned int seed = 3;
-	int good;
 
-	fl_source_open(path, &src);
-
-	/* Linear: readahead kicks in. */
 	mem = map_anon(LEN, 0);
 	uint64_t t0 = now_ms_(), miss = 1, all = 0;	/* before the start */
 	struct fl_engine *e = serve(src, mem, FL_ENGINE_NO_BACKGROUND);
@@ -115,12 +113,21 @@ int main(void)
 	     (unsigned long long)(LEN / PAGE));
 	is_int(st.pages_copied, LEN / PAGE, "linear: each page copied once");
 	munmap(mem, LEN);
+	return 0;
+}
 
-	/*
-	 * Strided: a 64 KiB record every 256 KiB (four chunks apart), read
-	 * whole: a client that only touched one byte per step would outrun
-	 * any copier, and how far it got would be a race.
-	 */
+/*
+ * Strided: a 64 KiB record every 256 KiB (four chunks apart), read
+ * whole: a client that only touched one byte per step would outrun
+ * any copier, and how far it got would be a race.
+ */
+static int case_strided(void)
+{
+	struct fl_engine *e;
+	struct fl_stats st;
+	uint8_t *mem;
+	int good;
+
 	mem = map_anon(LEN, 0);
 	e = serve(src, mem, FL_ENGINE_NO_BACKGROUND);
 	good = 1;
@@ -137,8 +144,17 @@ int main(void)
 	   !resident(mem + LEN - STRIDE / 2, PAGE),
 	   "strided: pages between the steps left alone");
 	munmap(mem, LEN);
+	return 0;
+}
 
-	/* Random: no stream, no readahead. */
+/* Random: no stream, no readahead. */
+static int case_random(void)
+{
+	struct fl_engine *e;
+	struct fl_stats st;
+	uint8_t *mem;
+	int good;
+
 	mem = map_anon(LEN, 0);
 	e = serve(src, mem, FL_ENGINE_NO_BACKGROUND);
 	good = 1;
@@ -155,15 +171,24 @@ int main(void)
 	   (unsigned long long)st.pages_prefetched,
 	   (unsigned long long)st.pages_copied);
 	munmap(mem, LEN);
+	return 0;
+}
 
-	/*
-	 * Dense random with background restore on (the defaults): the
-	 * fillers stream the rest at once and give way to the faults, which
-	 * fill their own chunk only (never 2 MiB: a fault must not wait
-	 * behind a copy it did not need); a range removed before any touch
-	 * and one removed after its touch must read zeros, everything else
-	 * the snapshot.
-	 */
+/*
+ * Dense random with background restore on (the defaults): the
+ * fillers stream the rest at once and give way to the faults, which
+ * fill their own chunk only (never 2 MiB: a fault must not wait
+ * behind a copy it did not need); a range removed before any touch
+ * and one removed after its touch must read zeros, everything else
+ * the snapshot.
+ */
+static int case_dense_random(void)
+{
+	struct fl_engine *e;
+	struct fl_stats st;
+	uint8_t *mem;
+	int good;
+
 	mem = map_anon(LEN, 0);
 	e = serve(src, mem, 0);
 	madvise(mem + (8 << 20), 1 << 20, MADV_DONTNEED);	/* untouched */
@@ -203,8 +228,17 @@ int main(void)
 	   "now and then by two in a row (%llu pages in %llu faults)",
 	   (unsigned long long)by_faults, (unsigned long long)st.faults);
 	munmap(mem, LEN);
+	return 0;
+}
 
-	/* Idle: background restore completes the memory. */
+/* Idle: background restore completes the memory. */
+static int case_background(void)
+{
+	struct fl_engine *e;
+	struct fl_stats st;
+	uint64_t t0;
+	uint8_t *mem;
+
 	mem = map_anon(LEN, 0);
 	t0 = now_ms_();
 	e = serve(src, mem, 0);
@@ -240,7 +274,23 @@ int main(void)
 	   same_as_file(mem + (9 << 20), LEN - (9 << 20), 9 << 20, SEED, 0),
 	   "background: every byte right");
 	munmap(mem, LEN);
+	return 0;
+}
 
+static const struct tap_case cases[] = {
+	{ "linear", case_linear },
+	{ "strided", case_strided },
+	{ "random", case_random },
+	{ "dense random", case_dense_random },
+	{ "background", case_background },
+};
+
+int main(void)
+{
+	char *path = make_snapshot(LEN, SEED, NULL, 0);
+
+	fl_source_open(path, &src);
+	TAP_RUN(cases);
 	fl_source_put(src);
 	drop_snapshot(path);
 	return done_testing();

@@ -84,24 +84,9 @@ static void *read_page(void *arg)
 	return NULL;
 }
 
-int main(void)
+/* 1. A reset: begin, the drop, end; the next touch reads the snapshot. */
+static int case_reset(void)
 {
-	struct fl_engine_opts o = { .chunk_size = PAGE,
-		.flags = FL_ENGINE_NO_PREFETCH | FL_ENGINE_NO_BACKGROUND };
-	char *path = make_snapshot(LEN, SEED, NULL, 0);
-	struct fl_source *src;
-
-	load_start();
-	mem = map_anon(LEN, 0);
-	madvise(mem, LEN, MADV_NOHUGEPAGE);
-	struct fl_region_desc d = { .addr = (uintptr_t)mem, .len = LEN,
-				    .flags = FL_REGION_REGISTER };
-
-	if (fl_source_open(path, &src) < 0 || fl_engine_create(&o, &e) < 0 ||
-	    fl_engine_add_region(e, &d, src) < 0 || fl_engine_start(e, 1) < 0)
-		BAIL("engine setup: %s", fl_last_error());
-
-	/* 1. A reset: begin, the drop, end; the next touch reads the snapshot. */
 	dirty(0);
 	ok(state_of(0) == PG_PRESENT && !snapshot_at(0, 1),
 	   "a page filled, then written: present, not the snapshot");
@@ -114,23 +99,35 @@ int main(void)
 	   state_of(0) == PG_MISSING, "reset ended: MISSING");
 	ok(snapshot_at(0, 1) && state_of(0) == PG_PRESENT,
 	   "touched again: the snapshot's bytes, not zeros nor the write");
+	return 0;
+}
 
-	/* 2. A plain MADV_DONTNEED (the client's balloon): zeros. */
+/* 2. A plain MADV_DONTNEED (the client's balloon): zeros. */
+static int case_balloon(void)
+{
 	dirty(1);
 	ok(madvise(page(1), PAGE, MADV_DONTNEED) == 0 &&
 	   state_of(1) == PG_REMOVED, "a plain MADV_DONTNEED: REMOVED");
 	ok(same_as_file(page(1), PAGE, 0, 0, 1),
 	   "touched again: zeros, as the kernel says a dropped page reads");
+	return 0;
+}
 
-	/* 3. Removed by the client, then reset: the snapshot again. */
+/* 3. Removed by the client, then reset: the snapshot again. */
+static int case_removed_then_reset(void)
+{
 	dirty(2);
 	madvise(page(2), PAGE, MADV_DONTNEED);
 	ok(state_of(2) == PG_REMOVED, "a page removed by the client");
 	ok(engine_reset_range(e, (uintptr_t)page(2), PAGE) == 1 &&
 	   state_of(2) == PG_MISSING && snapshot_at(2, 1),
 	   "reset (engine_reset_range): MISSING, then the snapshot's bytes");
+	return 0;
+}
 
-	/* 4. A thread faulting on a page being reset waits, then reads it. */
+/* 4. A thread faulting on a page being reset waits, then reads it. */
+static int case_fault_during_reset(void)
+{
 	struct reader rd = { .pg = 3 };
 	pthread_t th;
 
@@ -150,8 +147,12 @@ int main(void)
 		pthread_join(th, NULL);
 	else
 		BAIL("the reader hangs on a reset page");
+	return 0;
+}
 
-	/* 5. A run of pages, some never touched: all the snapshot again. */
+/* 5. A run of pages, some never touched: all the snapshot again. */
+static int case_run(void)
+{
 	for (uint64_t pg = 8; pg < 24; pg += 2)
 		dirty(pg);
 	ok(engine_reset_range(e, (uintptr_t)page(8), 16 * PAGE) == 16 &&
@@ -173,8 +174,12 @@ int main(void)
 	madvise(page(0), PAGE, MADV_DONTNEED);
 	engine_reset_end(e, (uintptr_t)page(0), PAGE);
 	ok(snapshot_at(0, 1), "reset a second time: the snapshot again");
+	return 0;
+}
 
-	/* 6. Two resets at once: pages turn MISSING when the last one ends. */
+/* 6. Two resets at once: pages turn MISSING when the last one ends. */
+static int case_two_resets(void)
+{
 	dirty(30);
 	dirty(31);
 	engine_reset_begin(e, (uintptr_t)page(30), PAGE);
@@ -186,12 +191,17 @@ int main(void)
 	ok(engine_reset_end(e, (uintptr_t)page(31), PAGE) == 2 &&
 	   snapshot_at(30, 2), "the last ends: both MISSING, then the "
 	   "snapshot's bytes");
+	return 0;
+}
 
-	/*
-	 * 7. A REMAP while a reset's drop is under way carries RESET pages
-	 * elsewhere: the reset's end finds them there (by state, not by
-	 * address), and a touch at the new address reads the snapshot.
-	 */
+/*
+ * 7. A REMAP while a reset's drop is under way carries RESET pages
+ * elsewhere: the reset's end finds them there (by state, not by
+ * address), and a touch at the new address reads the snapshot.
+ */
+static int case_remap(void)
+{
+	pthread_t th;
 	struct reader rm = { .pg = 40 };
 	uint8_t *hole = map_anon(2 * PAGE, 0);
 
@@ -219,7 +229,37 @@ int main(void)
 	else
 		BAIL("a reader hangs on a page moved while being reset");
 	munmap(moved, 2 * PAGE);
+	return 0;
+}
 
+static const struct tap_case cases[] = {
+	{ "a reset", case_reset },
+	{ "a balloon", case_balloon },
+	{ "removed, then reset", case_removed_then_reset },
+	{ "a fault during a reset", case_fault_during_reset },
+	{ "a run of pages", case_run },
+	{ "two resets at once", case_two_resets },
+	{ "a REMAP during a reset", case_remap },
+};
+
+int main(void)
+{
+	struct fl_engine_opts o = { .chunk_size = PAGE,
+		.flags = FL_ENGINE_NO_PREFETCH | FL_ENGINE_NO_BACKGROUND };
+	char *path = make_snapshot(LEN, SEED, NULL, 0);
+	struct fl_source *src;
+
+	load_start();
+	mem = map_anon(LEN, 0);
+	madvise(mem, LEN, MADV_NOHUGEPAGE);
+	struct fl_region_desc d = { .addr = (uintptr_t)mem, .len = LEN,
+				    .flags = FL_REGION_REGISTER };
+
+	if (fl_source_open(path, &src) < 0 || fl_engine_create(&o, &e) < 0 ||
+	    fl_engine_add_region(e, &d, src) < 0 || fl_engine_start(e, 1) < 0)
+		BAIL("engine setup: %s", fl_last_error());
+
+	TAP_RUN(cases);
 	fl_engine_destroy(e);
 	fl_source_put(src);
 	munmap(mem, LEN);

@@ -29,6 +29,12 @@
 
 #define BALLOON (16ull << 20)	/* a working-set run removed before replay */
 
+/* What the cases share: the snapshot, its source, the trace, its record. */
+static char *path;
+static char trace[64];
+static struct fl_source *src;
+static struct fl_stats rec;	/* the recording session's counts */
+
 /*
  * The working set: 1 MiB runs every 8 MiB, plus a few scattered pages.
  * With removed set, the run at BALLOON must read as zeros.
@@ -63,23 +69,23 @@ static struct fl_engine *engine(struct fl_source *src, uint8_t *mem,
  * faults merges into one run, a later range stays later even when it lies
  * lower in the snapshot, and a range touched again adds nothing.
  */
-static void replay_order(void)
+static int case_replay_order(void)
 {
 	static const uint64_t touches[][2] = {
 		{ 1 << 20, 64 << 10 }, { (1 << 20) + (64 << 10), 64 << 10 },
 		{ 0, 64 << 10 }, { 4 << 20, 64 << 10 },
 		{ (1 << 20) - (64 << 10), 64 << 10 },	/* before the first run */
 	};
-	char path[64];
+	char order_path[64];
 	struct trace in, out;
 	bool order;
 
-	snprintf(path, sizeof(path), "/tmp/fl-order-%d.trace", getpid());
+	snprintf(order_path, sizeof(order_path), "/tmp/fl-order-%d.trace", getpid());
 	trace_init(&in);
 	trace_init(&out);
 	for (int i = 0; i < 5; i++)
 		trace_add(&in, touches[i][0], touches[i][1]);
-	if (trace_save(&in, path) < 0 || trace_load(&out, path) < 0)
+	if (trace_save(&in, order_path) < 0 || trace_load(&out, order_path) < 0)
 		BAIL("trace save/load: %s", fl_last_error());
 	order = out.n == 4 &&
 		out.runs[0].off == 1 << 20 && out.runs[0].len == 128 << 10 &&
@@ -91,23 +97,16 @@ static void replay_order(void)
 	   out.n ? (unsigned long long)out.runs[0].len : 0);
 	trace_free(&in);
 	trace_free(&out);
-	unlink(path);
+	unlink(order_path);
+	return 0;
 }
 
-int main(void)
+/* Record. */
+static int case_record(void)
 {
-	replay_order();
-	char *path = make_snapshot(LEN, SEED, NULL, 0);
-	char trace[64];
-	struct fl_source *src;
-	struct fl_stats st, rec;
 	struct fl_engine *e;
 	uint8_t *mem;
 
-	snprintf(trace, sizeof(trace), "/tmp/fl-trace-%d", getpid());
-	fl_source_open(path, &src);
-
-	/* Record. */
 	mem = map_anon(LEN, 0);
 	e = engine(src, mem, NOFILL);
 	ok(fl_engine_save_trace(e, trace) == -EINVAL,
@@ -120,54 +119,67 @@ int main(void)
 	ok(fl_engine_save_trace(e, trace) == 0, "trace saved");
 	fl_engine_destroy(e);
 	munmap(mem, LEN);
+	return 0;
+}
 
-	/*
-	 * A replay loaded and started before any region is added: the
-	 * fillers wait for one (no CPU spent), then replay into it.
-	 */
-	{
-		struct fl_engine_opts o = { .uffd = -1, .flags = NOFILL };
-		struct fl_region_desc d = { .len = LEN, .page_size = PAGE,
-					    .flags = FL_REGION_REGISTER };
-		struct rusage r0, r1;
+/*
+ * A replay loaded and started before any region is added: the
+ * fillers wait for one (no CPU spent), then replay into it.
+ */
+static int case_replay_first(void)
+{
+	struct fl_stats st;
+	struct fl_engine *e;
+	uint8_t *mem;
+	struct fl_engine_opts o = { .uffd = -1, .flags = NOFILL };
+	struct fl_region_desc d = { .len = LEN, .page_size = PAGE,
+				    .flags = FL_REGION_REGISTER };
+	struct rusage r0, r1;
 
-		mem = map_anon(LEN, 0);
-		d.addr = (uintptr_t)mem;
-		if (fl_engine_create(&o, &e) < 0 ||
-		    fl_engine_replay(e, trace) < 0 || fl_engine_start(e, 1) < 0)
-			BAIL("engine: %s", fl_last_error());
-		struct timespec w0, w1;
+	mem = map_anon(LEN, 0);
+	d.addr = (uintptr_t)mem;
+	if (fl_engine_create(&o, &e) < 0 ||
+	    fl_engine_replay(e, trace) < 0 || fl_engine_start(e, 1) < 0)
+		BAIL("engine: %s", fl_last_error());
+	struct timespec w0, w1;
 
-		clock_gettime(CLOCK_MONOTONIC, &w0);
-		getrusage(RUSAGE_SELF, &r0);
-		usleep(300 * 1000);
-		getrusage(RUSAGE_SELF, &r1);
-		clock_gettime(CLOCK_MONOTONIC, &w1);
-		long us = (r1.ru_utime.tv_sec - r0.ru_utime.tv_sec +
-			   r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) * 1000000L +
-			  r1.ru_utime.tv_usec - r0.ru_utime.tv_usec +
-			  r1.ru_stime.tv_usec - r0.ru_stime.tv_usec;
-		long wall = (w1.tv_sec - w0.tv_sec) * 1000000L +
-			    (w1.tv_nsec - w0.tv_nsec) / 1000;
+	clock_gettime(CLOCK_MONOTONIC, &w0);
+	getrusage(RUSAGE_SELF, &r0);
+	usleep(300 * 1000);
+	getrusage(RUSAGE_SELF, &r1);
+	clock_gettime(CLOCK_MONOTONIC, &w1);
+	long us = (r1.ru_utime.tv_sec - r0.ru_utime.tv_sec +
+		   r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) * 1000000L +
+		  r1.ru_utime.tv_usec - r0.ru_utime.tv_usec +
+		  r1.ru_stime.tv_usec - r0.ru_stime.tv_usec;
+	long wall = (w1.tv_sec - w0.tv_sec) * 1000000L +
+		    (w1.tv_nsec - w0.tv_nsec) / 1000;
 
-		/* a waiting filler spends nothing; load only takes CPU away */
-		ok(us < wall / 3, "replay with no region yet: the fillers wait "
-		   "(%ld us of CPU in %ld us)", us, wall);
-		ok(fl_engine_add_region(e, &d, src) == 0, "a region added");
-		for (int i = 0; i < 6000; i++) {
-			fl_engine_stats(e, &st);
-			if (st.pages_replayed >= rec.pages_copied)
-				break;
-			usleep(10000);
-		}
-		ok(st.pages_replayed >= rec.pages_copied && touch(mem, 0),
-		   "... then the trace is replayed into it, every byte right "
-		   "(%llu pages)", (unsigned long long)st.pages_replayed);
-		fl_engine_destroy(e);
-		munmap(mem, LEN);
+	/* a waiting filler spends nothing; load only takes CPU away */
+	ok(us < wall / 3, "replay with no region yet: the fillers wait "
+	   "(%ld us of CPU in %ld us)", us, wall);
+	ok(fl_engine_add_region(e, &d, src) == 0, "a region added");
+	for (int i = 0; i < 6000; i++) {
+		fl_engine_stats(e, &st);
+		if (st.pages_replayed >= rec.pages_copied)
+			break;
+		usleep(10000);
 	}
+	ok(st.pages_replayed >= rec.pages_copied && touch(mem, 0),
+	   "... then the trace is replayed into it, every byte right "
+	   "(%llu pages)", (unsigned long long)st.pages_replayed);
+	fl_engine_destroy(e);
+	munmap(mem, LEN);
+	return 0;
+}
 
-	/* Replay: the working set is filled before the client touches it. */
+/* Replay: the working set is filled before the client touches it. */
+static int case_replay(void)
+{
+	struct fl_stats st;
+	struct fl_engine *e;
+	uint8_t *mem;
+
 	mem = map_anon(LEN, 0);
 	e = engine(src, mem, NOFILL);
 	fl_engine_start(e, 1);
@@ -196,8 +208,16 @@ int main(void)
 	   (unsigned long long)rec.pages_copied);
 	fl_engine_destroy(e);
 	munmap(mem, LEN);
+	return 0;
+}
 
-	/* A file that is not a trace. */
+/* A file that is not a trace. */
+static int case_not_trace(void)
+{
+	struct fl_stats st;
+	struct fl_engine *e;
+	uint8_t *mem;
+
 	mem = map_anon(LEN, 0);
 	e = engine(src, mem, NOFILL);
 	ok(fl_engine_replay(e, path) == -EINVAL &&
@@ -219,11 +239,18 @@ int main(void)
 	is_int(st.pages_replayed, 0, "... and nothing of it is replayed");
 	fl_engine_destroy(e);
 	munmap(mem, LEN);
+	return 0;
+}
 
-	/*
-	 * Traces whose every entry is dropped, or that have none (found by
-	 * fuzz/fuzz_trace.c: qsort(NULL, 0) under UBSan): empty replays.
-	 */
+/*
+ * Traces whose every entry is dropped, or that have none (found by
+ * fuzz/fuzz_trace.c: qsort(NULL, 0) under UBSan): empty replays.
+ */
+static int case_empty(void)
+{
+	struct fl_stats st;
+	struct fl_engine *e;
+	uint8_t *mem;
 	static const char *const empties[] = {
 		"fuzz/corpus/trace/crash-qsort-null-wrapped-entry",
 		"fuzz/corpus/trace/empty", "fuzz/corpus/trace/all-dropped",
@@ -242,13 +269,20 @@ int main(void)
 		fl_engine_destroy(e);
 		munmap(mem, LEN);
 	}
+	return 0;
+}
 
-	/*
-	 * A trace of another, larger snapshot: its run past the end of every
-	 * region is skipped, not walked (which kept background restore from
-	 * ever starting); its run inside is replayed.
-	 */
-	f = fopen(trace, "wb");
+/*
+ * A trace of another, larger snapshot: its run past the end of every
+ * region is skipped, not walked (which kept background restore from
+ * ever starting); its run inside is replayed.
+ */
+static int case_past_end(void)
+{
+	struct fl_stats st;
+	struct fl_engine *e;
+	uint8_t *mem;
+	FILE *f = fopen(trace, "wb");
 	uint64_t runs[5] = { 2, 0, 1 << 20, LEN * 4, 1ull << 60 };
 
 	fwrite("FLTRACE1", 8, 1, f);
@@ -271,6 +305,25 @@ int main(void)
 	ok(touch(mem, 0), "... every byte right");
 	fl_engine_destroy(e);
 	munmap(mem, LEN);
+	return 0;
+}
+
+static const struct tap_case cases[] = {
+	{ "replay order", case_replay_order },
+	{ "record", case_record },
+	{ "replay before a region", case_replay_first },
+	{ "replay", case_replay },
+	{ "not a trace", case_not_trace },
+	{ "empty traces", case_empty },
+	{ "a trace past the end", case_past_end },
+};
+
+int main(void)
+{
+	path = make_snapshot(LEN, SEED, NULL, 0);
+	snprintf(trace, sizeof(trace), "/tmp/fl-trace-%d", getpid());
+	fl_source_open(path, &src);
+	TAP_RUN(cases);
 	fl_source_put(src);
 	unlink(trace);
 	drop_snapshot(path);

@@ -353,28 +353,29 @@ static void expect_bad_read(const char *img_path, uint64_t idx, uint64_t off,
 	fl_source_put(s);
 }
 
-int main(void)
+/* ---- cases ------------------------------------------------------------- */
+
+static const uint32_t chunks[] = { 4 << 10, 64 << 10, 2 << 20 };
+
+static struct {
+	const char *name;
+	size_t len;
+	void (*gen)(const char *, size_t);
+} files[] = {
+	{ "random", (5 << 20) + 1234, gen_random },
+	{ "zero", (3 << 20) + 100, gen_zero },
+	{ "sparse", (40 << 20) + 4095, NULL },
+	{ "mixed", (7 << 20) + 333, gen_mixed },
+};
+
+/* Every kind of file at every chunk size: create, open, read back. */
+static int case_create_read(void)
 {
-	static const uint32_t chunks[] = { 4 << 10, 64 << 10, 2 << 20 };
-	struct {
-		const char *name;
-		size_t len;
-		void (*gen)(const char *, size_t);
-	} files[] = {
-		{ "random", (5 << 20) + 1234, gen_random },
-		{ "zero", (3 << 20) + 100, gen_zero },
-		{ "sparse", (40 << 20) + 4095, NULL },
-		{ "mixed", (7 << 20) + 333, gen_mixed },
-	};
 	struct image_create_opts o = { 0 };
 	struct image_info info;
 	struct fl_source *s;
 	char img[256];
 	int ret;
-
-	snprintf(dir, sizeof(dir), "/tmp/fl-image-test.%d", getpid());
-	if (mkdir(dir, 0700) < 0)
-		BAIL("mkdir %s", dir);
 
 	for (size_t f = 0; f < sizeof(files) / sizeof(*files); f++) {
 		const char *raw_path = path_of(files[f].name);
@@ -440,35 +441,48 @@ int main(void)
 		}
 		free(raw);
 	}
+	return 0;
+}
 
-	/* Concurrent readers on one source, partial reads through the cache. */
-	{
-		const char *raw_path = path_of("mixed");
-		unsigned char *raw;
-		size_t len;
-		struct thr t[4];
-		pthread_t tid[4];
-		int bad = 0;
+/* Concurrent readers on one source, partial reads through the cache. */
+static int case_threads(void)
+{
+	struct fl_source *s;
+	char img[256];
+	const char *raw_path = path_of("mixed");
+	unsigned char *raw;
+	size_t len;
+	struct thr t[4];
+	pthread_t tid[4];
+	int bad = 0;
 
-		raw = slurp(raw_path, &len);
-		snprintf(img, sizeof(img), "%s/mixed-64.fli", dir);
-		if (fl_source_open(img, &s) < 0)
-			BAIL("open %s: %s", img, fl_last_error());
-		for (int k = 0; k < 4; k++) {
-			t[k] = (struct thr){ s, raw, len, 64 << 10,
-					     0x1234567ull * (k + 1), 0 };
-			pthread_create(&tid[k], NULL, reader, &t[k]);
-		}
-		for (int k = 0; k < 4; k++) {
-			pthread_join(tid[k], NULL);
-			bad += t[k].bad;
-		}
-		ok(!bad, "4 threads x 3000 random reads match");
-		fl_source_put(s);
-		free(raw);
+	raw = slurp(raw_path, &len);
+	snprintf(img, sizeof(img), "%s/mixed-64.fli", dir);
+	if (fl_source_open(img, &s) < 0)
+		BAIL("open %s: %s", img, fl_last_error());
+	for (int k = 0; k < 4; k++) {
+		t[k] = (struct thr){ s, raw, len, 64 << 10,
+				     0x1234567ull * (k + 1), 0 };
+		pthread_create(&tid[k], NULL, reader, &t[k]);
 	}
+	for (int k = 0; k < 4; k++) {
+		pthread_join(tid[k], NULL);
+		bad += t[k].bad;
+	}
+	ok(!bad, "4 threads x 3000 random reads match");
+	fl_source_put(s);
+	free(raw);
+	return 0;
+}
 
-	/* Empty raw file. */
+/* Empty raw file. */
+static int case_empty(void)
+{
+	struct image_info info;
+	struct fl_source *s;
+	char img[256];
+	int ret;
+
 	write_at(path_of("empty"), "", 0, 0, true);
 	ret = image_create(path_of("empty"), path_of("empty.fli"), NULL, &info);
 	ok(!ret && fl_source_open(path_of("empty.fli"), &s) == 0 &&
@@ -476,8 +490,16 @@ int main(void)
 	   "empty file: image of size 0 opens and reads");
 	if (!ret)
 		fl_source_put(s);
+	return 0;
+}
 
-	/* inspect / verify */
+/* inspect / verify */
+static int case_inspect_verify(void)
+{
+	struct image_info info;
+	char img[256];
+	int ret;
+
 	snprintf(img, sizeof(img), "%s/mixed-64.fli", dir);
 	ret = image_inspect(img, &info);
 	ok(!ret && info.hdr.version == IMAGE_VERSION &&
@@ -493,8 +515,15 @@ int main(void)
 		ret = image_verify(img, report_count, &nrep, &nbad);
 		ok(!ret && !nbad && !nrep, "verify: good image passes");
 	}
+	return 0;
+}
 
-	/* Default chunk is 512K. */
+/* Default chunk is 512K; no temporary files left behind. */
+static int case_default_chunk(void)
+{
+	struct image_info info;
+	int ret;
+
 	ret = image_create(path_of("mixed"), path_of("default.fli"), NULL,
 			   &info);
 	ok(!ret && info.hdr.chunk_size == 512 << 10 &&
@@ -508,166 +537,188 @@ int main(void)
 		snprintf(cmd, sizeof(cmd), "ls %s | grep -q '\\.tmp\\.'", dir);
 		ok(system(cmd) != 0, "no temporary files left");
 	}
+	return 0;
+}
 
-	/* Corruption: a flipped byte in a zstd chunk and in a raw chunk. */
-	{
-		static const struct {
-			const char *src;
-			int kind;
-		} cases[] = { { "mixed-64.fli", IMAGE_ZSTD },
-			      { "random-4.fli", IMAGE_RAW } };
+/* Corruption: a flipped byte in a zstd chunk and in a raw chunk. */
+static int case_corrupt(void)
+{
+	int ret;
 
-		for (int k = 0; k < 2; k++) {
-			const char *bad = path_of("bad.fli");
-			uint64_t idx = 0, off = 0, nbad = 0;
-			int nrep = 0;
-			char want[64];
+	static const struct {
+		const char *src;
+		int kind;
+	} cases[] = { { "mixed-64.fli", IMAGE_ZSTD },
+		      { "random-4.fli", IMAGE_RAW } };
 
-			copy_file(path_of(cases[k].src), bad);
-			if (corrupt_chunk(bad, cases[k].kind, &idx, &off) < 0)
-				BAIL("cannot corrupt %s", bad);
-			ret = image_verify(bad, report_count, &nrep, &nbad);
-			snprintf(want, sizeof(want), "%llu bad chunk",
-				 (unsigned long long)1);
-			ok(ret == -EBADMSG && nbad == 1 && nrep == 1,
-			   "verify finds the flipped byte in a %s chunk (%s)",
-			   cases[k].kind == IMAGE_ZSTD ? "zstd" : "raw",
-			   fl_last_error());
-			expect_bad_read(bad, idx, off,
-					cases[k].kind == IMAGE_ZSTD ?
-					"flipped zstd chunk" : "flipped raw chunk");
-		}
-	}
+	for (int k = 0; k < 2; k++) {
+		const char *bad = path_of("bad.fli");
+		uint64_t idx = 0, off = 0, nbad = 0;
+		int nrep = 0;
+		char want[64];
 
-	/* Truncated image: rejected at open, naming the chunk. */
-	{
-		const char *bad = path_of("trunc.fli");
-
-		copy_file(path_of("mixed-64.fli"), bad);
-		if (truncate(bad, (off_t)(file_size(bad) - 5000)) < 0)
-			BAIL("truncate");
-		ret = fl_source_open(bad, &s);
-		ok(ret == -EBADMSG && strstr(fl_last_error(), "chunk ") &&
-		   strstr(fl_last_error(), "truncated"),
-		   "truncated image rejected at open: %s", fl_last_error());
-		if (!ret)
-			fl_source_put(s);
-
-		/* Truncated underneath an open source: reads fail. */
-		copy_file(path_of("random-64.fli"), bad);
-		ret = fl_source_open(bad, &s);
-		if (ret < 0)
-			BAIL("open %s", bad);
-		if (truncate(bad, 100000) < 0)
-			BAIL("truncate");
-		{
-			unsigned char *buf = malloc(1 << 20);
-
-			ret = s->ops->read(s, buf, 1 << 20, 4 << 20);
-			ok(ret == -EIO && strstr(fl_last_error(), "chunk 64 "),
-			   "image truncated after open: read fails: %s",
-			   fl_last_error());
-			free(buf);
-		}
-		fl_source_put(s);
-	}
-
-	/* Header and index damage, foreign files, future versions. */
-	{
-		const char *bad = path_of("hdr.fli");
-		struct image *im;
-		unsigned char v4[4] = { 4, 0, 0, 0 };
-
-		copy_file(path_of("mixed-64.fli"), bad);
-		write_at(bad, v4, 4, 8, false);
-		ret = fl_source_open(bad, &s);
-		ok(ret == -EPROTONOSUPPORT &&
-		   strstr(fl_last_error(), "version 4 not supported (this "
-			  "build reads versions 1 to 3)"),
-		   "unknown version rejected: %s", fl_last_error());
-
-		copy_file(path_of("mixed-64.fli"), bad);
-		patch_byte(bad, 0, 0x20);
-		ret = image_open(bad, &im);
-		ok(ret == -EINVAL && strstr(fl_last_error(), "magic"),
-		   "bad magic rejected by image_open: %s", fl_last_error());
-		ret = fl_source_open(bad, &s);
-		ok(!ret && !strcmp(s->ops->name, "file"),
-		   "without the magic, fl_source_open treats it as a raw file");
-		if (!ret)
-			fl_source_put(s);
-
-		copy_file(path_of("mixed-64.fli"), bad);
-		patch_byte(bad, 24, 0x01);	/* total size */
-		ret = fl_source_open(bad, &s);
-		ok(ret == -EBADMSG && strstr(fl_last_error(), "header checksum"),
-		   "header damage rejected: %s", fl_last_error());
-
-		copy_file(path_of("mixed-64.fli"), bad);
-		patch_byte(bad, IMAGE_HEADER_SIZE + 24 * 5 + 8, 0x01);
-		ret = fl_source_open(bad, &s);
-		ok(ret == -EBADMSG && strstr(fl_last_error(), "index checksum"),
-		   "index damage rejected: %s", fl_last_error());
-
-		write_at(bad, "FLTIMAGE", 8, 0, true);
-		ret = fl_source_open(bad, &s);
-		ok(ret == -EBADMSG && strstr(fl_last_error(), "too short"),
-		   "magic alone rejected: %s", fl_last_error());
-
-		/*
-		 * A crafted header with valid checksums whose total size wraps
-		 * the chunk count around to 0: an empty index that reads
-		 * would run past.
-		 */
-		size_t hl;
-		unsigned char *h = slurp(path_of("mixed-64.fli"), &hl);
-		uint64_t v;
-
-		v = ~0ull - 100;
-		memcpy(h + 24, &v, 8);			/* total size */
-		v = 0;
-		memcpy(h + 32, &v, 8);			/* chunk count */
-		v = IMAGE_HEADER_SIZE;
-		memcpy(h + 48, &v, 8);			/* data end */
-		v = XXH64(h, 0, 0);
-		memcpy(h + 56, &v, 8);			/* index hash */
-		v = XXH64(h, 72, 0);
-		memcpy(h + 72, &v, 8);			/* header hash */
-		write_at(bad, h, IMAGE_HEADER_SIZE, 0, true);
-		free(h);
-		ret = fl_source_open(bad, &s);
-		ok(ret == -EBADMSG && strstr(fl_last_error(), "chunk count"),
-		   "crafted header whose size wraps around rejected: %s",
+		copy_file(path_of(cases[k].src), bad);
+		if (corrupt_chunk(bad, cases[k].kind, &idx, &off) < 0)
+			BAIL("cannot corrupt %s", bad);
+		ret = image_verify(bad, report_count, &nrep, &nbad);
+		snprintf(want, sizeof(want), "%llu bad chunk",
+			 (unsigned long long)1);
+		ok(ret == -EBADMSG && nbad == 1 && nrep == 1,
+		   "verify finds the flipped byte in a %s chunk (%s)",
+		   cases[k].kind == IMAGE_ZSTD ? "zstd" : "raw",
 		   fl_last_error());
-		if (!ret)
-			fl_source_put(s);
+		expect_bad_read(bad, idx, off,
+				cases[k].kind == IMAGE_ZSTD ?
+				"flipped zstd chunk" : "flipped raw chunk");
 	}
+	return 0;
+}
 
-	/* Bad chunk sizes and levels. */
+/* Truncated image: rejected at open, naming the chunk. */
+static int case_truncated(void)
+{
+	struct fl_source *s;
+	int ret;
+
+	const char *bad = path_of("trunc.fli");
+
+	copy_file(path_of("mixed-64.fli"), bad);
+	if (truncate(bad, (off_t)(file_size(bad) - 5000)) < 0)
+		BAIL("truncate");
+	ret = fl_source_open(bad, &s);
+	ok(ret == -EBADMSG && strstr(fl_last_error(), "chunk ") &&
+	   strstr(fl_last_error(), "truncated"),
+	   "truncated image rejected at open: %s", fl_last_error());
+	if (!ret)
+		fl_source_put(s);
+
+	/* Truncated underneath an open source: reads fail. */
+	copy_file(path_of("random-64.fli"), bad);
+	ret = fl_source_open(bad, &s);
+	if (ret < 0)
+		BAIL("open %s", bad);
+	if (truncate(bad, 100000) < 0)
+		BAIL("truncate");
 	{
-		static const uint32_t bad_cs[] = { 3000, 2048, 32 << 20,
-						   (64 << 10) + 4096 };
-		int rejected = 0;
+		unsigned char *buf = malloc(1 << 20);
 
-		for (size_t k = 0; k < sizeof(bad_cs) / sizeof(*bad_cs); k++) {
-			o.chunk_size = bad_cs[k];
-			o.level = 0;
-			if (image_create(path_of("mixed"), path_of("x.fli"), &o,
-					 NULL) == -EINVAL &&
-			    strstr(fl_last_error(), "chunk size"))
-				rejected++;
-		}
-		ok(rejected == 4 && file_size(path_of("x.fli")) == 0,
-		   "bad chunk sizes rejected: %s", fl_last_error());
-		o.chunk_size = 0;
-		o.level = 99;
-		ok(image_create(path_of("mixed"), path_of("x.fli"), &o,
-				NULL) == -EINVAL,
-		   "bad level rejected: %s", fl_last_error());
-		o.level = 0;
+		ret = s->ops->read(s, buf, 1 << 20, 4 << 20);
+		ok(ret == -EIO && strstr(fl_last_error(), "chunk 64 "),
+		   "image truncated after open: read fails: %s",
+		   fl_last_error());
+		free(buf);
 	}
+	fl_source_put(s);
+	return 0;
+}
 
-	/* The command line, when build/faultline is built. */
+/* Header and index damage, foreign files, future versions. */
+static int case_header_damage(void)
+{
+	struct fl_source *s;
+	int ret;
+
+	const char *bad = path_of("hdr.fli");
+	struct image *im;
+	unsigned char v4[4] = { 4, 0, 0, 0 };
+
+	copy_file(path_of("mixed-64.fli"), bad);
+	write_at(bad, v4, 4, 8, false);
+	ret = fl_source_open(bad, &s);
+	ok(ret == -EPROTONOSUPPORT &&
+	   strstr(fl_last_error(), "version 4 not supported (this "
+		  "build reads versions 1 to 3)"),
+	   "unknown version rejected: %s", fl_last_error());
+
+	copy_file(path_of("mixed-64.fli"), bad);
+	patch_byte(bad, 0, 0x20);
+	ret = image_open(bad, &im);
+	ok(ret == -EINVAL && strstr(fl_last_error(), "magic"),
+	   "bad magic rejected by image_open: %s", fl_last_error());
+	ret = fl_source_open(bad, &s);
+	ok(!ret && !strcmp(s->ops->name, "file"),
+	   "without the magic, fl_source_open treats it as a raw file");
+	if (!ret)
+		fl_source_put(s);
+
+	copy_file(path_of("mixed-64.fli"), bad);
+	patch_byte(bad, 24, 0x01);	/* total size */
+	ret = fl_source_open(bad, &s);
+	ok(ret == -EBADMSG && strstr(fl_last_error(), "header checksum"),
+	   "header damage rejected: %s", fl_last_error());
+
+	copy_file(path_of("mixed-64.fli"), bad);
+	patch_byte(bad, IMAGE_HEADER_SIZE + 24 * 5 + 8, 0x01);
+	ret = fl_source_open(bad, &s);
+	ok(ret == -EBADMSG && strstr(fl_last_error(), "index checksum"),
+	   "index damage rejected: %s", fl_last_error());
+
+	write_at(bad, "FLTIMAGE", 8, 0, true);
+	ret = fl_source_open(bad, &s);
+	ok(ret == -EBADMSG && strstr(fl_last_error(), "too short"),
+	   "magic alone rejected: %s", fl_last_error());
+
+	/*
+	 * A crafted header with valid checksums whose total size wraps
+	 * the chunk count around to 0: an empty index that reads
+	 * would run past.
+	 */
+	size_t hl;
+	unsigned char *h = slurp(path_of("mixed-64.fli"), &hl);
+	uint64_t v;
+
+	v = ~0ull - 100;
+	memcpy(h + 24, &v, 8);			/* total size */
+	v = 0;
+	memcpy(h + 32, &v, 8);			/* chunk count */
+	v = IMAGE_HEADER_SIZE;
+	memcpy(h + 48, &v, 8);			/* data end */
+	v = XXH64(h, 0, 0);
+	memcpy(h + 56, &v, 8);			/* index hash */
+	v = XXH64(h, 72, 0);
+	memcpy(h + 72, &v, 8);			/* header hash */
+	write_at(bad, h, IMAGE_HEADER_SIZE, 0, true);
+	free(h);
+	ret = fl_source_open(bad, &s);
+	ok(ret == -EBADMSG && strstr(fl_last_error(), "chunk count"),
+	   "crafted header whose size wraps around rejected: %s",
+	   fl_last_error());
+	if (!ret)
+		fl_source_put(s);
+	return 0;
+}
+
+/* Bad chunk sizes and levels. */
+static int case_bad_sizes(void)
+{
+	struct image_create_opts o = { 0 };
+
+	static const uint32_t bad_cs[] = { 3000, 2048, 32 << 20,
+					   (64 << 10) + 4096 };
+	int rejected = 0;
+
+	for (size_t k = 0; k < sizeof(bad_cs) / sizeof(*bad_cs); k++) {
+		o.chunk_size = bad_cs[k];
+		o.level = 0;
+		if (image_create(path_of("mixed"), path_of("x.fli"), &o,
+				 NULL) == -EINVAL &&
+		    strstr(fl_last_error(), "chunk size"))
+			rejected++;
+	}
+	ok(rejected == 4 && file_size(path_of("x.fli")) == 0,
+	   "bad chunk sizes rejected: %s", fl_last_error());
+	o.chunk_size = 0;
+	o.level = 99;
+	ok(image_create(path_of("mixed"), path_of("x.fli"), &o,
+			NULL) == -EINVAL,
+	   "bad level rejected: %s", fl_last_error());
+	o.level = 0;
+	return 0;
+}
+
+/* The command line, when build/faultline is built. */
+static int case_cli(void)
+{
 	if (access(cli_bin(), X_OK) == 0) {
 		char args[768];
 
@@ -690,98 +741,127 @@ int main(void)
 	} else {
 		skip_missing(5, "build/faultline", "not built (make all)");
 	}
+	return 0;
+}
 
-	/* Measure: a 256 MiB mostly-zero sparse file and read throughput. */
+/* Measure: a 256 MiB mostly-zero sparse file and read throughput. */
+static int case_big_sparse(void)
+{
+	struct image_info info;
+	struct fl_source *s;
+	int ret;
+
+	const char *raw_path = path_of("big");
+	uint64_t big = 256ull << 20;
+	unsigned char *buf = malloc(512 << 10);
+	double t0, t1;
+	int fd;
+
+	fd = open(raw_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || ftruncate(fd, (off_t)big) < 0)
+		BAIL("create big");
+	close(fd);
+	gen_mixed(path_of("island"), 8 << 20);
 	{
-		const char *raw_path = path_of("big");
-		uint64_t big = 256ull << 20;
-		unsigned char *buf = malloc(512 << 10);
-		double t0, t1;
-		int fd;
+		size_t ilen;
+		unsigned char *isl = slurp(path_of("island"), &ilen);
 
-		fd = open(raw_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		if (fd < 0 || ftruncate(fd, (off_t)big) < 0)
-			BAIL("create big");
-		close(fd);
-		gen_mixed(path_of("island"), 8 << 20);
-		{
-			size_t ilen;
-			unsigned char *isl = slurp(path_of("island"), &ilen);
-
-			write_at(raw_path, isl, ilen, 100 << 20, false);
-			free(isl);
-		}
+		write_at(raw_path, isl, ilen, 100 << 20, false);
+		free(isl);
+	}
+	t0 = now_s();
+	ret = image_create(raw_path, path_of("big.fli"), NULL, &info);
+	t1 = now_s();
+	ok(!ret && info.file_size < (8u << 20),
+	   "256 MiB sparse (8 MiB data): created in %.3f s, image %llu bytes",
+	   t1 - t0, (unsigned long long)info.file_size);
+	if (!ret && fl_source_open(path_of("big.fli"), &s) == 0) {
 		t0 = now_s();
-		ret = image_create(raw_path, path_of("big.fli"), NULL, &info);
+		for (uint64_t off = 0; off < big; off += 512 << 10)
+			if (s->ops->read(s, buf, 512 << 10, off) < 0)
+				break;
 		t1 = now_s();
-		ok(!ret && info.file_size < (8u << 20),
-		   "256 MiB sparse (8 MiB data): created in %.3f s, image %llu bytes",
-		   t1 - t0, (unsigned long long)info.file_size);
-		if (!ret && fl_source_open(path_of("big.fli"), &s) == 0) {
-			t0 = now_s();
-			for (uint64_t off = 0; off < big; off += 512 << 10)
-				if (s->ops->read(s, buf, 512 << 10, off) < 0)
-					break;
-			t1 = now_s();
-			diag("read 256 MiB through the image source: %.3f s (%.0f MiB/s)",
-			     t1 - t0, 256 / (t1 - t0));
-			t0 = now_s();
-			for (uint64_t off = 100 << 20; off < (108 << 20);
-			     off += 512 << 10)
-				s->ops->read(s, buf, 512 << 10, off);
-			t1 = now_s();
-			diag("read the 8 MiB of data chunks: %.4f s (%.0f MiB/s)",
-			     t1 - t0, 8 / (t1 - t0));
-			fl_source_put(s);
+		diag("read 256 MiB through the image source: %.3f s (%.0f MiB/s)",
+		     t1 - t0, 256 / (t1 - t0));
+		t0 = now_s();
+		for (uint64_t off = 100 << 20; off < (108 << 20);
+		     off += 512 << 10)
+			s->ops->read(s, buf, 512 << 10, off);
+		t1 = now_s();
+		diag("read the 8 MiB of data chunks: %.4f s (%.0f MiB/s)",
+		     t1 - t0, 8 / (t1 - t0));
+		fl_source_put(s);
+	}
+	free(buf);
+	return 0;
+}
+
+/* Read throughput, beside the raw file read through the file source. */
+static int case_throughput(void)
+{
+	static const char *const which[][2] = {
+		{ "mixed", "default.fli" }, { "random", "random-2048.fli" },
+	};
+	unsigned char *buf = malloc(512 << 10);
+
+	for (int k = 0; k < 2; k++) {
+		struct fl_source *src[2];
+		double mibs[2];
+
+		if (fl_source_open(path_of(which[k][0]), &src[0]) < 0 ||
+		    fl_source_open(path_of(which[k][1]), &src[1]) < 0)
+			BAIL("open %s", which[k][1]);
+		for (int v = 0; v < 2; v++) {
+			struct fl_source *x = src[v];
+			uint64_t sz = fl_source_size(x), done = 0;
+			double t0 = now_s();
+
+			for (int rep = 0; rep < 8; rep++)
+				for (uint64_t off = 0; off < sz;
+				     off += 512 << 10) {
+					size_t n = 512 << 10;
+
+					if (sz - off < n)
+						n = sz - off;
+
+					x->ops->read(x, buf, n, off);
+					done += n;
+				}
+			mibs[v] = done / (now_s() - t0) / (1 << 20);
+			fl_source_put(x);
 		}
-		free(buf);
+		diag("%s, 512K reads: image %.0f MiB/s, raw file %.0f MiB/s (ratio %.2f)",
+		     which[k][0], mibs[1], mibs[0], mibs[1] / mibs[0]);
 	}
+	free(buf);
+	return 0;
+}
 
-	/* Read throughput, beside the raw file read through the file source. */
-	{
-		static const char *const which[][2] = {
-			{ "mixed", "default.fli" }, { "random", "random-2048.fli" },
-		};
-		unsigned char *buf = malloc(512 << 10);
+static const struct tap_case cases[] = {
+	{ "create and read back", case_create_read },
+	{ "concurrent readers", case_threads },
+	{ "empty file", case_empty },
+	{ "inspect and verify", case_inspect_verify },
+	{ "default chunk size", case_default_chunk },
+	{ "corrupt chunks", case_corrupt },
+	{ "truncated images", case_truncated },
+	{ "header and index damage", case_header_damage },
+	{ "bad chunk sizes and levels", case_bad_sizes },
+	{ "command line", case_cli },
+	{ "big sparse file", case_big_sparse },
+	{ "read throughput", case_throughput },
+};
 
-		for (int k = 0; k < 2; k++) {
-			struct fl_source *src[2];
-			double mibs[2];
+int main(void)
+{
+	char cmd[128];
 
-			if (fl_source_open(path_of(which[k][0]), &src[0]) < 0 ||
-			    fl_source_open(path_of(which[k][1]), &src[1]) < 0)
-				BAIL("open %s", which[k][1]);
-			for (int v = 0; v < 2; v++) {
-				struct fl_source *x = src[v];
-				uint64_t sz = fl_source_size(x), done = 0;
-				double t0 = now_s();
-
-				for (int rep = 0; rep < 8; rep++)
-					for (uint64_t off = 0; off < sz;
-					     off += 512 << 10) {
-						size_t n = 512 << 10;
-
-						if (sz - off < n)
-							n = sz - off;
-
-						x->ops->read(x, buf, n, off);
-						done += n;
-					}
-				mibs[v] = done / (now_s() - t0) / (1 << 20);
-				fl_source_put(x);
-			}
-			diag("%s, 512K reads: image %.0f MiB/s, raw file %.0f MiB/s (ratio %.2f)",
-			     which[k][0], mibs[1], mibs[0], mibs[1] / mibs[0]);
-		}
-		free(buf);
-	}
-
-	{
-		char cmd[128];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-		if (system(cmd) != 0)
-			diag("cannot remove %s", dir);
-	}
+	snprintf(dir, sizeof(dir), "/tmp/fl-image-test.%d", getpid());
+	if (mkdir(dir, 0700) < 0)
+		BAIL("mkdir %s", dir);
+	TAP_RUN(cases);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		diag("cannot remove %s", dir);
 	return done_testing();
 }

@@ -200,7 +200,7 @@ static int read_whole(const char *spec, int *notes)
 	return ret;
 }
 
-static void test_library(void)
+static int test_library(void)
 {
 	long from = access_lines();
 	int notes = 0, ret;
@@ -269,10 +269,11 @@ static void test_library(void)
 	e = fl_last_error();
 	ok(ret == -EIO && strstr(e, "404") && strstr(e, "NoSuchKey"),
 	   "a missing key: \"%s\"", e);
+	return 0;
 }
 
 /* Presigned URLs (no credentials in the environment) read as before. */
-static void test_presigned(void)
+static int test_presigned(void)
 {
 	char cmd[512], url[1024] = "";
 	int notes = 0, ret;
@@ -289,7 +290,7 @@ static void test_presigned(void)
 			ok(0, "presign.js made a URL");
 			if (p)
 				pclose(p);
-			return;
+			return 0;
 		}
 		pclose(p);
 		url[strcspn(url, "\n")] = 0;
@@ -308,6 +309,7 @@ static void test_presigned(void)
 		   !strstr(e, "X-Amz-Signature"),
 		   "an expired presigned URL: \"%s\"", e);
 	}
+	return 0;
 }
 
 /* ok() that got equals want, showing both otherwise. */
@@ -399,7 +401,7 @@ static const char *header(const char *req, const char *name, char *out,
 	return out;
 }
 
-static void test_wire(void)
+static int test_wire(void)
 {
 	struct capture c;
 	char ep[64], v[1024], want[512], day[16];
@@ -448,6 +450,7 @@ static void test_wire(void)
 	is_text(header(c.req, "Range", v, sizeof(v)), "bytes=0-4095",
 	       "wire: Range bytes=0-4095 (the open's probe; never a suffix)");
 	env_set(SECRET, NULL);
+	return 0;
 }
 
 /*
@@ -455,8 +458,9 @@ static void test_wire(void)
  * payload hash is the SHA-256 of the body sent (the server never
  * compares them), signed with Content-Type; the listener's 403 stops it.
  */
-static void test_wire_put(const char *raw)
+static int test_wire_put(void)
 {
+	const char *raw = mem.path;
 	struct capture c;
 	char ep[64], v[1024], cmd[1024], hex[IMAGE_HASH_HEX];
 	uint8_t sha[IMAGE_HASH_LEN];
@@ -496,11 +500,12 @@ static void test_wire_put(const char *raw)
 	   "signed over content-type, host, If-None-Match, the payload hash "
 	   "and the date: \"%s\"", v);
 	unsetenv("AWS_ENDPOINT_URL");
+	return 0;
 }
 
 /* ---- specs and URLs ---------------------------------------------------------- */
 
-static void test_urls(void)
+static int test_urls(void)
 {
 	static const struct {
 		const char *spec, *endpoint, *url;
@@ -560,6 +565,7 @@ static void test_urls(void)
 			  sizeof(code)), "nor one cut short");
 	ok(!s3_error_code("<Code>X</Code>", 14, code, sizeof(code)),
 	   "nor one outside <Error>");
+	return 0;
 }
 
 /* ---- the daemon ------------------------------------------------------------ */
@@ -652,7 +658,7 @@ static void refused(const char *what, const char *spec,
 	serve_cleanup(&s);
 }
 
-static void test_daemon(void)
+static int test_daemon(void)
 {
 	char cache[128];
 	const char *const cached[] = { "--cache", cache, NULL };
@@ -680,6 +686,7 @@ static void test_daemon(void)
 		(const char *[]){ "AWS_REGION", "s3://" BUCKET "/raw.mem",
 				  NULL });
 	env_set(SECRET, NULL);
+	return 0;
 }
 
 /* ---- a chunk store in the bucket ------------------------------------------- */
@@ -1012,34 +1019,36 @@ static void check_gc(const char *raw)
 	unlink(lock);
 }
 
-static void test_store(void)
+/* The store's cases share two variants of the memory, a diff, a cache. */
+static struct {
+	char a[128], c[128], d[128], cache[128];
+} sv;
+
+/* Snapshots into an s3:// store: each uploads only its new chunks. */
+static int test_store_upload(void)
 {
 	static char out[8192];
-	char a[128], c[128], d[128], cache[128], cmd[1024];
-	const char *const cached[] = { "--cache", cache, NULL };
 	const char *chunks = "/" BUCKET "/fleet/chunks/";
+	char cmd[1024];
 	long from, uns, n;
 	int st, fd;
 
-	snprintf(a, sizeof(a), "%s/a.mem", tmp);
-	snprintf(c, sizeof(c), "%s/c.mem", tmp);
-	snprintf(cache, sizeof(cache), "%s/store-cache", tmp);
 	/* a: the memory with chunks 3 and 17 (of 32) changed; c: chunk 9 */
 	snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && cp '%s' '%s'", mem.path,
-		 a, mem.path, c);
+		 sv.a, mem.path, sv.c);
 	ok(system(cmd) == 0, "store: two variants of the memory");
-	fd = open(a, O_WRONLY);
+	fd = open(sv.a, O_WRONLY);
 	ok(fd >= 0 && pwrite(fd, "changed", 7, 3 * (512 << 10) + 100) == 7 &&
 	   pwrite(fd, "changed", 7, 17 * (512 << 10)) == 7, "store: a.mem");
 	close(fd);
-	fd = open(c, O_WRONLY);
+	fd = open(sv.c, O_WRONLY);
 	ok(fd >= 0 && pwrite(fd, "other", 5, 9 * (512 << 10) + 7) == 5,
 	   "store: c.mem");
 	close(fd);
 	env_set(SECRET, NULL);
 
 	from = access_lines();
-	st = create(a, STORE "/images/a.fli", "", out, sizeof(out));
+	st = create(sv.a, STORE "/images/a.fli", "", out, sizeof(out));
 	ok(st == 0 && strstr(out, "new chunks:  32 of 32 stored"),
 	   "store: the first snapshot uploads its 32 chunks (exit %d)", st);
 	if (st)
@@ -1072,6 +1081,17 @@ static void test_store(void)
 	   "store: the same bytes again upload no chunk (exit %d)", st);
 	is_int(count_requests(from, "PUT", chunks, &uns), 0,
 	       "... no PUT of a chunk");
+	return 0;
+}
+
+/* Served from the store, cold and warm cache; a diff over its parent. */
+static int test_store_serve(void)
+{
+	static char out[8192];
+	const char *const cached[] = { "--cache", sv.cache, NULL };
+	const char *chunks = "/" BUCKET "/fleet/chunks/";
+	long from, uns, n;
+	int st, fd;
 
 	/* served: its store found from its key, every GET signed */
 	env_set(SECRET, TOKEN);
@@ -1091,15 +1111,14 @@ static void test_store(void)
 	 * A diff over a (in the bucket): the two pages a changed, as the
 	 * memory has them; served over its parent, it is the memory.
 	 */
-	snprintf(d, sizeof(d), "%s/d.mem", tmp);
-	fd = open(d, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	fd = open(sv.d, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	ok(fd >= 0 && ftruncate(fd, (off_t)SIZE) == 0 &&
 	   pwrite(fd, mem.map + 384 * 4096, 4096, 384 * 4096) == 4096 &&
 	   pwrite(fd, mem.map + 2176 * 4096, 4096, 2176 * 4096) == 4096,
 	   "store: a diff of two pages");
 	close(fd);
 	from = access_lines();
-	st = create(d, STORE "/images/d.fli", "--parent " STORE "/images/a.fli",
+	st = create(sv.d, STORE "/images/d.fli", "--parent " STORE "/images/a.fli",
 		    out, sizeof(out));
 	ok(st == 0 && strstr(out, "parent:      ") && strstr(out, "(a.fli)") &&
 	   strstr(out, "new chunks:  2 of 2 stored"),
@@ -1110,11 +1129,21 @@ static void test_store(void)
 	       "... 2 PUTs of chunks");
 	restore("serve s3:// diff over its s3:// parent", STORE "/images/d.fli",
 		cached);
+	return 0;
+}
+
+/* Refused: a wrong secret, no secret, a local image with an s3:// store. */
+static int test_store_refused(void)
+{
+	static char out[8192];
+	const char *chunks = "/" BUCKET "/fleet/chunks/";
+	long from, uns;
+	int st;
 
 	/* a wrong secret: its lock's PUT gets 403, one line, nothing put */
 	env_set("wrong-" SECRET, NULL);
 	from = access_lines();
-	st = create(c, STORE "/images/c.fli", "", out, sizeof(out));
+	st = create(sv.c, STORE "/images/c.fli", "", out, sizeof(out));
 	out[strcspn(out, "\n")] = 0;
 	ok(st == 1 && strstr(out, "403") &&
 	   strstr(out, "SignatureDoesNotMatch") &&
@@ -1130,22 +1159,29 @@ static void test_store(void)
 	env_set(SECRET, NULL);
 	unsetenv("AWS_SECRET_ACCESS_KEY");
 	from = access_lines();
-	st = create(c, STORE "/images/c.fli", "", out, sizeof(out));
+	st = create(sv.c, STORE "/images/c.fli", "", out, sizeof(out));
 	ok(st == 1 && strstr(out, "AWS_SECRET_ACCESS_KEY is not set"),
 	   "store: no secret: exit %d, \"%.*s\"", st,
 	   (int)strcspn(out, "\n"), out);
 	is_int(access_lines() - from, 0, "... and no request made");
 
 	env_set(SECRET, NULL);
-	st = create(c, "/tmp/local.fli", "", out, sizeof(out));
+	st = create(sv.c, "/tmp/local.fli", "", out, sizeof(out));
 	ok(st == 2 && strstr(out, "s3://BUCKET/PREFIX/images/NAME"),
 	   "store: a local image with an s3:// store is refused (exit %d)",
 	   st);
-	check_remote(a);
-	check_gc(a);
-	unlink(a);
-	unlink(c);
-	unlink(d);
+	return 0;
+}
+
+/* The store's images read remotely, then its garbage collected. */
+static int test_store_gc(void)
+{
+	check_remote(sv.a);
+	check_gc(sv.a);
+	unlink(sv.a);
+	unlink(sv.c);
+	unlink(sv.d);
+	return 0;
 }
 
 /* ---- leases of the store's locks ------------------------------------------- */
@@ -1251,7 +1287,7 @@ static int lines(const char *s)
  * sweeps.  A create paused (SIGSTOP) past its lease is taken over by gc;
  * woken up (SIGCONT), it stops with one line and puts no index.
  */
-static void check_leases(void)
+static int check_leases(void)
 {
 	static char out[8192];
 	struct mem_file big;
@@ -1333,7 +1369,22 @@ static void check_leases(void)
 	ok(st == 0, "the kept image verifies (exit %d)", st);
 	mem_file_destroy(&big);
 	unlink(log);
+	return 0;
 }
+
+static const struct tap_case cases[] = {
+	{ "URLs", test_urls },
+	{ "the wire", test_wire },
+	{ "the wire of a PUT", test_wire_put },
+	{ "the library", test_library },
+	{ "presigned URLs", test_presigned },
+	{ "the daemon", test_daemon },
+	{ "a store: uploads", test_store_upload },
+	{ "a store: served", test_store_serve },
+	{ "a store: refused", test_store_refused },
+	{ "a store: remote reads and gc", test_store_gc },
+	{ "leases", check_leases },
+};
 
 int main(void)
 {
@@ -1350,6 +1401,10 @@ int main(void)
 		serve_log_dump_file(srv.log);
 		BAIL("the S3 test server did not start");
 	}
+	snprintf(sv.a, sizeof(sv.a), "%s/a.mem", tmp);
+	snprintf(sv.c, sizeof(sv.c), "%s/c.mem", tmp);
+	snprintf(sv.d, sizeof(sv.d), "%s/d.mem", tmp);
+	snprintf(sv.cache, sizeof(sv.cache), "%s/store-cache", tmp);
 	ok(1, "S3 test server on 127.0.0.1:%d", srv.port);
 	snprintf(img, sizeof(img), "%s/snap.img", tmp);
 	snprintf(cmd, sizeof(cmd), "'%s' image create '%s' '%s' >/dev/null",
@@ -1359,14 +1414,7 @@ int main(void)
 	   upload(img, "img/snap.img") == 0,
 	   "both uploaded with a signed PUT");
 
-	test_urls();
-	test_wire();
-	test_wire_put(mem.path);
-	test_library();
-	test_presigned();
-	test_daemon();
-	test_store();
-	check_leases();
+	TAP_RUN(cases);
 
 	s3srv_stop(&srv);
 	mem_file_destroy(&mem);
