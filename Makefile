@@ -14,6 +14,8 @@
 #                        the library (layers in that order, bottom up),
 #                        shipped; nothing else
 #   libfldaemon.a        src/daemon (faultline serve, send)
+#   libflutil.a          src/{kernel,util}: what the daemon may take
+#                        besides libfaultline's API (tests/structure.pl)
 #   libflvmm.a           vmm/ (faultline vmm, the Firecracker-style client,
 #                        hugetlb)
 #   faultline            tools/ (the CLI, tools/bench/) + libflvmm.a,
@@ -131,6 +133,7 @@ CRIU_PROTO := src/format/criu_images.proto
 CRIU_PBC   := $(BUILD)/gen/criu_images.pb-c
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o) $(CRIU_PBC).o
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
+UTIL_OBJ  := $(filter $(BUILD)/src/kernel/% $(BUILD)/src/util/%,$(LIB_OBJ))
 TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(BUILD)/%.o)
 VMM_OBJ   := $(VMM_SRC:%.c=$(BUILD)/%.o) $(BUILD)/vmm/blob.o
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
@@ -156,7 +159,8 @@ LOAD_TESTS := serve_bad serve_stress engine_events engine_eexist engine_adaptive
 TCG_TESTS := vmm
 
 .PHONY: soak criu all build-deps deps check check-loaded check-reset check-sanitize check-tsan check-units tests demo install clean tcg-kernel
-all: $(BUILD)/libfaultline.a $(BUILD)/libfaultline.so $(BUILD)/faultline
+all: $(BUILD)/libfaultline.a $(BUILD)/libfaultline.so $(BUILD)/faultline \
+     $(BUILD)/libflutil.a
 
 # Are the build packages there?  An order-only prerequisite of every
 # compile: never installs; stops the build with one line per missing
@@ -297,6 +301,9 @@ $(BUILD)/libfaultline-internal.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/libfldaemon.a: $(DAEMON_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/libflutil.a: $(UTIL_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 # Only the public API (fl_*) is exported: src/libfaultline.map.

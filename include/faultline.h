@@ -94,6 +94,12 @@ int fl_source_open_ex(const char *spec, const struct fl_source_opts *opts,
 uint64_t fl_source_size(const struct fl_source *src);
 struct fl_source *fl_source_get(struct fl_source *src);
 void fl_source_put(struct fl_source *src);
+/*
+ * The bytes src, or the source it reads through, fetched from its origin
+ * and read from its cache: 0, or -ENODATA for a source that is not remote.
+ */
+int fl_source_remote_bytes(const struct fl_source *src, uint64_t *fetched,
+			   uint64_t *cached);
 
 /* ---- engine ------------------------------------------------------------- */
 

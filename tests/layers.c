@@ -190,7 +190,7 @@ static long long fetched(const struct fl_source *s)
 {
 	uint64_t f, c;
 
-	return source_remote_bytes(s, &f, &c) == 0 ? (long long)f : -1;
+	return fl_source_remote_bytes(s, &f, &c) == 0 ? (long long)f : -1;
 }
 
 /* spec under layers reads as want, and counts what its origin sent. */

@@ -11,6 +11,9 @@
 #   - no two files call each other, in any number of steps (a circle:
 #     the calls between a file's functions and those of files that call
 #     it back, inside one folder too);
+#   - the daemon's objects take from the library's only what its version
+#     script exports and what the utility archive (libflutil.a: src/kernel
+#     and src/util) defines;
 #   - no file of src/ or tools/ passes 800 lines, and no function of src/,
 #     tools/ or tests/ passes 120 (kernel style: "{" and "}" at column 0).
 # tests/structure.allow lists what is known and not yet fixed, each entry
@@ -171,6 +174,35 @@ sub visit {
 visit($_) for grep { !exists $index{$_} } sort keys %undefs;
 ok(!@circles, "src/: no files call each other (no circle)",
    map { "circle: $_" } @circles);
+
+# ---- the daemon on the public API -------------------------------------------
+
+# What the daemon's objects take from the library's: only what
+# src/libfaultline.map exports, or what libflutil.a (src/kernel, src/util)
+# defines.
+my %exported;
+open(my $mf, '<', 'src/libfaultline.map') or die "src/libfaultline.map: $!";
+while (<$mf>) {
+	$exported{$1} = 1 if /^\s+(fl_\w+);/;
+}
+close $mf;
+my %util;
+for (`nm --defined-only -g "$BUILD/libflutil.a" 2>/dev/null`) {
+	$util{$1} = 1 if /^\S*\s+[A-Z]\s+(\S+)$/;
+}
+ok(scalar(keys %util) > 0, "$BUILD/libflutil.a is built (run make first)");
+@bad = ();
+for my $c (sort grep { layer($_) eq 'daemon' } keys %undefs) {
+	for my $sym (sort @{ $undefs{$c} }) {
+		my $d = $defs{$sym};
+		next unless $d && layer($d) ne 'daemon';
+		next if $exported{$sym} || $util{$sym};
+		push @bad, "$c takes $sym from $d"
+			if counts('internal', "$c -> $sym", 0);
+	}
+}
+ok(!@bad, "src/daemon/ takes from the library only its API " .
+   "(src/libfaultline.map) and libflutil.a", @bad);
 
 # ---- sizes ------------------------------------------------------------------
 

@@ -147,7 +147,7 @@ static void server_metrics(FILE *f, struct daemon *d)
 		scalar(f, name, "counter", counters[i].help,
 		       counter_of(&all, &counters[i]));
 	}
-	if (source_remote_bytes(d->src, &fetched, &cached) == 0) {
+	if (fl_source_remote_bytes(d->src, &fetched, &cached) == 0) {
 		scalar(f, "faultline_source_bytes_fetched_total", "counter",
 		       "Bytes the remote source fetched from its origin.",
 		       fetched);

@@ -193,7 +193,7 @@ static json_object *source_json(struct daemon *d)
 
 	put_str(o, "name", d->src->desc);
 	put_u64(o, "size", fl_source_size(d->src));
-	if (source_remote_bytes(d->src, &fetched, &cached) == 0) {
+	if (fl_source_remote_bytes(d->src, &fetched, &cached) == 0) {
 		put_u64(o, "bytes_fetched", fetched);
 		put_u64(o, "bytes_cached", cached);
 	}

@@ -324,8 +324,8 @@ static int image_src_remote_bytes(const struct fl_source *s,
 {
 	const struct source_image *si = to_image(s);
 	struct image_store *st = si->img->store;
-	int ret = si->lower ? source_remote_bytes(si->lower, fetched, cached) :
-		  -ENODATA;
+	int ret = si->lower ?
+		  fl_source_remote_bytes(si->lower, fetched, cached) : -ENODATA;
 
 	if (ret < 0)
 		*fetched = *cached = 0;

@@ -137,7 +137,7 @@ static int layers_remote_bytes(const struct fl_source *s, uint64_t *fetched,
 	for (unsigned int i = 0; i < l->n; i++) {
 		uint64_t f, c;
 
-		if (source_remote_bytes(l->src[i], &f, &c) == 0) {
+		if (fl_source_remote_bytes(l->src[i], &f, &c) == 0) {
 			*fetched += f;
 			*cached += c;
 			ret = 0;

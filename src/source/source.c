@@ -25,8 +25,8 @@ void source_init(struct fl_source *s, const struct fl_source_ops *ops,
 	s->below = NULL;
 }
 
-int source_remote_bytes(const struct fl_source *s, uint64_t *fetched,
-			uint64_t *cached)
+int fl_source_remote_bytes(const struct fl_source *s, uint64_t *fetched,
+			   uint64_t *cached)
 {
 	while (s && !s->remote) {
 		if (s->ops->remote_bytes)

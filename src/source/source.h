@@ -56,7 +56,7 @@ struct fl_source_ops {
 	/*
 	 * Optional, for a source built of others (layers.c): the bytes its
 	 * remote parts fetched and read from their caches, summed, as
-	 * source_remote_bytes() below; -ENODATA if none is remote.
+	 * fl_source_remote_bytes() below; -ENODATA if none is remote.
 	 */
 	int (*remote_bytes)(const struct fl_source *s, uint64_t *fetched,
 			    uint64_t *cached);
@@ -95,12 +95,6 @@ int source_check_spec(const char *spec);
 void source_init(struct fl_source *s, const struct fl_source_ops *ops,
 		 uint64_t size, const char *desc);
 
-/*
- * The bytes s, or the source it reads through, fetched from its origin
- * and read from its cache: 0, or -ENODATA for a source that is not remote.
- */
-int source_remote_bytes(const struct fl_source *s, uint64_t *fetched,
-			uint64_t *cached);
 
 /* s->ops->image(s), or NULL if s has no such op. */
 static inline const struct image *source_image(const struct fl_source *s)
