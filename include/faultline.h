@@ -238,6 +238,14 @@ int fl_engine_add_region(struct fl_engine *e, const struct fl_region_desc *r,
 int fl_engine_record(struct fl_engine *e);
 int fl_engine_save_trace(struct fl_engine *e, const char *path);
 int fl_engine_replay(struct fl_engine *e, const char *path);
+/* 0 if path is a working-set trace that can be read, else -errno. */
+int fl_trace_check(const char *path);
+/*
+ * Add the trace in part to the one in into (none yet: part alone), and
+ * write into anew (whole, renamed over it): the working set of several
+ * engines, e.g. every task of one restore.  0, or -errno.
+ */
+int fl_trace_merge(const char *into, const char *part);
 
 /*
  * Serve on nthreads threads of the engine's own until fl_engine_stop(), plus

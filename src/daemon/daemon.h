@@ -108,8 +108,9 @@ struct daemon {
 	struct sup_rec *sup_in;	/* its messages (SUP_REC_MAX) */
 	bool listen_given;	/* the listener came from the supervisor */
 	struct fork_rec *forks;	/* children to serve (lock; torn_fd wakes) */
-	struct trace *trace;	/* --record with named clients: one working
-				 * set for them all (merge_trace()'s lock) */
+	bool shared_trace;	/* --record with named clients: one working
+				 * set for them all (merge_trace()) */
+	bool trace_fresh;	/* the first merge replaces the file */
 	struct daemon_totals tot;	/* lock */
 	uint64_t t_up;		/* ms: this server started */
 	struct ctl *ctl;	/* the control socket and metrics (ctl.c) */

@@ -40,7 +40,6 @@
 #include "daemon/supchan.h"
 #include "daemon/supervise.h"
 #include "daemon/takeover.h"
-#include "format/trace.h"
 #include "kernel/proc.h"
 #include "source/source.h"
 #include "util/clock.h"
@@ -536,36 +535,24 @@ static int shared_trace(struct daemon *d)
 {
 	if (!d->cfg->record || !d->proto->named)
 		return 0;
-	d->trace = malloc(sizeof(*d->trace));
-	if (!d->trace)
-		return -ENOMEM;
-	trace_init(d->trace);
+	d->shared_trace = true;
 	/*
 	 * The first server starts the file anew (a run before this one
-	 * wrote it), unless it is also the trace replayed; a server taking
-	 * over goes on from it.
+	 * wrote it): gone now, or, when it is also the trace replayed,
+	 * replaced by the first merge; a server taking over goes on from it.
 	 */
 	if (!d->listen_given && (!d->cfg->replay ||
 				 strcmp(d->cfg->replay, d->cfg->record)))
 		unlink(d->cfg->record);
-	else if (d->listen_given && access(d->cfg->record, F_OK) == 0 &&
-		 trace_load(d->trace, d->cfg->record) < 0)
-		serr(NULL, "%s", fl_last_error());
+	else if (!d->listen_given)
+		d->trace_fresh = true;
 	return 0;
 }
 
 /* A trace to replay that cannot be read: said at start, not per session. */
 static int check_replay(const struct serve_config *cfg)
 {
-	struct trace t;
-	int ret;
-
-	if (!cfg->replay)
-		return 0;
-	trace_init(&t);
-	ret = trace_load(&t, cfg->replay);
-	trace_free(&t);
-	return ret;
+	return cfg->replay ? fl_trace_check(cfg->replay) : 0;
 }
 
 /* A --stats-json path that cannot work: said now, not at a session's end. */
@@ -680,10 +667,6 @@ static void teardown(struct daemon *d)
 		close(d->sig_fd);
 	if (d->torn_fd >= 0)
 		close(d->torn_fd);
-	if (d->trace) {
-		trace_free(d->trace);
-		free(d->trace);
-	}
 	fl_source_put(d->src);
 	free(d->sup_in);
 }

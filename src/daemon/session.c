@@ -30,7 +30,6 @@
 #include "daemon/session.h"
 #include "daemon/status.h"
 #include "daemon/supchan.h"
-#include "format/trace.h"
 #include "kernel/proc.h"
 #include "source/source.h"
 #include "util/clock.h"
@@ -161,15 +160,14 @@ static int merge_trace(struct daemon *d, struct session *s)
 		 (int)getpid(), s->id);
 	ret = fl_engine_save_trace(s->engine, part);
 	pthread_mutex_lock(&trace_lock);
-	if (ret == 0)
-		ret = trace_load(d->trace, part);
+	if (ret == 0 && d->trace_fresh) {
+		if (rename(part, d->cfg->record) < 0)
+			ret = fl_err(-errno, "%s: %m", d->cfg->record);
+		d->trace_fresh = ret < 0;
+	} else if (ret == 0) {
+		ret = fl_trace_merge(d->cfg->record, part);
+	}
 	unlink(part);
-	if (ret == 0)
-		ret = trace_save(d->trace, part);
-	if (ret == 0 && rename(part, d->cfg->record) < 0)
-		ret = fl_err(-errno, "%s: %m", d->cfg->record);
-	if (ret < 0)
-		unlink(part);
 	pthread_mutex_unlock(&trace_lock);
 	return ret;
 }
@@ -213,7 +211,7 @@ static void teardown_engine(struct daemon *d, struct session *s,
 		     fl_engine_error(s->engine) : "(no message)");
 	write_stats(d, s, &st, ms);
 	if (d->cfg->record) {
-		if ((d->trace ? merge_trace(d, s) :
+		if ((d->shared_trace ? merge_trace(d, s) :
 		     fl_engine_save_trace(s->engine, d->cfg->record)) < 0)
 			slog(s, "%s", fl_last_error());
 		else

@@ -20,7 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "faultline.h"
 #include "util/error.h"
 #include "format/trace.h"
 
@@ -134,4 +136,38 @@ int trace_load(struct trace *t, const char *path)
 	}
 	t->n = out;
 	return 0;
+}
+
+int fl_trace_check(const char *path)
+{
+	struct trace t;
+	int ret = trace_init(&t);
+
+	if (!ret)
+		ret = trace_load(&t, path);
+	trace_free(&t);
+	return ret;
+}
+
+int fl_trace_merge(const char *into, const char *part)
+{
+	char tmp[4096];
+	struct trace t;
+	int ret = trace_init(&t);
+
+	if (snprintf(tmp, sizeof(tmp), "%s.%d.merge", into, (int)getpid()) >=
+	    (int)sizeof(tmp))
+		ret = fl_err(-ENAMETOOLONG, "%s: path too long", into);
+	if (!ret && access(into, F_OK) == 0)
+		ret = trace_load(&t, into);
+	if (!ret)
+		ret = trace_load(&t, part);
+	if (!ret)
+		ret = trace_save(&t, tmp);
+	if (!ret && rename(tmp, into) < 0)
+		ret = fl_err(-errno, "%s: %m", into);
+	if (ret < 0)
+		unlink(tmp);
+	trace_free(&t);
+	return ret;
 }
