@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "run.h"
 #include "faultline.h"
 #include "format/trace.h"
 #include "hugetlb.h"
@@ -243,11 +244,11 @@ struct rs_result {
 	double faults, copied;
 };
 
-/* What the benchmark measured: [run * NCASES + case]. */
+/* What the benchmark measured: the loop's samples, seconds. */
 struct rs_results {
-	int runs;
-	double *ms, *faults, *copied;
-	bool ok[NCASES], sel[NCASES];
+	struct rs_ctx *c;
+	struct bench_loop l;
+	bool sel[NCASES];
 	uint64_t touched[G_N];	/* bytes a pass touches */
 };
 
@@ -576,24 +577,29 @@ static bool is_big(const struct rs_case *k)
 	return groups[k->g].big;
 }
 
-static int run_rounds(struct rs_ctx *c, struct rs_results *res)
+static const char *case_label(void *ctx, int i)
 {
-	for (int r = 0; r < res->runs; r++)
-		for (int i = 0; i < NCASES; i++) {
-			struct rs_result one;
-			int ret;
+	(void)ctx;
+	return cases[i].label;
+}
 
-			if (!res->sel[i])
-				continue;
-			ret = run_case(c, &cases[i], &one);
-			if (ret < 0)
-				return ret;
-			res->ms[r * NCASES + i] = one.ms;
-			res->faults[r * NCASES + i] = one.faults;
-			res->copied[r * NCASES + i] = one.copied;
-			res->ok[i] &= one.ok;
-		}
-	return 0;
+static bool case_wanted(void *ctx, int i)
+{
+	return ((struct rs_results *)ctx)->sel[i];
+}
+
+static int sample(void *ctx, int r, int i, struct bench_sample *s)
+{
+	struct rs_results *res = ctx;
+	struct rs_result one = { 0 };
+	int ret = run_case(res->c, &cases[i], &one);
+
+	(void)r;
+	s->sec = one.ms * 1e-3;
+	s->faults = one.faults;
+	s->copied = one.copied;
+	s->ok = one.ok;
+	return ret;
 }
 
 static uint64_t touched_bytes(struct rs_ctx *c, enum rs_group g)
@@ -632,37 +638,30 @@ static int measure(struct rs_ctx *c, const struct bench_opts *o,
 	}
 	ret = start_daemons(c, res->sel);
 	if (ret == 0)
-		ret = run_rounds(c, res);
+		ret = bench_loop_run(&res->l);
 	huge_restore();
 	return ret;
 }
 
 /* ---- the table ------------------------------------------------------------ */
 
-/* Case i's value in each round, from v (ms, faults or copied). */
-static void column(const struct rs_results *res, const double *v, int i,
-		   double *out)
+/* Case i's median time, ms. */
+static double median_ms(const struct rs_results *res, int i)
 {
-	for (int r = 0; r < res->runs; r++)
-		out[r] = v[r * NCASES + i];
+	return bench_loop_median(&res->l, i) * 1e3;
 }
 
-static double median_of(const struct rs_results *res, const double *v, int i)
+/* Case i's median bytes copied. */
+static double median_copied(const struct rs_results *res, int i)
 {
-	double s[res->runs];
-
-	column(res, v, i, s);
-	return bench_median(s, res->runs);
+	return bench_loop_field(&res->l, i,
+				offsetof(struct bench_sample, copied));
 }
 
 /* Case i's time over case j's: the median of per-round ratios. */
 static double paired(const struct rs_results *res, int i, int j)
 {
-	double a[res->runs], b[res->runs];
-
-	column(res, res->ms, i, a);
-	column(res, res->ms, j, b);
-	return bench_paired_ratio(a, b, res->runs);
+	return bench_loop_paired(&res->l, i, j);
 }
 
 static int find_case(const char *key)
@@ -723,13 +722,13 @@ static void add_group_facts(struct bench_table *t,
 		if (!res->sel[i] || cases[i].g != g)
 			continue;
 		if (r != ROLE_CHUNK || at[r] < 0 ||
-		    median_of(res, res->ms, i) <
-		    median_of(res, res->ms, at[r]))
+		    median_ms(res, i) <
+		    median_ms(res, at[r]))
 			at[r] = i;
 	}
 	if (at[ROLE_CHUNK] >= 0)
 		group_fact(t, g, "best_chunk_ms",
-			   median_of(res, res->ms, at[ROLE_CHUNK]));
+			   median_ms(res, at[ROLE_CHUNK]));
 	if (at[ROLE_DEFAULT] >= 0 && at[ROLE_CHUNK] >= 0)
 		group_fact(t, g, "default_vs_best_chunk",
 			   paired(res, at[ROLE_DEFAULT], at[ROLE_CHUNK]));
@@ -740,8 +739,8 @@ static void add_group_facts(struct bench_table *t,
 		group_fact(t, g, "trace_vs_sorted",
 			   paired(res, at[ROLE_TRACE], at[ROLE_SORTED]));
 		group_fact(t, g, "trace_copied_vs_sorted",
-			   median_of(res, res->copied, at[ROLE_TRACE]) /
-			   median_of(res, res->copied, at[ROLE_SORTED]));
+			   median_copied(res, at[ROLE_TRACE]) /
+			   median_copied(res, at[ROLE_SORTED]));
 	}
 	if (at[ROLE_TRACE] >= 0 && at[ROLE_FLOOR] >= 0)
 		group_fact(t, g, "trace_vs_copy_floor",
@@ -764,16 +763,16 @@ static void add_facts(struct bench_table *t, const struct rs_results *res,
 
 	if (kvm && res->sel[lin] && res->sel[comp])
 		bench_add_kv(t, "guest_ns_per_instruction",
-			     (median_of(res, res->ms, comp) -
-			      median_of(res, res->ms, lin)) * 1e6 /
+			     (median_ms(res, comp) -
+			      median_ms(res, lin)) * 1e6 /
 			     (pages * 8 * 4));
 	if (res->sel[sp])
 		bench_add_kv(t, "sparse_daemon_copied_per_touched",
-			     median_of(res, res->copied, sp) /
+			     median_copied(res, sp) /
 			     (double)res->touched[G_SPARSE]);
 	if (res->sel[tr])
 		bench_add_kv(t, "sparse_trace_copied_per_touched",
-			     median_of(res, res->copied, tr) /
+			     median_copied(res, tr) /
 			     (double)res->touched[G_SPARSE]);
 	for (int g = 0; g < G_N; g++)
 		add_group_facts(t, res, g);
@@ -782,11 +781,11 @@ static void add_facts(struct bench_table *t, const struct rs_results *res,
 static void table_rows(struct bench_table *t, const struct rs_results *res,
 		       bool kvm)
 {
-	int runs = res->runs, refrow = 0, refcase = 0;
+	int refrow = 0, refcase = 0;
 
 	for (int i = 0; i < NCASES; i++) {
 		const struct rs_case *k = &cases[i];
-		double v[runs], ratio;
+		double ratio;
 		int row;
 
 		if (!res->sel[i])
@@ -794,11 +793,8 @@ static void table_rows(struct bench_table *t, const struct rs_results *res,
 		if (k->kind == R_PREPOP)
 			refcase = i;
 		ratio = paired(res, i, refcase);
-		column(res, res->ms, i, v);
-		for (int r = 0; r < runs; r++)
-			v[r] *= 1e-3;
-		row = bench_add_row(t, k->key, k->label, v, runs, res->ok[i],
-				    k->cited);
+		row = bench_loop_row(&res->l, t, i, k->key, k->label,
+				     k->cited);
 		if (row < 0)
 			break;
 		t->rows[row].cited_note = k->cited_note;
@@ -806,8 +802,6 @@ static void table_rows(struct bench_table *t, const struct rs_results *res,
 			refrow = row;
 		t->rows[row].cmp = row == refrow ? -1 : refrow;
 		t->rows[row].ratio = ratio;
-		t->rows[row].faults = median_of(res, res->faults, i);
-		t->rows[row].copied = median_of(res, res->copied, i);
 	}
 	add_facts(t, res, kvm);
 }
@@ -888,16 +882,18 @@ static void rs_free(struct rs_ctx *c, struct rs_results *res)
 		bench_unlink(c->trace[tr]);
 		bench_unlink(c->sorted[tr]);
 	}
-	free(res->ms);
-	free(res->faults);
-	free(res->copied);
+	bench_loop_free(&res->l);
 }
 
 int bench_restore(const struct bench_opts *o, struct bench_table *t)
 {
 	struct rs_ctx c = { .small = { .fd = -1 }, .big = { .fd = -1 } };
-	struct rs_results res = { .runs = o->runs };
-	size_t n = (size_t)o->runs * NCASES;
+	struct rs_results res = {
+		.c = &c,
+		.l = { .bench = "kvm-restore", .runs = o->runs,
+		       .ncases = NCASES, .label = case_label,
+		       .sample = sample, .wanted = case_wanted },
+	};
 	int ret;
 
 	c.guest = kvm_probe() == 0 ? VMM_GUEST_KVM : VMM_GUEST_PROCESS;
@@ -915,14 +911,8 @@ int bench_restore(const struct bench_opts *o, struct bench_table *t)
 		bench_path_add(c.trace[tr]);
 		bench_path_add(c.sorted[tr]);
 	}
-	for (int i = 0; i < NCASES; i++)
-		res.ok[i] = true;
-	res.ms = calloc(n, sizeof(double));
-	res.faults = calloc(n, sizeof(double));
-	res.copied = calloc(n, sizeof(double));
-	ret = res.ms && res.faults && res.copied ? 0 : -ENOMEM;
-	if (!ret)
-		ret = measure(&c, o, &res);
+	res.l.ctx = &res;
+	ret = measure(&c, o, &res);
 	if (!ret) {
 		table_head(t, &c, o->runs);
 		table_rows(t, &res, c.guest == VMM_GUEST_KVM);
