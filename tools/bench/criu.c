@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "run.h"
 #include "cli.h"
 #include "faultline.h"
 #include "http_util.h"
@@ -202,6 +203,8 @@ struct crun {
 	char criu[PATH_MAX];
 	uint64_t size;
 	pid_t pid;		/* the process: dumped, then restored */
+	int run;		/* the run under way */
+	struct run *runs;	/* what each run measured */
 };
 
 static void at(char *buf, size_t n, const char *dir, const char *name)
@@ -670,21 +673,43 @@ static int remove_tree(const char *path)
 	return nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-/* One dump, restored by every candidate (order rotated by run). */
-static int one_run(struct crun *c, int run, struct run *out)
+/*
+ * The loop's cases are the candidates in an order rotated by run, each
+ * restoring that run's dump; before a run, the last run's dump goes and
+ * a new one is made.
+ */
+static int start_run(void *ctx, int r)
 {
-	int ret = dump(c, &out->dump);
+	struct crun *c = ctx;
+	int ret = r ? remove_tree(c->img) : 0;
 
-	if (ret < 0)
-		return ret;
-	ret = put_file(c->dir, "go", "");
-	for (int i = 0; i < NCAND && !ret; i++) {
-		int k = (i + run) % NCAND;
-
-		ret = restore(c, &cands[k], &out->s[k]);
-	}
+	c->run = r;
 	if (!ret)
-		ret = remove_tree(c->img);
+		ret = dump(c, &c->runs[r].dump);
+	if (!ret)
+		ret = put_file(c->dir, "go", "");
+	return ret;
+}
+
+static int cand_of(const struct crun *c, int i)
+{
+	return (i + c->run) % NCAND;
+}
+
+static const char *cand_label(void *ctx, int i)
+{
+	return cands[cand_of(ctx, i)].label;
+}
+
+static int restore_one(void *ctx, int r, int i, struct bench_sample *out)
+{
+	struct crun *c = ctx;
+	int k = cand_of(c, i);
+	struct sample *s = &c->runs[r].s[k];
+	int ret = restore(c, &cands[k], s);
+
+	out->sec = s->t[M_ALL];
+	out->ok = s->ok;
 	return ret;
 }
 
@@ -913,6 +938,10 @@ static void fill_table(struct bench_table *t, const struct run *runs, int n,
 int bench_criu(const struct bench_opts *o, struct bench_table *t)
 {
 	static struct crun c;
+	struct bench_loop l = {
+		.bench = "criu", .runs = o->runs, .ncases = NCAND, .ctx = &c,
+		.label = cand_label, .sample = restore_one, .start = start_run,
+	};
 	struct run *runs;
 	int ret = 0, n = o->runs;
 
@@ -938,8 +967,10 @@ int bench_criu(const struct bench_opts *o, struct bench_table *t)
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	long pipe_old = bench_pipe_max_raise(BENCH_CRIU_PIPE);
 
-	for (int r = 0; r < n && !ret; r++)
-		ret = one_run(&c, r, &runs[r]);
+	c.runs = runs;
+	ret = bench_loop_run(&l);
+	if (!ret)
+		ret = remove_tree(c.img);
 	bench_pipe_max_put(pipe_old);
 	prctl(PR_SET_CHILD_SUBREAPER, 0);
 	if (ret < 0)
@@ -950,6 +981,7 @@ int bench_criu(const struct bench_opts *o, struct bench_table *t)
 		remove_tree(c.dir);
 	}
 	bench_path_forget(c.dir);
+	bench_loop_free(&l);
 	free(runs);
 	return ret;
 }

@@ -40,6 +40,7 @@
 #include <xxhash.h>
 
 #include "bench.h"
+#include "run.h"
 #include "faultline.h"
 #include "engine/reset.h"
 
@@ -128,6 +129,7 @@ struct ctx {
 	int ncases;
 	struct rcase cases[MAX_CASES];
 	int runs, iters;
+	int phase;			/* the phase being measured */
 	struct meas (*res)[MAX_CASES];	/* [run][case] */
 	double *isamp[MAX_CASES];	/* iters > 1: every reset, s */
 	int nisamp[MAX_CASES];
@@ -1090,24 +1092,43 @@ static void fill_table(struct ctx *c, struct bench_table *t)
 
 /* ---- the benchmark ------------------------------------------------------ */
 
+static const char *case_label(void *ctx, int i)
+{
+	return ((struct ctx *)ctx)->cases[i].label;
+}
+
+static bool in_phase(void *ctx, int i)
+{
+	struct ctx *c = ctx;
+
+	return c->cases[i].phase == c->phase;
+}
+
+static int sample(void *ctx, int r, int i, struct bench_sample *s)
+{
+	struct ctx *c = ctx;
+	struct meas *m = &c->res[r][i];
+	int ret = run_case(c, i, m);
+
+	s->sec = m->sec;
+	s->ok = m->ok;
+	return ret;
+}
+
 /* Every run of every case of phase ph, the cases interleaved in each run. */
 static int run_phase(struct ctx *c, int ph)
 {
-	for (int r = 0; r < c->runs; r++) {
-		for (int i = 0; i < c->ncases; i++) {
-			if (c->cases[i].phase != ph)
-				continue;
-			int ret = run_case(c, i, &c->res[r][i]);
+	struct bench_loop l = {
+		.bench = "reset", .runs = c->runs, .ncases = c->ncases,
+		.ctx = c, .label = case_label, .sample = sample,
+		.wanted = in_phase,
+	};
+	int ret;
 
-			if (ret < 0) {
-				fprintf(stderr, "faultline bench reset: %s: "
-					"%s\n", c->cases[i].label,
-					strerror(-ret));
-				return ret;
-			}
-		}
-	}
-	return 0;
+	c->phase = ph;
+	ret = bench_loop_run(&l);
+	bench_loop_free(&l);
+	return ret;
 }
 
 /* What phase ph needs, set up (phase 2 on top of phase 1's). */
