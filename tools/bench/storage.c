@@ -48,6 +48,7 @@
 #include <xxhash.h>
 
 #include "bench.h"
+#include "run.h"
 #include "faultline.h"
 #include "fc_client.h"
 #include "format/image.h"
@@ -99,6 +100,7 @@ static const struct bench_col cols[C_N] = {
 struct st_ctx {
 	uint64_t len, npages, sess_len;
 	int runs;
+	int run;		/* the run under way */
 	uint8_t *day;		/* the day each page was written, 0: the base */
 	uint64_t *want[DAYS + 1];	/* XXH3 of each page of days 1, 2, 10 */
 	struct nginx ng;	/* its directory holds everything */
@@ -649,38 +651,82 @@ static int restore_row(struct st_ctx *c, int r, int row, const char *spec,
 	return ret;
 }
 
-static int run_restores(struct st_ctx *c)
+/*
+ * The loop's cases, in each run: the merged image and the chain (in turn
+ * first), day 1 then day 10 over HTTP through one new cache, then one and
+ * 16 sessions, each through a new cache.
+ */
+enum { L_LOCAL1, L_LOCAL2, L_S1, L_S10, L_SESS1, L_SESS16, L_N };
+
+static int row_of(const struct st_ctx *c, int i)
 {
-	char cache[256], merged[256], chain[256];
-	int ret = 0;
+	static const int http_rows[] = { R_S1, R_S10, R_SESS1, R_SESS16 };
+
+	if (i <= L_LOCAL2)
+		return (i ^ c->run) & 1 ? R_CHAIN : R_MERGED;
+	return http_rows[i - L_S1];
+}
+
+static int start_run(void *ctx, int r)
+{
+	((struct st_ctx *)ctx)->run = r;
+	return 0;
+}
+
+static bool wanted(void *ctx, int i)
+{
+	return !rows[row_of(ctx, i)].http || ((struct st_ctx *)ctx)->http;
+}
+
+static const char *case_label(void *ctx, int i)
+{
+	return rows[row_of(ctx, i)].label;
+}
+
+static int restore_case(void *ctx, int r, int i, struct bench_sample *s)
+{
+	struct st_ctx *c = ctx;
+	int row = row_of(c, i), ret = 0;
+	char cache[256], spec[256];
 
 	snprintf(cache, sizeof(cache), "%s/cache", c->ng.dir);
-	snprintf(merged, sizeof(merged), "%s/whole2.fli", c->local);
-	snprintf(chain, sizeof(chain), "%s/d2.fli", c->local);
-	for (int r = 0; r < c->runs && !ret; r++) {
-		/* the merged image and the chain, in turn first */
-		for (int i = 0; i < 2 && !ret; i++)
-			ret = restore_row(c, r, (i ^ r) & 1 ? R_CHAIN :
-					  R_MERGED, (i ^ r) & 1 ? chain :
-					  merged, NULL);
-		if (!c->http)
-			continue;
-		if (!ret && mkdir(cache, 0700) < 0)
-			ret = -errno;
-		if (!ret)
-			ret = restore_row(c, r, R_S1, c->url1, cache);
-		if (!ret)
-			ret = restore_row(c, r, R_S10, c->url10, cache);
-		rm_tree(cache);
-		for (int row = R_SESS1; row <= R_SESS16 && !ret; row++) {
-			if (mkdir(cache, 0700) < 0)
-				ret = -errno;
-			if (!ret)
-				ret = restore_row(c, r, row, c->url_sess,
-						  cache);
-			rm_tree(cache);
-		}
+	if (row == R_MERGED || row == R_CHAIN)
+		snprintf(spec, sizeof(spec), "%s/%s", c->local,
+			 row == R_CHAIN ? "d2.fli" : "whole2.fli");
+	if (i != L_LOCAL1 && i != L_LOCAL2 && i != L_S10 &&
+	    mkdir(cache, 0700) < 0)
+		return -errno;
+	switch (i) {
+	case L_LOCAL1:
+	case L_LOCAL2:
+		ret = restore_row(c, r, row, spec, NULL);
+		break;
+	case L_S1:
+		ret = restore_row(c, r, row, c->url1, cache);
+		break;
+	case L_S10:
+		ret = restore_row(c, r, row, c->url10, cache);
+		break;
+	default:
+		ret = restore_row(c, r, row, c->url_sess, cache);
 	}
+	if (i != L_LOCAL1 && i != L_LOCAL2 && (i != L_S1 || ret < 0))
+		rm_tree(cache);
+	s->sec = c->sec[row][r];
+	s->ok = c->ok[row];
+	return ret;
+}
+
+static int run_restores(struct st_ctx *c)
+{
+	struct bench_loop l = {
+		.bench = "storage", .runs = c->runs, .ncases = L_N, .ctx = c,
+		.label = case_label, .sample = restore_case,
+		.start = start_run, .wanted = wanted,
+	};
+	int ret = bench_loop_run(&l);
+
+	bench_loop_free(&l);
 	return ret;
 }
 
