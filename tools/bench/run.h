@@ -22,7 +22,7 @@ struct bench_table;
 /* One case in one run. */
 struct bench_sample {
 	double sec;		/* the timed figure, seconds */
-	bool ok;		/* it read (restored, dropped) the right bytes */
+	bool ok;		/* it read (restored, dropped) the right data */
 	double thp;		/* fraction THP-backed, < 0: not measured */
 	double faults;		/* faults served, < 0: not counted */
 	double copied;		/* bytes copied, < 0: not counted */
