@@ -35,124 +35,13 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "run.h"
 #include "cli.h"
 #include "faultline.h"
 #include "http_util.h"
+#include "criu_bench.h"
 
-#define BOUND_S		120.0	/* at most, for anything: a hang, not a time */
-#define PAGE		4096
-
-/* ---- the process that is dumped and restored ---------------------------- */
-
-/* Write dir/name whole (a temporary file renamed): 0 or -errno. */
-static int put_file(const char *dir, const char *name, const char *text)
-{
-	char path[PATH_MAX], tmp[PATH_MAX];
-	int fd, ret = 0;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, text, strlen(text)) != (ssize_t)strlen(text))
-		ret = -EIO;
-	close(fd);
-	if (!ret && rename(tmp, path) < 0)
-		ret = -errno;
-	return ret;
-}
-
-/*
- * Until path exists: 0, or -ETIMEDOUT after BOUND_S (a bench that died
- * leaves no process polling for ever).  Its clock goes on across a dump
- * and restore (CRIU keeps it in a time namespace).
- */
-static int await_path(const char *path)
-{
-	double end = bench_now() + BOUND_S;
-
-	while (access(path, F_OK) < 0) {
-		if (bench_now() > end)
-			return -ETIMEDOUT;
-		usleep(200);
-	}
-	return 0;
-}
-
-/*
- * The monotonic offset of this process's time namespace, in seconds: CRIU
- * restores a process into a new one, its clock going on from the dump,
- * and the bench's clock is the host's.  0 if there is none.
- */
-static double mono_offset(void)
-{
-	FILE *f = fopen("/proc/self/timens_offsets", "re");
-	char line[96];
-	long long sec, nsec;
-	double off = 0;
-
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "monotonic %lld %lld", &sec, &nsec) == 2)
-			off = (double)sec + (double)nsec * 1e-9;
-	if (f)
-		fclose(f);
-	return off;
-}
-
-/*
- * argv: --criu-workload DIR SIZE.  Fills SIZE bytes with the bench pattern,
- * writes DIR/ready (its pid), waits for DIR/go, then reads every byte once
- * (the XXH3 of its memory against the pattern's) and writes DIR/result:
- * "RUN PASS ok|wrong" (the host's CLOCK_MONOTONIC, seconds), and waits
- * for DIR/exit.
- */
-int bench_criu_workload(int argc, char **argv)
-{
-	char go[PATH_MAX], quit[PATH_MAX], text[96];
-	uint64_t size, want;
-	double t_run, t_pass, off;
-	void *p;
-	bool ok;
-
-	if (argc != 3 || parse_size(argv[2], &size) < 0 || !size ||
-	    size % PMD_SIZE_BYTES)
-		return 2;
-	setsid();	/* its own session: criu dumps it alone */
-	snprintf(go, sizeof(go), "%s/go", argv[1]);
-	snprintf(quit, sizeof(quit), "%s/exit", argv[1]);
-	p = bench_map(size);
-	if (!p || bench_prefault(p, size) < 0)
-		return 1;
-	bench_pattern(p, size, 0);
-	want = bench_pattern_sum(size);
-	snprintf(text, sizeof(text), "%d\n", (int)getpid());
-	if (put_file(argv[1], "ready", text) < 0)
-		return 1;
-	if (await_path(go) < 0)	/* dumped here, and restored here */
-		return 1;
-	t_run = bench_now();
-	ok = bench_sum(p, size) == want;
-	t_pass = bench_now();
-	off = mono_offset();	/* read after: not in the times */
-	snprintf(text, sizeof(text), "%.9f %.9f %s\n", t_run - off,
-		 t_pass - off, ok ? "ok" : "wrong");
-	if (put_file(argv[1], "result", text) < 0)
-		return 1;
-	return await_path(quit) < 0;
-}
-
-/* ---- the candidates and what a restore measured -------------------------- */
-
-enum kind { EAGER, CRIU_LAZY, FL_LAZY };
-
-static const struct cand {
-	const char *key;
-	const char *label;
-	enum kind kind;
-	bool verbose;		/* criu -v4: its log has a line per fault */
-	bool ps;		/* the pages from `criu page-server` */
-} cands[] = {
+const struct cand criu_cands[] = {
 	{ "eager", "criu restore (eager)", EAGER, false, false },
 	{ "criu", "criu lazy-pages", CRIU_LAZY, false, false },
 	{ "criu_v4", "criu lazy-pages -v4", CRIU_LAZY, true, false },
@@ -162,46 +51,10 @@ static const struct cand {
 	  true },
 };
 
-#define NCAND		(int)(sizeof(cands) / sizeof(*cands))
-#define REF		1	/* criu lazy-pages: every ratio is to it */
-#define FAULTLINE	3
-
-enum { M_RUN, M_PASS, M_ALL, NMETRIC };
-
-static const struct metric {
-	const char *key;
-	const char *label;
-	double target;		/* faultline's ratio to criu lazy-pages */
-} metrics[NMETRIC] = {
+const struct metric criu_metrics[NMETRIC] = {
 	{ "run", "runs", 1.05 },
 	{ "pass", "first pass", 0.70 },
 	{ "all_in", "all in", 0.40 },
-};
-
-/* One restore: seconds from the fork of `criu restore`. */
-struct sample {
-	double t[NMETRIC];	/* runs, first pass done, every page in */
-	double cmd;		/* `criu restore` returned */
-	double listen;		/* the daemon's start to listening; 0: none */
-	double faults;		/* served by the daemon; < 0: not counted */
-	double copied;		/* bytes it copied; < 0: not counted */
-	double p50_us, p99_us;	/* faultline's read-to-wake bounds; < 0 */
-	double restore_ms;	/* faultline's own: uffd in to last page */
-	bool ok;		/* the process read every byte right */
-};
-
-struct run {
-	double dump;		/* criu dump's time */
-	struct sample s[NCAND];
-};
-
-/* What every restore of one bench shares. */
-struct crun {
-	char dir[64];		/* /tmp/flb-criu-XXXXXX: the files, logs */
-	char img[96];		/* dir/img: this run's dump */
-	char criu[PATH_MAX];
-	uint64_t size;
-	pid_t pid;		/* the process: dumped, then restored */
 };
 
 static void at(char *buf, size_t n, const char *dir, const char *name)
@@ -649,7 +502,7 @@ static int restore(struct crun *c, const struct cand *k, struct sample *s)
 out:
 	stop(d);
 	page_server_gone(ps);
-	put_file(c->dir, "exit", "");
+	criu_put_file(c->dir, "exit", "");
 	if (wait_exit(c->pid, ret < 0 ? 0 : BOUND_S) < 0)
 		stop(c->pid);
 	while (waitpid(-1, NULL, WNOHANG) > 0)
@@ -670,21 +523,43 @@ static int remove_tree(const char *path)
 	return nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-/* One dump, restored by every candidate (order rotated by run). */
-static int one_run(struct crun *c, int run, struct run *out)
+/*
+ * The loop's cases are the candidates in an order rotated by run, each
+ * restoring that run's dump; before a run, the last run's dump goes and
+ * a new one is made.
+ */
+static int start_run(void *ctx, int r)
 {
-	int ret = dump(c, &out->dump);
+	struct crun *c = ctx;
+	int ret = r ? remove_tree(c->img) : 0;
 
-	if (ret < 0)
-		return ret;
-	ret = put_file(c->dir, "go", "");
-	for (int i = 0; i < NCAND && !ret; i++) {
-		int k = (i + run) % NCAND;
-
-		ret = restore(c, &cands[k], &out->s[k]);
-	}
+	c->run = r;
 	if (!ret)
-		ret = remove_tree(c->img);
+		ret = dump(c, &c->runs[r].dump);
+	if (!ret)
+		ret = criu_put_file(c->dir, "go", "");
+	return ret;
+}
+
+static int cand_of(const struct crun *c, int i)
+{
+	return (i + c->run) % NCAND;
+}
+
+static const char *cand_label(void *ctx, int i)
+{
+	return criu_cands[cand_of(ctx, i)].label;
+}
+
+static int restore_one(void *ctx, int r, int i, struct bench_sample *out)
+{
+	struct crun *c = ctx;
+	int k = cand_of(c, i);
+	struct sample *s = &c->runs[r].s[k];
+	int ret = restore(c, &criu_cands[k], s);
+
+	out->sec = s->t[M_ALL];
+	out->ok = s->ok;
 	return ret;
 }
 
@@ -754,165 +629,13 @@ static const char *find_criu(const struct bench_opts *o, char *buf, size_t n)
 	return buf[0] && criu_version(buf) >= 401 ? buf : NULL;
 }
 
-/* ---- the table ----------------------------------------------------------- */
-
-/* An earlier run's figures: a 256 MiB process, CRIU 4.2, a 2-vCPU machine
- * without /dev/kvm (the cited column). */
-static const struct {
-	int m, k;
-	double sec;
-	const char *note;
-} cited_figs[] = {
-	{ M_RUN, 0, 0.76, "to 0.93" },
-	{ M_ALL, 0, 0.76, "to 0.93 (restore end)" },
-	{ M_RUN, REF, 0.06, "to 0.07" },
-	{ M_PASS, REF, 0.47, NULL },
-	{ M_ALL, REF, 0.20, "(2,017-2,370 faults)" },
-};
-
-static char keys[NMETRIC * NCAND][32], labels[NMETRIC * NCAND][48];
-
-static void set_cited(struct bench_row *row, int m, int k)
-{
-	for (size_t i = 0; i < sizeof(cited_figs) / sizeof(*cited_figs); i++)
-		if (cited_figs[i].m == m && cited_figs[i].k == k) {
-			row->cited = cited_figs[i].sec;
-			row->cited_note = cited_figs[i].note;
-		}
-}
-
-/* Median of one sample field over the runs where it was measured. */
-static double median_of(const struct run *runs, int n, int k,
-			size_t off)
-{
-	double v[n > 0 ? n : 1];
-	int got = 0;
-
-	for (int r = 0; r < n; r++) {
-		double x = *(const double *)((const char *)&runs[r].s[k] + off);
-
-		if (x >= 0)
-			v[got++] = x;
-	}
-	return got ? bench_median(v, got) : -1;
-}
-
-/* Row of metric m for candidate k, its ratio to criu lazy-pages' row. */
-static int add_row(struct bench_table *t, const struct run *runs, int n,
-		   int m, int k, int ref_row)
-{
-	double v[n], ref[n];
-	bool ok = true;
-	int i = m * NCAND + k, row;
-
-	for (int r = 0; r < n; r++) {
-		v[r] = runs[r].s[k].t[m];
-		ref[r] = runs[r].s[REF].t[m];
-		ok &= runs[r].s[k].ok;
-	}
-	snprintf(keys[i], sizeof(keys[i]), "%s_%s", metrics[m].key,
-		 cands[k].key);
-	snprintf(labels[i], sizeof(labels[i]), "%s: %s", metrics[m].label,
-		 cands[k].label);
-	double ratio = bench_paired_ratio(v, ref, n);
-
-	row = bench_add_row(t, keys[i], labels[i], v, n, ok, -1);
-	if (row < 0)
-		return row;
-	t->rows[row].cmp = ref_row;
-	t->rows[row].ratio = ratio;
-	set_cited(&t->rows[row], m, k);
-	if (m == M_ALL) {
-		t->rows[row].faults = median_of(runs, n, k,
-					offsetof(struct sample, faults));
-		t->rows[row].copied = median_of(runs, n, k,
-					offsetof(struct sample, copied));
-	}
-	return row;
-}
-
-static void add_facts(struct bench_table *t, const struct run *runs, int n)
-{
-	static char fk[NCAND][2][32];
-	double d[n > 0 ? n : 1];
-
-	for (int r = 0; r < n; r++)
-		d[r] = runs[r].dump;
-	bench_add_kv(t, "dump_s", bench_median(d, n));
-	for (int k = 0; k < NCAND; k++) {
-		snprintf(fk[k][0], sizeof(fk[k][0]), "%s_restore_cmd_s",
-			 cands[k].key);
-		bench_add_kv(t, fk[k][0], median_of(runs, n, k,
-			     offsetof(struct sample, cmd)));
-		if (cands[k].kind == EAGER)
-			continue;
-		snprintf(fk[k][1], sizeof(fk[k][1]), "%s_listen_s",
-			 cands[k].key);
-		bench_add_kv(t, fk[k][1], median_of(runs, n, k,
-			     offsetof(struct sample, listen)));
-	}
-	bench_add_kv(t, "faultline_fault_p50_le_us", median_of(runs, n,
-		     FAULTLINE, offsetof(struct sample, p50_us)));
-	bench_add_kv(t, "faultline_fault_p99_le_us", median_of(runs, n,
-		     FAULTLINE, offsetof(struct sample, p99_us)));
-	bench_add_kv(t, "faultline_restore_ms", median_of(runs, n,
-		     FAULTLINE, offsetof(struct sample, restore_ms)));
-}
-
-/* The targets (faultline against criu lazy-pages) and how they were met. */
-static void add_notes(struct bench_table *t)
-{
-	size_t len = 0, cap = sizeof(t->notes);
-
-	len += snprintf(t->notes + len, cap - len, "targets, faultline "
-			"lazy-pages / criu lazy-pages (median of paired "
-			"ratios):");
-	for (int m = 0; m < NMETRIC && len < cap; m++) {
-		double r = t->rows[m * NCAND + FAULTLINE].ratio;
-
-		len += snprintf(t->notes + len, cap - len, "%s %s <= %.2fx: "
-				"%.2fx, %s", m ? ";" : "", metrics[m].label,
-				metrics[m].target, r,
-				r <= metrics[m].target ? "met" : "NOT met");
-	}
-	if (len < cap)
-		snprintf(t->notes + len, cap - len, "\n"
-			 "clock from the fork of `criu restore` (the daemons "
-			 "listen before it); runs: the restored process's "
-			 "first clock reading (its go file made before the "
-			 "restore); first pass: it has read every byte "
-			 "(XXH3 checked); all in: the lazy daemon exited, "
-			 "which it does once every page is in (eager: = "
-			 "runs).\nfaults: what each daemon says it read: "
-			 "faultline's --stats-json, criu's \"#PF at\" lines "
-			 "at -v4 (none at its default level: -); fault "
-			 "latency (read to wake, log2 bounds) from faultline "
-			 "only, criu lazy-pages does not measure it.");
-}
-
-static void fill_table(struct bench_table *t, const struct run *runs, int n,
-		       uint64_t size)
-{
-	t->title = "a process dumped by CRIU, restored eagerly, through "
-		   "criu lazy-pages and faultline lazy-pages";
-	t->cited = "an earlier run of CRIU 4.2 with its own 256 MiB "
-		   "workload on a 2-vCPU machine without /dev/kvm "
-		   "(2026-12-03), not this bench's workload";
-	t->cited_unit = "s, 256 MiB";
-	t->unit = "s";
-	t->bytes = size;
-	t->runs = n;
-	for (int m = 0; m < NMETRIC; m++)
-		for (int k = 0; k < NCAND; k++)
-			add_row(t, runs, n, m, k, m * NCAND + REF);
-	t->ref = M_ALL * NCAND + REF;
-	add_facts(t, runs, n);
-	add_notes(t);
-}
-
 int bench_criu(const struct bench_opts *o, struct bench_table *t)
 {
 	static struct crun c;
+	struct bench_loop l = {
+		.bench = "criu", .runs = o->runs, .ncases = NCAND, .ctx = &c,
+		.label = cand_label, .sample = restore_one, .start = start_run,
+	};
 	struct run *runs;
 	int ret = 0, n = o->runs;
 
@@ -938,18 +661,22 @@ int bench_criu(const struct bench_opts *o, struct bench_table *t)
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	long pipe_old = bench_pipe_max_raise(BENCH_CRIU_PIPE);
 
-	for (int r = 0; r < n && !ret; r++)
-		ret = one_run(&c, r, &runs[r]);
+	c.runs = runs;
+	ret = bench_loop_run(&l);
+	if (!ret)
+		ret = remove_tree(c.img);
 	bench_pipe_max_put(pipe_old);
 	prctl(PR_SET_CHILD_SUBREAPER, 0);
 	if (ret < 0)
 		fprintf(stderr, "faultline bench criu: left for a look: %s\n",
 			c.dir);
 	else {
-		fill_table(t, runs, n, c.size);
+		criu_fill_table(t, runs, n, c.size);
 		remove_tree(c.dir);
 	}
 	bench_path_forget(c.dir);
+	bench_loop_free(&l);
 	free(runs);
 	return ret;
 }
+

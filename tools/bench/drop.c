@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "run.h"
 
 static const struct {
 	const char *key, *label;
@@ -70,14 +71,20 @@ static bool dropped(uint8_t *p, uint64_t len)
 	return ok;
 }
 
-static double run_case(int k, uint64_t len, bool *ok, double *thp)
+struct drop_ctx {
+	uint64_t len;
+};
+
+static int run_case(void *ctx, int r, int k, struct bench_sample *out)
 {
+	uint64_t len = ((struct drop_ctx *)ctx)->len;
 	uint8_t *p = bench_map(len);
 	struct bench_busy busy = { 0 };
 	uint64_t step = cases[k].step ? cases[k].step : len;
 	int ret = 0;
 	double t0 = 0, t1 = 0;
 
+	(void)r;
 	if (!p)
 		return -ENOMEM;
 	if (madvise(p, len, cases[k].thp ? MADV_HUGEPAGE :
@@ -90,7 +97,7 @@ static double run_case(int k, uint64_t len, bool *ok, double *thp)
 		*(uint64_t *)(p + off) = off | 1;
 	int64_t h = bench_thp_bytes(p, len);
 
-	*thp = h < 0 ? -1 : (double)h / (double)len;
+	out->thp = h < 0 ? -1 : (double)h / (double)len;	/* before */
 	if (cases[k].busy) {
 		ret = bench_busy_start(&busy);
 		if (ret < 0)
@@ -106,46 +113,33 @@ static double run_case(int k, uint64_t len, bool *ok, double *thp)
 	t1 = bench_now();
 
 	bench_busy_stop(&busy);
-	if (!ret)
-		*ok = dropped(p, len);
+	out->sec = t1 - t0;
+	out->ok = !ret && dropped(p, len);
 out:
 	bench_busy_stop(&busy);
 	bench_unmap(p, len);
-	return ret < 0 ? ret : t1 - t0;
+	return ret;
+}
+
+static const char *case_label(void *ctx, int k)
+{
+	(void)ctx;
+	return cases[k].label;
 }
 
 int bench_drop(const struct bench_opts *o, struct bench_table *t)
 {
-	uint64_t len = o->size ? o->size : o->quick ? 16 * MIB : GIB;
-	int runs = o->runs, ret = 0;
-	double (*samples)[NCASES] = calloc((size_t)runs, sizeof(*samples));
-	double thp[NCASES];
-	bool ok[NCASES];
+	struct drop_ctx c = {
+		.len = o->size ? o->size : o->quick ? 16 * MIB : GIB,
+	};
+	struct bench_loop l = {
+		.bench = "drop", .runs = o->runs, .ncases = NCASES, .ctx = &c,
+		.label = case_label, .sample = run_case,
+	};
+	int ret = bench_loop_run(&l);
 
-	if (!samples)
-		return -ENOMEM;
-	for (int k = 0; k < NCASES; k++) {
-		ok[k] = true;
-		thp[k] = -1;
-	}
-	for (int r = 0; r < runs; r++) {
-		for (int k = 0; k < NCASES; k++) {
-			bool good = false;
-			double th = -1, s = run_case(k, len, &good, &th);
-
-			if (s < 0) {
-				ret = (int)s;
-				fprintf(stderr, "faultline bench drop: %s: %s\n",
-					cases[k].label, strerror(-ret));
-				goto out;
-			}
-			samples[r][k] = s;
-			ok[k] &= good;
-			if (thp[k] < 0 || th < thp[k])
-				thp[k] = th;
-		}
-	}
-
+	if (ret < 0)
+		goto out;
 	t->title = "discard a populated range with MADV_DONTNEED: one call "
 		   "vs per 2 MiB vs per 4 KiB";
 	t->cited = "Zhenyu Ye, \"arm64: kvm: flush tlbs by range in "
@@ -155,19 +149,14 @@ int bench_drop(const struct bench_opts *o, struct bench_table *t)
 	t->cited_unit = "ms/GiB";
 	t->unit = "ms";
 	t->per_gib = true;
-	t->bytes = len;
-	t->runs = runs;
+	t->bytes = c.len;
+	t->runs = l.runs;
 	t->ref = 0;
 	for (int k = 0; k < NCASES; k++) {
-		double v[runs];
-
-		for (int r = 0; r < runs; r++)
-			v[r] = samples[r][k];
-		int i = bench_add_row(t, cases[k].key, cases[k].label, v, runs,
-				      ok[k], cases[k].cited);
+		int i = bench_loop_row(&l, t, k, cases[k].key, cases[k].label,
+				       cases[k].cited);
 
 		t->rows[i].cited_note = cases[k].cited_note;
-		t->rows[i].thp_frac = thp[k];	/* before the drop */
 	}
 	snprintf(t->notes, sizeof(t->notes),
 		 "reference: one madvise over the whole range, no other "
@@ -176,6 +165,6 @@ int bench_drop(const struct bench_opts *o, struct bench_table *t)
 		 "on the other CPU.\nThe cited operation is a KVM stage-2 "
 		 "unmap, not madvise: compare the ratios, not the values.");
 out:
-	free(samples);
+	bench_loop_free(&l);
 	return ret;
 }

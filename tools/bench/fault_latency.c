@@ -50,6 +50,7 @@
 #include <json-c/json.h>
 
 #include "bench.h"
+#include "run.h"
 #include "faultline.h"
 #include "fc_client.h"
 #include "kernel/uffd.h"
@@ -591,28 +592,56 @@ static void add_notes(struct bench_table *t, const struct lat_ctx *c,
 	}
 }
 
-/* Every mode once, in order; a daemon mode that fails is left out. */
-static int run_all_modes(struct lat_ctx *c)
+/* The loop's cases are the modes, each run over a new permutation. */
+static int start_run(void *ctx, int r)
 {
-	static const char why[] = "faultline serve did not serve the client "
-				  "(see above)";
-	int ret;
-
-	shuffle(c);
-	if ((ret = run_anon(c)) < 0 || (ret = run_file(c)) < 0 ||
-	    (ret = run_minimal(c)) < 0 || (ret = run_lib(c)) < 0)
-		return ret;
-	if (!c->why[L_DAEMON] && run_daemon(c) < 0)
-		c->why[L_DAEMON] = why;
-	if (!c->why[L_RESTORE] && run_restore(c) < 0)
-		c->why[L_RESTORE] = why;
+	(void)r;
+	shuffle(ctx);
 	return 0;
+}
+
+/* A daemon mode that failed once is left out. */
+static bool mode_wanted(void *ctx, int m)
+{
+	return !((struct lat_ctx *)ctx)->why[m];
+}
+
+static const char *mode_label(void *ctx, int m)
+{
+	(void)ctx;
+	return modes[m].label;
+}
+
+/* Mode m's touches, pooled in c->samples[m] (the percentiles' input). */
+static int run_mode(void *ctx, int r, int m, struct bench_sample *s)
+{
+	static int (*const run[L_NMODES])(struct lat_ctx *) = {
+		[L_ANON] = run_anon, [L_FILE] = run_file,
+		[L_MIN] = run_minimal, [L_LIB] = run_lib,
+		[L_DAEMON] = run_daemon, [L_RESTORE] = run_restore,
+	};
+	struct lat_ctx *c = ctx;
+	int ret = run[m](c);
+
+	(void)r;
+	s->ok = c->ok[m];
+	if (ret < 0 && (m == L_DAEMON || m == L_RESTORE)) {
+		c->why[m] = "faultline serve did not serve the client "
+			    "(see above)";
+		return 0;
+	}
+	return ret;
 }
 
 int bench_fault_latency(const struct bench_opts *o, struct bench_table *t)
 {
 	struct lat_ctx c = { .fd = -1 };
 	int runs = o->runs, ret = 0;
+	struct bench_loop l = {
+		.bench = "fault-latency", .runs = runs, .ncases = L_NMODES,
+		.ctx = &c, .label = mode_label, .sample = run_mode,
+		.start = start_run, .wanted = mode_wanted,
+	};
 
 	c.len = o->size ? o->size : o->quick ? 16 * MIB : 256 * MIB;
 	c.nfaults = o->quick ? 500 : 10000;
@@ -644,11 +673,9 @@ int bench_fault_latency(const struct bench_opts *o, struct bench_table *t)
 	unlink(c.stats_path);
 	bench_path_add(c.stats_path);
 
-	for (int r = 0; r < runs; r++) {
-		ret = run_all_modes(&c);
-		if (ret < 0)
-			goto out;
-	}
+	ret = bench_loop_run(&l);
+	if (ret < 0)
+		goto out;
 
 	t->title = "one 4 KiB fault at a random address: round trip, "
 		   "library and daemon";
@@ -687,5 +714,6 @@ out:
 	free(c.restore_ms);
 	free(c.when);
 	free(c.order);
+	bench_loop_free(&l);
 	return ret;
 }

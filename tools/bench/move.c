@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "run.h"
 #include "kernel/uffd.h"
 
 static const struct {
@@ -46,9 +47,15 @@ static const struct {
 
 #define NCASES (int)(sizeof(cases) / sizeof(*cases))
 
-static double run_case(int k, uint64_t len, uint64_t want, bool *ok,
-		       double *thp, double *src_thp)
+struct move_ctx {
+	uint64_t len, want;
+	double src_thp[NCASES];	/* the source's THP fraction, lowest */
+};
+
+static int run_case(void *ctx, int r, int k, struct bench_sample *out)
 {
+	struct move_ctx *c = ctx;
+	uint64_t len = c->len;
 	int adv = cases[k].thp ? MADV_HUGEPAGE : MADV_NOHUGEPAGE;
 	uint8_t *src = bench_map(len), *dst = bench_map(len);
 	struct bench_busy busy = { 0 };
@@ -69,7 +76,10 @@ static double run_case(int k, uint64_t len, uint64_t want, bool *ok,
 	bench_pattern(src, len, 0);
 	int64_t h = bench_thp_bytes(src, len);
 
-	*src_thp = h < 0 ? -1 : (double)h / (double)len;
+	double sth = h < 0 ? -1 : (double)h / (double)len;
+
+	if (!r || c->src_thp[k] < 0 || sth < c->src_thp[k])
+		c->src_thp[k] = sth;
 
 	uffd = bench_uffd_range(dst, len, true);
 	if (uffd < 0) {
@@ -92,52 +102,40 @@ static double run_case(int k, uint64_t len, uint64_t want, bool *ok,
 	if (ret < 0)
 		goto out;
 	h = bench_thp_bytes(dst, len);
-	*thp = h < 0 ? -1 : (double)h / (double)len;
-	*ok = bench_sum(dst, len) == want;
+	out->thp = h < 0 ? -1 : (double)h / (double)len;
+	out->sec = t1 - t0;
+	out->ok = bench_sum(dst, len) == c->want;
 out:
 	bench_busy_stop(&busy);
 	if (uffd >= 0)
 		close(uffd);
 	bench_unmap(src, len);
 	bench_unmap(dst, len);
-	return ret < 0 ? ret : t1 - t0;
+	return ret < 0 ? ret : 0;
+}
+
+static const char *case_label(void *ctx, int k)
+{
+	(void)ctx;
+	return cases[k].label;
 }
 
 int bench_move(const struct bench_opts *o, struct bench_table *t)
 {
-	uint64_t len = o->size ? o->size : o->quick ? 16 * MIB : GIB;
-	uint64_t want = bench_pattern_sum(len);
-	int runs = o->runs, ret = 0;
-	double (*samples)[NCASES] = calloc((size_t)runs, sizeof(*samples));
-	double thp[NCASES], src_thp[NCASES];
-	bool ok[NCASES];
+	struct move_ctx c = {
+		.len = o->size ? o->size : o->quick ? 16 * MIB : GIB,
+	};
+	struct bench_loop l = {
+		.bench = "move", .runs = o->runs, .ncases = NCASES, .ctx = &c,
+		.label = case_label, .sample = run_case,
+	};
+	uint64_t len = c.len;
+	int ret;
 
-	if (!samples)
-		return -ENOMEM;
-	for (int k = 0; k < NCASES; k++) {
-		ok[k] = true;
-		thp[k] = src_thp[k] = -1;
-	}
-	for (int r = 0; r < runs; r++) {
-		for (int k = 0; k < NCASES; k++) {
-			bool good = false;
-			double th = -1, sth = -1;
-			double s = run_case(k, len, want, &good, &th, &sth);
-
-			if (s < 0) {
-				ret = (int)s;
-				fprintf(stderr, "faultline bench move: %s: %s\n",
-					cases[k].label, strerror(-ret));
-				goto out;
-			}
-			samples[r][k] = s;
-			ok[k] &= good;
-			if (thp[k] < 0 || th < thp[k])
-				thp[k] = th;
-			if (src_thp[k] < 0 || sth < src_thp[k])
-				src_thp[k] = sth;
-		}
-	}
+	c.want = bench_pattern_sum(len);
+	ret = bench_loop_run(&l);
+	if (ret < 0)
+		goto out;
 
 	t->title = "UFFDIO_MOVE of populated anonymous memory: per page vs "
 		   "contiguous runs, alone and with a busy thread";
@@ -149,17 +147,12 @@ int bench_move(const struct bench_opts *o, struct bench_table *t)
 	t->unit = "s";
 	t->per_gib = true;
 	t->bytes = len;
-	t->runs = runs;
+	t->runs = l.runs;
 	t->ref = 0;
 	for (int k = 0; k < NCASES; k++) {
-		double v[runs];
+		int i = bench_loop_row(&l, t, k, cases[k].key, cases[k].label,
+				       cases[k].cited);
 
-		for (int r = 0; r < runs; r++)
-			v[r] = samples[r][k];
-		int i = bench_add_row(t, cases[k].key, cases[k].label, v, runs,
-				      ok[k], cases[k].cited);
-
-		t->rows[i].thp_frac = thp[k];
 		if (cases[k].cited > 0 && cases[k].cited < 1)
 			t->rows[i].cited_note = "(GC time, x86)";
 	}
@@ -180,7 +173,7 @@ int bench_move(const struct bench_opts *o, struct bench_table *t)
 			bench_add_kv(t, keys[k], d / (double)n * 1e9);
 		}
 	}
-	bench_add_kv(t, "thp_source_fraction", src_thp[3]);
+	bench_add_kv(t, "thp_source_fraction", c.src_thp[3]);
 	snprintf(t->notes, sizeof(t->notes),
 		 "reference: one 4 KiB page per ioctl, no other thread (the "
 		 "cited thread's unbatched case).\n"
@@ -188,6 +181,6 @@ int bench_move(const struct bench_opts *o, struct bench_table *t)
 		 "on the other CPU,\nso every TLB flush of a MOVE is an IPI to "
 		 "it.  THP column: destination AnonHugePages.");
 out:
-	free(samples);
+	bench_loop_free(&l);
 	return ret;
 }

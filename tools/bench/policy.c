@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "run.h"
 #include "faultline.h"
 
 #define PG	4096ull
@@ -194,6 +195,31 @@ static double median_of(double *v, int n)
 	return bench_median(v, n);
 }
 
+struct pol_ctx {
+	struct fl_source *src;
+	uint64_t len;
+	struct pol_run *res;	/* [run * C_N + case] */
+};
+
+static const char *case_label(void *ctx, int c)
+{
+	(void)ctx;
+	return cases[c].label;
+}
+
+static int sample(void *ctx, int r, int c, struct bench_sample *s)
+{
+	struct pol_ctx *p = ctx;
+	struct pol_run *x = &p->res[r * C_N + c];
+	int ret = run_case(c, p->src, p->len, 0x9011 + (unsigned int)r, x);
+
+	s->sec = x->sec > 0 ? x->sec : 1e-9;
+	s->faults = (double)x->st.faults;
+	s->copied = (double)(by_faults(&x->st) * PG);
+	s->ok = x->ok;
+	return ret;
+}
+
 int bench_policy(const struct bench_opts *o, struct bench_table *t)
 {
 	uint64_t len = o->size ? o->size & ~(256 * KIB - 1) :
@@ -201,6 +227,11 @@ int bench_policy(const struct bench_opts *o, struct bench_table *t)
 	int runs = o->runs, ret = 0;
 	struct pol_run *res = calloc((size_t)runs * C_N, sizeof(*res));
 	struct fl_source *src = NULL;
+	struct pol_ctx pc = { .res = res };
+	struct bench_loop l = {
+		.bench = "policy", .runs = runs, .ncases = C_N, .ctx = &pc,
+		.label = case_label, .sample = sample,
+	};
 	char path[64];
 	int fd;
 
@@ -215,11 +246,11 @@ int bench_policy(const struct bench_opts *o, struct bench_table *t)
 	}
 	close(fd);
 	ret = fl_source_open(path, &src);
+	pc.src = src;
+	pc.len = len;
 	/* round-robin within a round: each case sees the same machine */
-	for (int r = 0; r < runs && !ret; r++)
-		for (int c = 0; c < C_N && !ret; c++)
-			ret = run_case(c, src, len, 0x9011 + (unsigned int)r,
-				       &res[r * C_N + c]);
+	if (!ret)
+		ret = bench_loop_run(&l);
 	if (ret)
 		goto out;
 
@@ -230,31 +261,24 @@ int bench_policy(const struct bench_opts *o, struct bench_table *t)
 	t->runs = runs;
 	t->ref = C_LINEAR;
 	for (int c = 0; c < C_N; c++) {
-		double sec[runs], f[runs], cp[runs], fill[runs], per[runs];
-		bool good = true;
+		double fill[runs], per[runs];
 
 		for (int r = 0; r < runs; r++) {
 			const struct pol_run *x = &res[r * C_N + c];
 
-			sec[r] = x->sec > 0 ? x->sec : 1e-9;
-			f[r] = (double)x->st.faults;
-			cp[r] = (double)(by_faults(&x->st) * PG);
 			fill[r] = (double)(c == C_DENSE || c == C_IDLE ?
 					   x->st.pages_background :
 					   x->st.pages_prefetched);
 			per[r] = x->st.faults ? (double)by_faults(&x->st) /
 						(double)x->st.faults : 0;
-			good &= x->ok;
 		}
-		int i = bench_add_row(t, cases[c].key, cases[c].label, sec,
-				      runs, good, -1);
+		int i = bench_loop_row(&l, t, c, cases[c].key, cases[c].label,
+				       -1);
 
 		if (i < 0) {
 			ret = i;
 			goto out;
 		}
-		t->rows[i].faults = median_of(f, runs);
-		t->rows[i].copied = median_of(cp, runs);
 		if (cases[c].fact)
 			bench_add_kv(t, cases[c].fact, median_of(fill, runs));
 		if (c == C_DENSE)
@@ -276,6 +300,7 @@ out:
 	if (src)
 		fl_source_put(src);
 	bench_unlink(path);
+	bench_loop_free(&l);
 	free(res);
 	return ret;
 }

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "run.h"
 #include "faultline.h"
 #include "fc_client.h"
 #include "source/source.h"
@@ -305,19 +306,33 @@ out:
 	return ret < 0 ? ret : t1 - t0;
 }
 
+static int sample(void *ctx, int r, int k, struct bench_sample *out)
+{
+	double s = run_case(ctx, k, &out->ok, &out->thp);
+
+	(void)r;
+	out->sec = s;
+	return s < 0 ? (int)s : 0;
+}
+
+static const char *case_label(void *ctx, int k)
+{
+	(void)ctx;
+	return cases[k].label;
+}
+
 int bench_populate(const struct bench_opts *o, struct bench_table *t)
 {
 	struct pop_ctx c = { .fd = -1 };
 	const char *args[] = { "--mem-file", c.path, NULL };
-	int runs = o->runs, ret;
-	double (*samples)[P_NCASES], sec[P_NCASES];
-	double thp[P_NCASES];
-	bool ok[P_NCASES];
+	struct bench_loop l = {
+		.bench = "populate", .runs = o->runs, .ncases = P_NCASES,
+		.ctx = &c, .label = case_label, .sample = sample,
+	};
+	double sec[P_NCASES], thp_move = -1;
+	int ret;
 
 	c.len = o->size ? o->size : o->quick ? 16 * MIB : GIB;
-	samples = calloc((size_t)runs, sizeof(*samples));
-	if (!samples)
-		return -ENOMEM;
 	ret = make_source(&c);
 	if (ret < 0) {
 		fprintf(stderr, "faultline bench populate: cannot create the "
@@ -335,28 +350,9 @@ int bench_populate(const struct bench_opts *o, struct bench_table *t)
 		goto out;
 	}
 
-	for (int k = 0; k < P_NCASES; k++) {
-		ok[k] = true;
-		thp[k] = -1;
-	}
-	for (int r = 0; r < runs; r++) {
-		for (int k = 0; k < P_NCASES; k++) {
-			bool good = false;
-			double th = -1, s = run_case(&c, k, &good, &th);
-
-			if (s < 0) {
-				ret = (int)s;
-				fprintf(stderr, "faultline bench populate: %s: "
-					"%s\n", cases[k].label,
-					strerror(-ret));
-				goto out;
-			}
-			samples[r][k] = s;
-			ok[k] &= good;
-			if (thp[k] < 0 || th < thp[k])
-				thp[k] = th;	/* the worst run */
-		}
-	}
+	ret = bench_loop_run(&l);
+	if (ret < 0)
+		goto out;
 
 	t->title = "fill memory from a warm memory file (UFFDIO_COPY vs "
 		   "memcpy vs pread+MOVE)";
@@ -367,21 +363,18 @@ int bench_populate(const struct bench_opts *o, struct bench_table *t)
 	t->unit = "s";
 	t->per_gib = true;
 	t->bytes = c.len;
-	t->runs = runs;
+	t->runs = l.runs;
 	for (int k = 0; k < P_NCASES; k++) {
-		double v[runs];
+		int i = bench_loop_row(&l, t, k, cases[k].key, cases[k].label,
+				       cases[k].cited);
 
-		for (int r = 0; r < runs; r++)
-			v[r] = samples[r][k];
-		int i = bench_add_row(t, cases[k].key, cases[k].label, v,
-				      runs, ok[k], cases[k].cited);
-
-		t->rows[i].thp_frac = thp[k];
+		if (k == P_PREAD_MOVE)
+			thp_move = t->rows[i].thp_frac;
 		if (k == P_PREAD_THP)
 			t->ref = i;
 		sec[k] = t->rows[i].sec;
 	}
-	bench_add_kv(t, "pread_move_thp_fraction", thp[P_PREAD_MOVE]);
+	bench_add_kv(t, "pread_move_thp_fraction", thp_move);
 	/* Speed-ups over one thread COPYing 2 MiB at a time: > 1 is faster. */
 	bench_add_kv(t, "daemon_vs_copy_2m",
 		     sec[P_COPY_2M] / sec[P_DAEMON_COPY]);
@@ -398,7 +391,7 @@ int bench_populate(const struct bench_opts *o, struct bench_table *t)
 		 "shows every page resident.\n"
 		 "daemon_vs_copy_2m, copy_2m_2threads_speedup: the one-thread "
 		 "UFFDIO_COPY 2 MiB time over theirs (> 1: faster).",
-		 thp[P_PREAD_MOVE] * 100);
+		 thp_move * 100);
 	ret = 0;
 out:
 	bench_daemon_stop(&c.daemon);
@@ -410,6 +403,6 @@ out:
 		munmap((void *)c.src, c.len);
 	if (c.fd >= 0)
 		close(c.fd);
-	free(samples);
+	bench_loop_free(&l);
 	return ret;
 }

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "run.h"
 #include "faultline.h"
 #include "author/create.h"
 #include "format/image.h"
@@ -254,52 +255,60 @@ static void stop_sender(struct rm_ctx *c)
 
 /* ---- the benchmark ------------------------------------------------------- */
 
-static int run_all(struct rm_ctx *c, int runs, double *samples, bool *ok)
+/* A new cache directory for run r. */
+static int start_run(void *ctx, int r)
 {
-	for (int r = 0; r < runs; r++) {
-		snprintf(c->cache, sizeof(c->cache), "%s/cache-%d", c->ng.dir,
-			 r);
-		if (c->http && mkdir(c->cache, 0700) < 0)
-			return -errno;
-		for (int i = 0; i < NCASES; i++) {
-			const struct rm_case *k = &cases[i];
-			long before = 0;
-			bool good = false;
-			int ret;
+	struct rm_ctx *c = ctx;
 
-			if (!runnable(c, k->src))
-				continue;
-			if (k->src == S_HTTP_WARM)
-				before = nginx_requests(&c->ng);
-			ret = restore_once(c, k, &samples[r * NCASES + i],
-					   &good);
-			if (ret < 0)
-				return ret;
-			if (k->src == S_HTTP_WARM)
-				c->warm_requests += nginx_requests(&c->ng) -
-						    before;
-			ok[i] &= good;
-		}
-	}
+	snprintf(c->cache, sizeof(c->cache), "%s/cache-%d", c->ng.dir, r);
+	if (c->http && mkdir(c->cache, 0700) < 0)
+		return -errno;
 	return 0;
+}
+
+static bool wanted(void *ctx, int i)
+{
+	return runnable(ctx, cases[i].src);
+}
+
+static const char *case_label(void *ctx, int i)
+{
+	(void)ctx;
+	return cases[i].label;
+}
+
+static int sample(void *ctx, int r, int i, struct bench_sample *s)
+{
+	struct rm_ctx *c = ctx;
+	const struct rm_case *k = &cases[i];
+	long before = 0;
+	int ret;
+
+	(void)r;
+	if (k->src == S_HTTP_WARM)
+		before = nginx_requests(&c->ng);
+	ret = restore_once(c, k, &s->sec, &s->ok);
+	if (ret == 0 && k->src == S_HTTP_WARM)
+		c->warm_requests += nginx_requests(&c->ng) - before;
+	return ret;
 }
 
 int bench_remote(const struct bench_opts *o, struct bench_table *t)
 {
 	struct rm_ctx c = { 0 };
 	struct image_info info;
-	double *samples = NULL;
-	bool ok[NCASES];
+	struct bench_loop l = {
+		.bench = "remote", .runs = o->runs, .ncases = NCASES,
+		.ctx = &c, .label = case_label, .sample = sample,
+		.start = start_run, .wanted = wanted,
+	};
 	int runs = o->runs, fd = -1, ret;
 	char note[256] = "";
 
 	c.len = o->size ? o->size : o->quick ? 8 * MIB : 128 * MIB;
 	c.ng.pid = -1;
-	for (int i = 0; i < NCASES; i++)
-		ok[i] = true;
-	samples = calloc((size_t)runs * NCASES, sizeof(*samples));
 	c.pages = malloc(c.len / 4096 * sizeof(*c.pages));
-	if (!samples || !c.pages) {
+	if (!c.pages) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -331,7 +340,7 @@ int bench_remote(const struct bench_opts *o, struct bench_table *t)
 	c.http = start_http(&c, note, sizeof(note));
 	c.send = start_sender(&c, note, sizeof(note));
 
-	ret = run_all(&c, runs, samples, ok);
+	ret = bench_loop_run(&l);
 	if (ret < 0)
 		goto out;
 
@@ -343,14 +352,10 @@ int bench_remote(const struct bench_opts *o, struct bench_table *t)
 	t->runs = runs;
 	t->ref = 0;
 	for (int i = 0; i < NCASES; i++) {
-		double v[runs];
-
-		if (!runnable(&c, cases[i].src))
+		if (!bench_loop_wanted(&l, i))
 			continue;
-		for (int r = 0; r < runs; r++)
-			v[r] = samples[r * NCASES + i];
-		int row = bench_add_row(t, cases[i].key, cases[i].label, v,
-					runs, ok[i], -1);
+		int row = bench_loop_row(&l, t, i, cases[i].key,
+					 cases[i].label, -1);
 
 		t->rows[row].cmp = row == 0 ? -1 : 0;
 	}
@@ -374,6 +379,6 @@ out:
 		bench_unlink(c.raw);
 	}
 	free(c.pages);
-	free(samples);
+	bench_loop_free(&l);
 	return ret;
 }

@@ -36,24 +36,19 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "run.h"
 #include "faultline.h"
 #include "format/trace.h"
 #include "hugetlb.h"
 #include "kernel/uffd.h"
 #include "kvm.h"
 #include "vmm.h"
+#include "restore_bench.h"
 
-/* Workload groups: each has its prepopulated reference first. */
-enum rs_group { G_LINEAR, G_RANDOM, G_HUGE, G_VCPUS, G_COMPUTE, G_SPARSE,
-		G_SPARSE_RND, G_N };
+#define NO_PF (FL_ENGINE_NO_PREFETCH | FL_ENGINE_NO_BACKGROUND)
+#define PATCHED "(2M handler + KVM prefault patch)"
 
-static const struct rs_group_def {
-	const char *name;	/* its keys' prefix, and its facts' */
-	const char *workload;
-	bool huge;
-	unsigned int vcpus;
-	bool big;		/* the sparse memory file */
-} groups[G_N] = {
+const struct rs_group_def rs_groups[G_N] = {
 	[G_LINEAR] = { "linear", "linear", false, 1, false },
 	[G_RANDOM] = { "random", "random", false, 1, false },
 	[G_HUGE] = { "huge", "linear", true, 1, false },
@@ -63,30 +58,12 @@ static const struct rs_group_def {
 	[G_SPARSE_RND] = { "sparse_random", "sparse-random", false, 1, true },
 };
 
-/* Working-set traces, each recorded once by a workload of its group. */
-enum rs_trace { T_NONE, T_RANDOM, T_SPARSE, T_SPARSE_RND, T_N };
-
 static const enum rs_group trace_group[T_N] = {
 	[T_RANDOM] = G_RANDOM, [T_SPARSE] = G_SPARSE,
 	[T_SPARSE_RND] = G_SPARSE_RND,
 };
 
-/*
- * The daemons, each one `faultline serve` for all rounds but the recording
- * ones, which serve one run before the rounds to write their trace.
- */
-enum rs_daemon { D_NONE, D_DEFAULT, D_64K, D_2M, D_SPARSE, D_SPARSE_64K,
-		 D_SPARSE_2M, D_RANDOM_TRACE, D_RANDOM_SORTED,
-		 D_RANDOM_RECORD, D_TRACE, D_SORTED, D_RECORD, D_SRND_TRACE,
-		 D_SRND_SORTED, D_SRND_RECORD, D_N };
-
-static const struct rs_daemon_def {
-	bool big;		/* serves the sparse memory file */
-	const char *chunk;	/* --chunk, or NULL: the default */
-	enum rs_trace trace;	/* --prefetch (--record if record) */
-	bool sorted;		/* --prefetch the trace sorted by offset */
-	bool record;
-} daemons[D_N] = {
+const struct rs_daemon_def rs_daemons[D_N] = {
 	[D_DEFAULT] = { .big = false },
 	[D_64K] = { .chunk = "64K" },
 	[D_2M] = { .chunk = "2M" },
@@ -106,21 +83,7 @@ static const struct rs_daemon_def {
 			    .record = true },
 };
 
-enum rs_kind { R_PREPOP, R_BESIDE, R_FLOOR, R_FILE, R_INPROC, R_DAEMON };
-
-#define NO_PF (FL_ENGINE_NO_PREFETCH | FL_ENGINE_NO_BACKGROUND)
-#define PATCHED "(2M handler + KVM prefault patch)"
-
-static const struct rs_case {
-	const char *key, *label;
-	enum rs_group g;
-	enum rs_kind kind;
-	uint64_t chunk;		/* R_INPROC: engine chunk, 0: default */
-	unsigned int flags;	/* R_INPROC: FL_ENGINE_* */
-	enum rs_daemon daemon;	/* R_DAEMON */
-	double cited;		/* ms, the cited thread; < 0: none */
-	const char *cited_note;
-} cases[] = {
+const struct rs_case rs_cases[] = {
 #define SWEEP(k, c, s) { "linear_inproc_" k, "linear: in-proc " k ", no prefetch", \
 			 G_LINEAR, R_INPROC, c, NO_PF, D_NONE, s, NULL }
 #define DAEMON(k, l, g, d, s) { k, l, g, R_DAEMON, 0, 0, d, s, NULL }
@@ -218,48 +181,18 @@ static const struct rs_case {
 #undef SWEEP
 };
 
-#define NCASES ((int)(sizeof(cases) / sizeof(*cases)))
-
-struct rs_mem {			/* one memory file */
-	char path[64];
-	int fd;
-	uint64_t len;
-};
-
-struct rs_ctx {
-	struct rs_mem small, big;
-	enum vmm_guest guest;	/* the same for every row */
-	struct bench_daemon daemon[D_N];
-	char stats[D_N][64];
-	char trace[T_N][64];	/* as recorded */
-	char sorted[T_N][64];	/* its copy sorted by offset */
-};
-
-/* What a child reports through its pipe. */
-struct rs_result {
-	int err;
-	bool ok;
-	double ms;
-	double faults, copied;
-};
-
-/* What the benchmark measured: [run * NCASES + case]. */
-struct rs_results {
-	int runs;
-	double *ms, *faults, *copied;
-	bool ok[NCASES], sel[NCASES];
-	uint64_t touched[G_N];	/* bytes a pass touches */
-};
+_Static_assert(sizeof(rs_cases) / sizeof(*rs_cases) == NCASES,
+	       "NCASES is the number of rs_cases");
 
 static struct rs_mem *mem_of(struct rs_ctx *c, enum rs_group g)
 {
-	return groups[g].big ? &c->big : &c->small;
+	return rs_groups[g].big ? &c->big : &c->small;
 }
 
 static void make_config(struct rs_ctx *c, const struct rs_case *k,
 			struct vmm_config *vc)
 {
-	const struct rs_group_def *g = &groups[k->g];
+	const struct rs_group_def *g = &rs_groups[k->g];
 	static const enum vmm_backend backend[] = {
 		[R_PREPOP] = VMM_PREPOPULATED, [R_BESIDE] = VMM_PREPOPULATED,
 		[R_FLOOR] = VMM_PREPOPULATED,
@@ -423,7 +356,7 @@ static int run_case(struct rs_ctx *c, const struct rs_case *k,
 
 static int start_daemon(struct rs_ctx *c, enum rs_daemon d)
 {
-	const struct rs_daemon_def *dd = &daemons[d];
+	const struct rs_daemon_def *dd = &rs_daemons[d];
 	const char *args[8] = { "--mem-file", dd->big ? c->big.path :
 				c->small.path, "--stats-json", c->stats[d] };
 	int argc = 4;
@@ -486,7 +419,7 @@ static int record_trace(struct rs_ctx *c, enum rs_trace tr)
 	struct rs_result r;
 	int ret;
 
-	while (!daemons[d].record || daemons[d].trace != tr)
+	while (!rs_daemons[d].record || rs_daemons[d].trace != tr)
 		d++;
 	k.daemon = d;
 	ret = start_daemon(c, d);
@@ -499,7 +432,7 @@ static int record_trace(struct rs_ctx *c, enum rs_trace tr)
 		ret = sort_trace(c->trace[tr], c->sorted[tr]);
 	if (ret < 0)
 		fprintf(stderr, "faultline bench kvm-restore: cannot record "
-			"the %s trace: %s\n", groups[k.g].name,
+			"the %s trace: %s\n", rs_groups[k.g].name,
 			strerror(-ret));
 	return ret;
 }
@@ -512,8 +445,8 @@ static int start_daemons(struct rs_ctx *c, const bool *sel)
 
 	for (int i = 0; i < NCASES; i++)
 		if (sel[i]) {
-			need[cases[i].daemon] = true;
-			trace[daemons[cases[i].daemon].trace] = true;
+			need[rs_cases[i].daemon] = true;
+			trace[rs_daemons[rs_cases[i].daemon].trace] = true;
 		}
 	for (int tr = T_NONE + 1; tr < T_N && ret == 0; tr++)
 		if (trace[tr])
@@ -552,48 +485,53 @@ static void select_cases(const struct bench_opts *o, bool *sel)
 	bool group[G_N] = { false };
 
 	for (int i = 0; i < NCASES; i++)
-		if ((sel[i] = bench_selected(o, cases[i].key)))
-			group[cases[i].g] = true;
+		if ((sel[i] = bench_selected(o, rs_cases[i].key)))
+			group[rs_cases[i].g] = true;
 	for (int i = 0; i < NCASES; i++)
-		sel[i] |= cases[i].kind == R_PREPOP && group[cases[i].g];
+		sel[i] |= rs_cases[i].kind == R_PREPOP && group[rs_cases[i].g];
 }
 
 static bool any_in(const bool *sel, bool (*pred)(const struct rs_case *))
 {
 	for (int i = 0; i < NCASES; i++)
-		if (sel[i] && pred(&cases[i]))
+		if (sel[i] && pred(&rs_cases[i]))
 			return true;
 	return false;
 }
 
 static bool is_huge(const struct rs_case *k)
 {
-	return groups[k->g].huge;
+	return rs_groups[k->g].huge;
 }
 
 static bool is_big(const struct rs_case *k)
 {
-	return groups[k->g].big;
+	return rs_groups[k->g].big;
 }
 
-static int run_rounds(struct rs_ctx *c, struct rs_results *res)
+static const char *case_label(void *ctx, int i)
 {
-	for (int r = 0; r < res->runs; r++)
-		for (int i = 0; i < NCASES; i++) {
-			struct rs_result one;
-			int ret;
+	(void)ctx;
+	return rs_cases[i].label;
+}
 
-			if (!res->sel[i])
-				continue;
-			ret = run_case(c, &cases[i], &one);
-			if (ret < 0)
-				return ret;
-			res->ms[r * NCASES + i] = one.ms;
-			res->faults[r * NCASES + i] = one.faults;
-			res->copied[r * NCASES + i] = one.copied;
-			res->ok[i] &= one.ok;
-		}
-	return 0;
+static bool case_wanted(void *ctx, int i)
+{
+	return ((struct rs_results *)ctx)->sel[i];
+}
+
+static int sample(void *ctx, int r, int i, struct bench_sample *s)
+{
+	struct rs_results *res = ctx;
+	struct rs_result one = { 0 };
+	int ret = run_case(res->c, &rs_cases[i], &one);
+
+	(void)r;
+	s->sec = one.ms * 1e-3;
+	s->faults = one.faults;
+	s->copied = one.copied;
+	s->ok = one.ok;
+	return ret;
 }
 
 static uint64_t touched_bytes(struct rs_ctx *c, enum rs_group g)
@@ -601,7 +539,7 @@ static uint64_t touched_bytes(struct rs_ctx *c, enum rs_group g)
 	struct vmm_workload w;
 	struct vmm_slice s;
 
-	vmm_workload_parse(groups[g].workload, &w);
+	vmm_workload_parse(rs_groups[g].workload, &w);
 	vmm_slices(&w, (uint32_t)(mem_of(c, g)->len / 4096), 1, &s);
 	return vmm_slice_touches(&s) * 4096;
 }
@@ -632,246 +570,9 @@ static int measure(struct rs_ctx *c, const struct bench_opts *o,
 	}
 	ret = start_daemons(c, res->sel);
 	if (ret == 0)
-		ret = run_rounds(c, res);
+		ret = bench_loop_run(&res->l);
 	huge_restore();
 	return ret;
-}
-
-/* ---- the table ------------------------------------------------------------ */
-
-/* Case i's value in each round, from v (ms, faults or copied). */
-static void column(const struct rs_results *res, const double *v, int i,
-		   double *out)
-{
-	for (int r = 0; r < res->runs; r++)
-		out[r] = v[r * NCASES + i];
-}
-
-static double median_of(const struct rs_results *res, const double *v, int i)
-{
-	double s[res->runs];
-
-	column(res, v, i, s);
-	return bench_median(s, res->runs);
-}
-
-/* Case i's time over case j's: the median of per-round ratios. */
-static double paired(const struct rs_results *res, int i, int j)
-{
-	double a[res->runs], b[res->runs];
-
-	column(res, res->ms, i, a);
-	column(res, res->ms, j, b);
-	return bench_paired_ratio(a, b, res->runs);
-}
-
-static int find_case(const char *key)
-{
-	for (int i = 0; i < NCASES; i++)
-		if (!strcmp(cases[i].key, key))
-			return i;
-	return -1;
-}
-
-/* What a row is to its group's facts. */
-enum rs_role { ROLE_OTHER, ROLE_DEFAULT, ROLE_CHUNK, ROLE_FILE, ROLE_FLOOR,
-	       ROLE_TRACE, ROLE_SORTED, ROLE_N };
-
-static enum rs_role role_of(const struct rs_case *k)
-{
-	const struct rs_daemon_def *d = &daemons[k->daemon];
-
-	if (k->kind == R_FILE)
-		return ROLE_FILE;
-	if (k->kind == R_FLOOR)
-		return ROLE_FLOOR;
-	if (k->kind != R_DAEMON)
-		return ROLE_OTHER;
-	if (d->trace)
-		return d->sorted ? ROLE_SORTED : ROLE_TRACE;
-	return d->chunk ? ROLE_CHUNK : ROLE_DEFAULT;
-}
-
-/* Add the fact "GROUP_what" (its key lives as long as the program). */
-static void group_fact(struct bench_table *t, enum rs_group g,
-		       const char *what, double val)
-{
-	static char keys[BENCH_MAX_KV][48];
-
-	if (t->nkv >= BENCH_MAX_KV)
-		return;
-	snprintf(keys[t->nkv], sizeof(keys[0]), "%s_%s", groups[g].name, what);
-	bench_add_kv(t, keys[t->nkv], val);
-}
-
-/*
- * A workload's facts, for the rows that were run: the default daemon
- * against the best fixed chunk (the one with the lowest median) and the
- * File backend, and the trace replayed as recorded against the trace
- * sorted by offset and the copy floor.
- */
-static void add_group_facts(struct bench_table *t,
-			    const struct rs_results *res, enum rs_group g)
-{
-	int at[ROLE_N];
-
-	for (int r = 0; r < ROLE_N; r++)
-		at[r] = -1;
-	for (int i = 0; i < NCASES; i++) {
-		enum rs_role r = role_of(&cases[i]);
-
-		if (!res->sel[i] || cases[i].g != g)
-			continue;
-		if (r != ROLE_CHUNK || at[r] < 0 ||
-		    median_of(res, res->ms, i) <
-		    median_of(res, res->ms, at[r]))
-			at[r] = i;
-	}
-	if (at[ROLE_CHUNK] >= 0)
-		group_fact(t, g, "best_chunk_ms",
-			   median_of(res, res->ms, at[ROLE_CHUNK]));
-	if (at[ROLE_DEFAULT] >= 0 && at[ROLE_CHUNK] >= 0)
-		group_fact(t, g, "default_vs_best_chunk",
-			   paired(res, at[ROLE_DEFAULT], at[ROLE_CHUNK]));
-	if (at[ROLE_DEFAULT] >= 0 && at[ROLE_FILE] >= 0)
-		group_fact(t, g, "default_vs_file",
-			   paired(res, at[ROLE_DEFAULT], at[ROLE_FILE]));
-	if (at[ROLE_TRACE] >= 0 && at[ROLE_SORTED] >= 0) {
-		group_fact(t, g, "trace_vs_sorted",
-			   paired(res, at[ROLE_TRACE], at[ROLE_SORTED]));
-		group_fact(t, g, "trace_copied_vs_sorted",
-			   median_of(res, res->copied, at[ROLE_TRACE]) /
-			   median_of(res, res->copied, at[ROLE_SORTED]));
-	}
-	if (at[ROLE_TRACE] >= 0 && at[ROLE_FLOOR] >= 0)
-		group_fact(t, g, "trace_vs_copy_floor",
-			   paired(res, at[ROLE_TRACE], at[ROLE_FLOOR]));
-}
-
-/*
- * What the machine's KVM costs the guest, measured: the compute rows add
- * 8 LCG steps (4 instructions each) per touch to the linear walk.  Only
- * for a KVM guest: a process guest runs them natively, a few ns against
- * run-to-run noise of milliseconds (-13 "ns" came out once).
- */
-static void add_facts(struct bench_table *t, const struct rs_results *res,
-		      bool kvm)
-{
-	int lin = find_case("linear_prepopulated");
-	int comp = find_case("compute_prepopulated");
-	int sp = find_case("sparse_daemon"), tr = find_case("sparse_daemon_trace");
-	double pages = (double)res->touched[G_LINEAR] / 4096;
-
-	if (kvm && res->sel[lin] && res->sel[comp])
-		bench_add_kv(t, "guest_ns_per_instruction",
-			     (median_of(res, res->ms, comp) -
-			      median_of(res, res->ms, lin)) * 1e6 /
-			     (pages * 8 * 4));
-	if (res->sel[sp])
-		bench_add_kv(t, "sparse_daemon_copied_per_touched",
-			     median_of(res, res->copied, sp) /
-			     (double)res->touched[G_SPARSE]);
-	if (res->sel[tr])
-		bench_add_kv(t, "sparse_trace_copied_per_touched",
-			     median_of(res, res->copied, tr) /
-			     (double)res->touched[G_SPARSE]);
-	for (int g = 0; g < G_N; g++)
-		add_group_facts(t, res, g);
-}
-
-static void table_rows(struct bench_table *t, const struct rs_results *res,
-		       bool kvm)
-{
-	int runs = res->runs, refrow = 0, refcase = 0;
-
-	for (int i = 0; i < NCASES; i++) {
-		const struct rs_case *k = &cases[i];
-		double v[runs], ratio;
-		int row;
-
-		if (!res->sel[i])
-			continue;
-		if (k->kind == R_PREPOP)
-			refcase = i;
-		ratio = paired(res, i, refcase);
-		column(res, res->ms, i, v);
-		for (int r = 0; r < runs; r++)
-			v[r] *= 1e-3;
-		row = bench_add_row(t, k->key, k->label, v, runs, res->ok[i],
-				    k->cited);
-		if (row < 0)
-			break;
-		t->rows[row].cited_note = k->cited_note;
-		if (k->kind == R_PREPOP)
-			refrow = row;
-		t->rows[row].cmp = row == refrow ? -1 : refrow;
-		t->rows[row].ratio = ratio;
-		t->rows[row].faults = median_of(res, res->faults, i);
-		t->rows[row].copied = median_of(res, res->copied, i);
-	}
-	add_facts(t, res, kvm);
-}
-
-static void table_head(struct bench_table *t, const struct rs_ctx *c,
-		       int runs)
-{
-	char kvm[96], sparse[64] = "";
-	size_t n;
-
-	kvm_describe(kvm, sizeof(kvm));
-	if (c->big.len)
-		snprintf(sparse, sizeof(sparse), "  Sparse: 1 MiB every 16 MiB "
-			 "of %llu MiB.", (unsigned long long)(c->big.len >> 20));
-	snprintf(t->title_buf, sizeof(t->title_buf), "a %s guest touches its "
-		 "memory after a restore (kvm-restore; KVM here: %s)",
-		 c->guest == VMM_GUEST_KVM ? "KVM" : "process", kvm);
-	t->title = t->title_buf;
-	t->guest = c->guest == VMM_GUEST_KVM ? "kvm" : "process";
-	t->cited = "Marco Marangoni on \"KVM: x86/mmu: Add automatic "
-		   "prefaulting/prefetching for TDP MMU faults\" (kernel "
-		   "mailing list): a UFFD handler serving chunks to a "
-		   "restored nested KVM guest, 128 MiB linear, medians of 60";
-	t->cited_unit = "ms";
-	t->unit = "ms";
-	t->bytes = c->small.len;
-	t->runs = runs;
-	t->ref = 0;
-	if (c->guest == VMM_GUEST_KVM)
-		snprintf(t->notes, sizeof(t->notes),
-			 "Guest: faultline vmm's 32-bit KVM guest reading one "
-			 "word per 4 KiB page (%s), 1 vCPU unless the row says "
-			 "4.  Each row vs its workload's prepopulated row: the "
-			 "median of per-round ratios.  guest_ns_per_instruction "
-			 "is this KVM's cost of a guest instruction (measured "
-			 "from the compute rows): where it is large, the guest "
-			 "is emulated, and page faults weigh less.%s", kvm,
-			 sparse);
-	else
-		snprintf(t->notes, sizeof(t->notes),
-			 "No VM can run here (KVM: %s): the guest is threads of "
-			 "a child process making the same touches, so a first "
-			 "touch costs what this machine's own page faults cost "
-			 "(prepopulated against the copy floor says how much; "
-			 "under PVM a shadow fault, ~5 us a page).  Where it is "
-			 "small, a restore is bound by copying: compare rows "
-			 "with the copy floor (one thread COPYing just the "
-			 "touched bytes: what the copy alone costs).  The File "
-			 "backend rows (and X_default_vs_file) are not "
-			 "comparable here: a process reading a cached file "
-			 "maps the page cache, in large folios, and copies "
-			 "nothing.  Rows vs their workload's prepopulated row "
-			 "(median of per-round ratios).", kvm);
-	n = strlen(t->notes);
-	snprintf(t->notes + n, sizeof(t->notes) - n,
-		 "  X_default_vs_best_chunk: the default daemon over the "
-		 "faster of `serve --chunk 64K` and `--chunk 2M` (none for "
-		 "hugetlb: its pages are filled whole, 2 MiB), "
-		 "X_default_vs_file over the File backend "
-		 "(medians of per-round ratios).  Trace rows replay what "
-		 "`serve --record` wrote before the rounds, in first-touch "
-		 "order or sorted by offset: X_trace_vs_sorted (time) and "
-		 "X_trace_copied_vs_sorted (bytes copied when the guest "
-		 "halted).");
 }
 
 static void rs_free(struct rs_ctx *c, struct rs_results *res)
@@ -888,16 +589,18 @@ static void rs_free(struct rs_ctx *c, struct rs_results *res)
 		bench_unlink(c->trace[tr]);
 		bench_unlink(c->sorted[tr]);
 	}
-	free(res->ms);
-	free(res->faults);
-	free(res->copied);
+	bench_loop_free(&res->l);
 }
 
 int bench_restore(const struct bench_opts *o, struct bench_table *t)
 {
 	struct rs_ctx c = { .small = { .fd = -1 }, .big = { .fd = -1 } };
-	struct rs_results res = { .runs = o->runs };
-	size_t n = (size_t)o->runs * NCASES;
+	struct rs_results res = {
+		.c = &c,
+		.l = { .bench = "kvm-restore", .runs = o->runs,
+		       .ncases = NCASES, .label = case_label,
+		       .sample = sample, .wanted = case_wanted },
+	};
 	int ret;
 
 	c.guest = kvm_probe() == 0 ? VMM_GUEST_KVM : VMM_GUEST_PROCESS;
@@ -906,7 +609,7 @@ int bench_restore(const struct bench_opts *o, struct bench_table *t)
 	    !strcmp(getenv("FAULTLINE_GUEST"), "process"))
 		c.guest = VMM_GUEST_PROCESS;
 	for (int tr = T_NONE + 1; tr < T_N; tr++) {
-		const char *g = groups[trace_group[tr]].name;
+		const char *g = rs_groups[trace_group[tr]].name;
 
 		snprintf(c.trace[tr], sizeof(c.trace[tr]),
 			 "/tmp/flb-%d-%s.trace", (int)getpid(), g);
@@ -915,18 +618,13 @@ int bench_restore(const struct bench_opts *o, struct bench_table *t)
 		bench_path_add(c.trace[tr]);
 		bench_path_add(c.sorted[tr]);
 	}
-	for (int i = 0; i < NCASES; i++)
-		res.ok[i] = true;
-	res.ms = calloc(n, sizeof(double));
-	res.faults = calloc(n, sizeof(double));
-	res.copied = calloc(n, sizeof(double));
-	ret = res.ms && res.faults && res.copied ? 0 : -ENOMEM;
-	if (!ret)
-		ret = measure(&c, o, &res);
+	res.l.ctx = &res;
+	ret = measure(&c, o, &res);
 	if (!ret) {
-		table_head(t, &c, o->runs);
-		table_rows(t, &res, c.guest == VMM_GUEST_KVM);
+		restore_table_head(t, &c, o->runs);
+		restore_table_rows(t, &res, c.guest == VMM_GUEST_KVM);
 	}
 	rs_free(&c, &res);
 	return ret;
 }
+
