@@ -26,8 +26,15 @@
 use strict;
 use warnings;
 
-my @LAYERS = qw(kernel util format store source author engine daemon);
-my %rank = map { $LAYERS[$_] => $_ } 0 .. $#LAYERS;
+# Bottom up; folders of one floor ("source peer": a tcp:// source is a
+# source like the others) may call each other, their files never in a
+# circle.
+my @LAYERS = ('kernel', 'util', 'format', 'store', 'source peer', 'author',
+	      'engine', 'daemon');
+my %rank;
+for my $i (0 .. $#LAYERS) {
+	$rank{$_} = $i for split ' ', $LAYERS[$i];
+}
 my $FILE_MAX = 800;
 my $FUNC_MAX = 120;
 my $BUILD = $ENV{BUILD} // 'build';
@@ -99,7 +106,7 @@ for my $f (@src) {
 	}
 }
 ok(!@bad, "src/: no #include names a layer above its own (" .
-   join(' < ', @LAYERS) . ")", @bad);
+   join(' < ', map { s/ /=/gr } @LAYERS) . ")", @bad);
 
 # ---- calls, by the objects' symbols -----------------------------------------
 

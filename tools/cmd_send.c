@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * cmd_send.c - `faultline send`: option parsing for the live post-copy
- * sender (src/send.c); the receiving side is `faultline serve --mem-file
+ * sender (src/peer/send.c); the receiving side is `faultline serve --mem-file
  * tcp://HOST:PORT`.
  */
 #include <errno.h>
@@ -11,12 +11,20 @@
 
 #include "cli.h"
 #include "faultline.h"
-#include "daemon/send.h"
+#include "daemon/log.h"
+#include "peer/send.h"
 #include "util/sock.h"
 
 static const char usage[] =
 	"usage: faultline send --listen ADDR:PORT --mem-file FILE\n"
 	"       [--block-size SIZE] [--once]\n";
+
+/* The sender's lines, in the daemon's log format (`faultline: send: ...`). */
+static void say(void *arg, const char *line)
+{
+	(void)arg;
+	log_line(LOG_INFO, "send", "%s", line);
+}
 
 int cmd_send(int argc, char **argv)
 {
@@ -71,5 +79,6 @@ int cmd_send(int argc, char **argv)
 			fl_last_error());
 		return CLI_USAGE;
 	}
+	c.note = say;
 	return cli_exit("send", send_run(&c));
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * send.h - the live post-copy sender (`faultline send`, src/send.c).
+ * send.h - the live post-copy sender (send.c), which `faultline send`
+ * runs: internal to the library, not in faultline.h.
  */
-#ifndef FAULTLINE_SEND_H
-#define FAULTLINE_SEND_H
+#ifndef FAULTLINE_PEER_SEND_H
+#define FAULTLINE_PEER_SEND_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -13,6 +14,9 @@ struct send_config {
 	const char *mem_file;
 	uint32_t block_size;	/* 0: PEER_DEF_BLOCK */
 	bool once;		/* exit once a receiver confirms it holds every block */
+	/* Each line the sender says (sessions, refusals), or NULL: none. */
+	void (*note)(void *arg, const char *line);
+	void *note_arg;
 };
 
 /* Serve receivers until SIGTERM/SIGINT (or --once): 0 or -errno. */

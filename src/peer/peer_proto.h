@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * peer_proto.h - the live post-copy wire protocol between `faultline send`
- * (src/send.c, the host that has the memory file) and the tcp:// source
+ * (send.c, the host that has the memory file) and the tcp:// source
  * (src/source/peer.c, the host that restores from it).
  *
  * The file is cut into blocks of block_size bytes (the last may be short).

@@ -43,11 +43,11 @@
 #include "faultline.h"
 #include "format/image.h"
 #include "util/error.h"
-#include "source/peer_proto.h"
-#include "daemon/log.h"
-#include "daemon/send.h"
+#include "peer/peer_proto.h"
+#include "peer/send.h"
 #include "source/source.h"
 #include "util/clock.h"
+#include "util/note.h"
 #include "util/io.h"
 #include "util/sock.h"
 #include "util/size.h"
@@ -88,7 +88,9 @@ struct send_session {
 	struct send_session *next;
 };
 
-#define send_log(...)	log_line(LOG_INFO, "send", __VA_ARGS__)
+/* Where the sender's lines go (send_config's note): one sender a process. */
+static struct note send_note;
+#define send_log(...)	note_say(&send_note, __VA_ARGS__)
 
 static int send_msg(struct send_session *s, int fd, uint16_t type,
 		    uint16_t flags, uint64_t a, uint64_t b, const void *data,
@@ -642,6 +644,7 @@ int send_run(const struct send_config *cfg)
 	int lfd = -1, sfd = -1, ret;
 	bool warned = false;	/* accept4() failures logged */
 
+	note_set(&send_note, cfg->note, cfg->note_arg);
 	ret = sender_open(&snd, cfg);
 	if (ret < 0) {
 		if (snd.fd >= 0)
