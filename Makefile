@@ -14,7 +14,7 @@
 #                        engine}:
 #                        the library (layers in that order, bottom up),
 #                        shipped; nothing else
-#   libfldaemon.a        src/daemon (faultline serve, send)
+#   libfldaemon.a        src/daemon (faultline serve, lazy-pages)
 #   libflutil.a          src/{kernel,util}: what the daemon may take
 #                        besides libfaultline's API (tests/structure.pl)
 #   libflvmm.a           vmm/ (faultline vmm, the Firecracker-style client,
