@@ -300,6 +300,12 @@ static const struct cli_serve_option serve_options[] = {
 	{ .opt = { 0 } }
 };
 
+const char *cli_serve_option_name(unsigned int i)
+{
+	return i < sizeof(serve_options) / sizeof(*serve_options) ?
+	       serve_options[i].opt.name : NULL;
+}
+
 static const struct cli_serve_option *serve_option(int code)
 {
 	for (const struct cli_serve_option *s = serve_options; s->opt.name; s++)

@@ -94,6 +94,9 @@ enum cli_opt {
  * into the daemon's config.  Their help stays in each command's text,
  * worded for that command.
  */
+/* The i-th shared option's long name, or NULL past the last (for tests). */
+const char *cli_serve_option_name(unsigned int i);
+
 /* In a command's option list: the shared option whose code is code. */
 #define CLI_SHARED(code)	{ NULL, 0, NULL, (code) }
 
