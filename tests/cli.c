@@ -11,6 +11,9 @@
  * `timeout` (a daemon that starts when it should have refused fails the
  * point instead of hanging), its stdout and stderr kept apart.
  */
+#include <ctype.h>
+
+#include "cli.h"
 #include "serve_util.h"
 
 static char dir[64], out[128], err[128];
@@ -102,6 +105,43 @@ static void check(const struct cli_case *c)
 		   c->args);
 }
 
+/* Does "--name" stand in file f as a whole option (not --name-more)? */
+static bool names_option(const char *f, const char *name)
+{
+	char text[8192], opt[64];
+	FILE *fp = fopen(f, "r");
+	size_t n = fp ? fread(text, 1, sizeof(text) - 1, fp) : 0;
+	size_t len = (size_t)snprintf(opt, sizeof(opt), "--%s", name);
+
+	if (fp)
+		fclose(fp);
+	text[n] = 0;
+	for (const char *p = text; (p = strstr(p, opt)); p += len)
+		if (!isalnum((unsigned char)p[len]) && p[len] != '-')
+			return true;
+	return false;
+}
+
+/*
+ * The options serve and lazy-pages share are one table (tools/cli.c):
+ * each is in both commands' help, so neither help falls behind it.
+ */
+static void check_shared_help(void)
+{
+	static const char *const cmds[] = { "serve", "lazy-pages" };
+	const char *name;
+
+	for (unsigned int c = 0; c < 2; c++) {
+		char args[64];
+
+		snprintf(args, sizeof(args), "help %s", cmds[c]);
+		ok(run(args) == 0, "faultline %s: exit 0", args);
+		for (unsigned int i = 0; (name = cli_serve_option_name(i)); i++)
+			ok(names_option(out, name), "faultline help %s shows "
+			   "--%s, a shared option", cmds[c], name);
+	}
+}
+
 int main(void)
 {
 	char path[160];
@@ -127,6 +167,7 @@ int main(void)
 	before = su_word(0, 7);
 	for (unsigned int i = 0; i < sizeof(cases) / sizeof(*cases); i++)
 		check(&cases[i]);
+	check_shared_help();
 	ok(mem.map && !memcmp(mem.map, &before, sizeof(before)) &&
 	   su_file_size(mem.path) == 1 << 20,
 	   "the memory file is what it was after image create onto itself");

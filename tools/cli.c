@@ -1,13 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * cli.c - what every subcommand shares: exit statuses, the one line that
- * refuses an option, the arguments several commands take, and the
- * daemon's log, status and metrics options.
+ * refuses an option, the arguments several commands take, and the table
+ * of the options serve and lazy-pages share with the loop that parses
+ * either command.
+ *
+ * Decision: each command keeps its own option list in getopt's order (an
+ * ambiguous prefix lists the matches so) and names a shared option in it
+ * by its code; the shared option's name, value and parse live here once.
  */
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,30 +205,178 @@ static int parse_on_error(const char *cmd, const char *arg, int *on_error)
 	return 0;
 }
 
-int cli_serve_opt(const char *cmd, int opt, const char *arg,
-		  struct serve_config *c)
+static int parse_threads_opt(const char *cmd, const char *arg,
+			     struct serve_config *c)
 {
-	switch (opt) {
-	case 'c':
-		return cli_parse_chunk(cmd, arg, &c->chunk);
-	case 't':
-		return parse_threads(cmd, arg, &c->threads);
-	case 'e':
-		return parse_on_error(cmd, arg, &c->on_error);
-	case 'r':
-		if (cli_check_writable(arg) < 0)
-			return cli_cannot(cmd, "--record", arg,
-					  strerror(errno));
-		c->record = arg;
-		return 0;
-	case 'p':
-		if (access(arg, R_OK) < 0)
-			return cli_cannot(cmd, "--prefetch", arg,
-					  "cannot read the trace file");
-		c->replay = arg;
-		return 0;
+	return parse_threads(cmd, arg, &c->threads);
+}
+
+static int parse_on_error_opt(const char *cmd, const char *arg,
+			      struct serve_config *c)
+{
+	return parse_on_error(cmd, arg, &c->on_error);
+}
+
+static int parse_chunk_opt(const char *cmd, const char *arg,
+			   struct serve_config *c)
+{
+	return cli_parse_chunk(cmd, arg, &c->chunk);
+}
+
+static int parse_record(const char *cmd, const char *arg,
+			struct serve_config *c)
+{
+	if (cli_check_writable(arg) < 0)
+		return cli_cannot(cmd, "--record", arg, strerror(errno));
+	c->record = arg;
+	return 0;
+}
+
+static int parse_prefetch(const char *cmd, const char *arg,
+			  struct serve_config *c)
+{
+	if (access(arg, R_OK) < 0)
+		return cli_cannot(cmd, "--prefetch", arg,
+				  "cannot read the trace file");
+	c->replay = arg;
+	return 0;
+}
+
+static int parse_progress(const char *cmd, const char *arg,
+			  struct serve_config *c)
+{
+	(void)cmd, (void)arg;
+	c->progress = true;
+	return 0;
+}
+
+static int parse_log_level(const char *cmd, const char *arg,
+			   struct serve_config *c)
+{
+	(void)c;
+	return cli_log_level(cmd, arg);
+}
+
+/*
+ * A shared option: its getopt entry and what it does to the config: its
+ * parse, or the string it names (at field), or the engine flags it sets.
+ */
+struct cli_serve_option {
+	struct option opt;	/* name, has_arg, NULL, code */
+	/* optarg into c: 0, or the exit status after one line */
+	int (*parse)(const char *cmd, const char *arg, struct serve_config *c);
+	size_t field;		/* offset of a const char * in c, or 0 */
+	unsigned int flags;	/* FL_ENGINE_* */
+};
+
+#define SET_STR(f)	.field = offsetof(struct serve_config, f)
+#define SET_FLAG(f)	.flags = (f)
+
+static const struct cli_serve_option serve_options[] = {
+	{ { "chunk", required_argument, NULL, 'c' },
+	  .parse = parse_chunk_opt },
+	{ { "threads", required_argument, NULL, 't' },
+	  .parse = parse_threads_opt },
+	{ { "stats-json", required_argument, NULL, 'j' },
+	  SET_STR(stats_json) },
+	{ { "on-source-error", required_argument, NULL, 'e' },
+	  .parse = parse_on_error_opt },
+	{ { "record", required_argument, NULL, 'r' },
+	  .parse = parse_record },
+	{ { "prefetch", required_argument, NULL, 'p' },
+	  .parse = parse_prefetch },
+	{ { "cache", required_argument, NULL, OPT_CACHE },
+	  SET_STR(cache_dir) },
+	{ { "progress", no_argument, NULL, OPT_PROGRESS },
+	  .parse = parse_progress },
+	{ { "no-prefetch", no_argument, NULL, OPT_NO_PREFETCH },
+	  SET_FLAG(FL_ENGINE_NO_PREFETCH) },
+	{ { "no-background", no_argument, NULL, OPT_NO_BACKGROUND },
+	  SET_FLAG(FL_ENGINE_NO_BACKGROUND) },
+	{ { "metrics", required_argument, NULL, OPT_METRICS },
+	  .parse = cli_metrics_opt },
+	{ { "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+	  .parse = parse_log_level },
+	{ .opt = { 0 } }
+};
+
+const char *cli_serve_option_name(unsigned int i)
+{
+	return i < sizeof(serve_options) / sizeof(*serve_options) ?
+	       serve_options[i].opt.name : NULL;
+}
+
+static const struct cli_serve_option *serve_option(int code)
+{
+	for (const struct cli_serve_option *s = serve_options; s->opt.name; s++)
+		if (s->opt.val == code)
+			return s;
+	return NULL;
+}
+
+/* s given arg, into c: 0, or the exit status after one line. */
+static int serve_option_set(const struct cli_serve_option *s,
+			    const char *cmd, const char *arg,
+			    struct serve_config *c)
+{
+	if (s->parse)
+		return s->parse(cmd, arg, c);
+	if (s->field)
+		*(const char **)((char *)c + s->field) = arg;
+	c->engine_flags |= s->flags;
+	return 0;
+}
+
+/* cmd's getopt_long() table, its shared options filled in: 0 or -errno. */
+static int build_options(const struct option *own, struct option *out,
+			 size_t n)
+{
+	size_t i = 0;
+
+	for (; own->name || own->val; own++) {
+		const struct cli_serve_option *s =
+			own->name ? NULL : serve_option(own->val);
+
+		if (!own->name && !s)
+			return -EINVAL;
+		if (i + 1 >= n)
+			return -ENOSPC;
+		out[i++] = s ? s->opt : *own;
 	}
-	return cli_bad(cmd, "option", arg, "not a serve option");
+	out[i] = (struct option){ 0 };
+	return 0;
+}
+
+int cli_serve_parse(const struct cli_serve_cmd *cmd, int argc, char **argv,
+		    void *args, struct serve_config *c, bool *done)
+{
+	struct option opts[64];
+	const struct cli_serve_option *s;
+	int opt, ret;
+
+	if ((ret = build_options(cmd->opts, opts, 64)))
+		return cli_exit(cmd->name, ret);
+	opterr = 0;	/* cli_bad_option() says it, in one line */
+	while ((opt = getopt_long(argc, argv, cmd->shortopts, opts,
+				  NULL)) != -1) {
+		if (opt == 'h') {
+			fputs(cmd->usage, stdout);
+			*done = true;
+			return 0;
+		}
+		ret = cmd->own(args, opt, optarg);
+		if (ret == -ENOENT && (s = serve_option(opt)))
+			ret = serve_option_set(s, cmd->name, optarg, c);
+		if (ret == -ENOENT)
+			return cli_bad_option(cmd->name, argv, cmd->shortopts,
+					      opts);
+		if (ret)
+			return ret;
+	}
+	if (optind < argc)
+		return cli_bad(cmd->name, "argument", argv[optind],
+			       "unexpected");
+	return 0;
 }
 
 /* The options whose long name starts with name (len bytes), in buf. */

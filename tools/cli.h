@@ -5,8 +5,10 @@
 #ifndef FAULTLINE_CLI_H
 #define FAULTLINE_CLI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <getopt.h>
 
 struct serve_config;
 
@@ -51,7 +53,6 @@ int cli_cannot(const char *cmd, const char *opt, const char *path,
  * one line naming what was typed (unknown, ambiguous, a value missing or
  * not taken) and `faultline help CMD`; returns CLI_USAGE.
  */
-struct option;
 int cli_bad_option(const char *cmd, char **argv, const char *shortopts,
 		   const struct option *opts);
 /* A required option missing: one line with the same pointer; CLI_USAGE. */
@@ -59,12 +60,65 @@ int cli_missing(const char *cmd, const char *what);
 /* --chunk SIZE (a fault's fill): 0, or CLI_USAGE after saying why. */
 int cli_parse_chunk(const char *cmd, const char *arg, uint64_t *chunk);
 /*
- * An option serve and lazy-pages share, by its getopt value: 'c'
- * --chunk, 't' --threads, 'e' --on-source-error, 'r' --record, 'p'
- * --prefetch.  0, or the exit status after saying why.
+ * What getopt_long() returns for an option.  One with a short form in its
+ * command returns that letter (-c and --chunk: 'c'); so may the same
+ * option where it is long only (--record in lazy-pages: 'r', serve's -r),
+ * never another option.  Every other option has a code here, one per
+ * option across the CLI (--no-prefetch is OPT_NO_PREFETCH in serve,
+ * lazy-pages and vmm alike): no number means one option in one command
+ * and another in the next.
  */
-int cli_serve_opt(const char *cmd, int opt, const char *arg,
-		  struct serve_config *c);
+enum cli_opt {
+	OPT_FIRST = 256,	/* past every letter */
+	/* serve and lazy-pages (the table in cli.c) */
+	OPT_CACHE = OPT_FIRST, OPT_PROGRESS, OPT_NO_PREFETCH,
+	OPT_NO_BACKGROUND, OPT_METRICS, OPT_LOG_LEVEL,
+	/* serve */
+	OPT_SOCKET_OWNER, OPT_CACHE_MAX, OPT_NO_PROGRESS, OPT_CONTROL,
+	OPT_LAYER,
+	/* lazy-pages */
+	OPT_STATUS_FD, OPT_PAGES, OPT_PAGE_SERVER, OPT_ADDRESS, OPT_PORT,
+	OPT_PAGE_SERVER_CRIU,
+	/* vmm, probe */
+	OPT_MEM_SIZE, OPT_BACKEND, OPT_HUGE, OPT_VCPUS, OPT_WORKLOAD,
+	OPT_WRITE, OPT_JSON, OPT_DISCARD, OPT_GUEST, OPT_NO_MOVE, OPT_REPLAY,
+	OPT_COPY_BESIDE, OPT_RESET, OPT_DIRTY, OPT_DIRTY_PATTERN,
+	OPT_RESET_EAGER, OPT_TRACK_SYNC, OPT_CRIU,
+};
+
+/*
+ * The options serve and lazy-pages share (--chunk, --threads,
+ * --stats-json, --on-source-error, --record, --prefetch, --cache,
+ * --progress, --no-prefetch, --no-background, --metrics, --log-level) are
+ * declared once, in cli.c's table: each one's name, value, code and parse
+ * into the daemon's config.  Their help stays in each command's text,
+ * worded for that command.
+ */
+/* The i-th shared option's long name, or NULL past the last (for tests). */
+const char *cli_serve_option_name(unsigned int i);
+
+/* In a command's option list: the shared option whose code is code. */
+#define CLI_SHARED(code)	{ NULL, 0, NULL, (code) }
+
+/* A command that takes the shared options (serve, lazy-pages). */
+struct cli_serve_cmd {
+	const char *name;		/* "serve": said in every error */
+	const char *shortopts;		/* getopt_long()'s */
+	/* its options in getopt's order (an ambiguous prefix lists them
+	 * so), CLI_SHARED(code) among them, ended by { 0 } */
+	const struct option *opts;
+	const char *usage;		/* what --help prints */
+	/* one of its own options into args: 0, the exit status, or
+	 * -ENOENT if code is not its own */
+	int (*own)(void *args, int code, const char *arg);
+};
+/*
+ * cmd's command line: each option checked as it comes, by cmd->own or
+ * into c by the shared table; no argument left.  0, or the exit status
+ * after one line; *done after --help (the usage printed).
+ */
+int cli_serve_parse(const struct cli_serve_cmd *cmd, int argc, char **argv,
+		    void *args, struct serve_config *c, bool *done);
 
 /* Parse "4096", "64K", "2M", "1G" into bytes; -EINVAL if malformed. */
 int parse_size(const char *s, uint64_t *out);

@@ -254,118 +254,169 @@ static void progress(void *arg, uint64_t done, uint64_t all)
 		fputc('\n', stderr);
 }
 
-static int do_create(int argc, char **argv)
+/* What `image create` was told. */
+struct create_args {
+	struct image_create_opts o;
+	const char *pos[2], *criu;	/* RAW IMAGE (or IMAGE), --criu DIR */
+	int npos;
+};
+
+/* --chunk SIZE or --level N (opt), its value v: 0, or CLI_USAGE. */
+static int create_value(struct create_args *a, const char *opt,
+			const char *v)
 {
-	struct image_create_opts o = { 0 };
-	const char *pos[2], *criu = NULL;
-	struct image_info info;
-	char *raw = NULL;
-	int npos = 0, ret;
-	double t, last = 0;
+	if (opt[2] == 'c') {
+		uint64_t cs;
+
+		if (parse_size(v, &cs) || image_check_chunk(cs)) {
+			fprintf(stderr,
+				"faultline image: --chunk %s: must be a power of two from 4K to 16M\n",
+				v);
+			return CLI_USAGE;
+		}
+		a->o.chunk_size = (uint32_t)cs;
+	} else {
+		char *end;
+		long l = strtol(v, &end, 10);
+
+		if (!*v || *end || l == 0 || image_check_level(l)) {
+			fprintf(stderr, "faultline image: --level %s: not a "
+				"zstd level (%d to %d, not 0)\n", v,
+				ZSTD_minCLevel(), ZSTD_maxCLevel());
+			return CLI_USAGE;
+		}
+		a->o.level = (int)l;
+	}
+	return 0;
+}
+
+/* The arguments into a, each checked as it comes: 0, or CLI_USAGE. */
+static int create_parse(int argc, char **argv, struct create_args *a)
+{
+	int ret;
 
 	for (int i = 0; i < argc; i++) {
-		const char *a = argv[i];
+		const char *s = argv[i];
 
-		if (!strcmp(a, "--criu") && i + 1 < argc) {
-			criu = argv[++i];
-		} else if (!strcmp(a, "--parent") && i + 1 < argc) {
-			o.parent = argv[++i];
-		} else if (!strcmp(a, "--store") && i + 1 < argc) {
-			o.store = argv[++i];
-		} else if (!strcmp(a, "--chunk") || !strcmp(a, "--level")) {
+		if (!strcmp(s, "--criu") && i + 1 < argc) {
+			a->criu = argv[++i];
+		} else if (!strcmp(s, "--parent") && i + 1 < argc) {
+			a->o.parent = argv[++i];
+		} else if (!strcmp(s, "--store") && i + 1 < argc) {
+			a->o.store = argv[++i];
+		} else if (!strcmp(s, "--chunk") || !strcmp(s, "--level")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "faultline image: option '%s' "
 					"needs a value; see `faultline help "
-					"image`\n", a);
+					"image`\n", s);
 				return CLI_USAGE;
 			}
-			const char *v = argv[++i];
-
-			if (a[2] == 'c') {
-				uint64_t cs;
-
-				if (parse_size(v, &cs) ||
-				    image_check_chunk(cs)) {
-					fprintf(stderr,
-						"faultline image: --chunk %s: must be a power of two from 4K to 16M\n",
-						v);
-					return CLI_USAGE;
-				}
-				o.chunk_size = (uint32_t)cs;
-			} else {
-				char *end;
-				long l = strtol(v, &end, 10);
-
-				if (!*v || *end || l == 0 ||
-				    image_check_level(l)) {
-					fprintf(stderr,
-						"faultline image: --level %s: "
-						"not a zstd level (%d to %d, "
-						"not 0)\n", v, ZSTD_minCLevel(),
-						ZSTD_maxCLevel());
-					return CLI_USAGE;
-				}
-				o.level = (int)l;
-			}
-		} else if (a[0] == '-' && a[1]) {
+			if ((ret = create_value(a, s, argv[++i])))
+				return ret;
+		} else if (s[0] == '-' && s[1]) {
 			fprintf(stderr, "faultline image: unknown option '%s' "
-				"for create; see `faultline help image`\n", a);
+				"for create; see `faultline help image`\n", s);
 			return CLI_USAGE;
-		} else if (npos < 2) {
-			pos[npos++] = a;
+		} else if (a->npos < 2) {
+			a->pos[a->npos++] = s;
 		} else {
 			fprintf(stderr, "faultline image: unexpected argument '%s'\n",
-				a);
+				s);
 			return CLI_USAGE;
 		}
 	}
-	if (npos != (criu ? 1 : 2))
-		return cli_missing("image", criu ? "create --criu DIR takes "
+	return 0;
+}
+
+/* The arguments together: their count, and which go with which. */
+static int create_check(const struct create_args *a)
+{
+	const char *store = a->o.store, *image;
+
+	if (a->npos != (a->criu ? 1 : 2))
+		return cli_missing("image", a->criu ? "create --criu DIR takes "
 				   "one IMAGE" : "create takes RAW IMAGE");
-	if (criu && o.parent) {
+	image = a->pos[a->npos - 1];
+	if (a->criu && a->o.parent) {
 		fprintf(stderr, "faultline image: --criu and --parent: a CRIU "
 			"dump is not a diff snapshot\n");
 		return CLI_USAGE;
 	}
-	if (o.store && (!strncasecmp(o.store, "http://", 7) ||
-			!strncasecmp(o.store, "https://", 8))) {
+	if (store && (!strncasecmp(store, "http://", 7) ||
+		      !strncasecmp(store, "https://", 8))) {
 		fprintf(stderr, "faultline image: --store %s: create writes "
 			"into a directory or s3://BUCKET/PREFIX (serve that "
 			"directory over http(s) to read the store by URL)\n",
-			o.store);
+			store);
 		return CLI_USAGE;
 	}
-	if (!o.store && store_is_s3(pos[npos - 1])) {
+	if (!store && store_is_s3(image)) {
 		fprintf(stderr, "faultline image: %s: an image in a bucket is "
 			"the index of a chunk store there: give --store "
-			"s3://BUCKET/PREFIX\n", pos[npos - 1]);
+			"s3://BUCKET/PREFIX\n", image);
 		return CLI_USAGE;
 	}
-	if (o.store && store_is_s3(o.store) != store_is_s3(pos[npos - 1])) {
-		fprintf(stderr, "faultline image: --store %s: %s\n", o.store,
-			store_is_s3(o.store) ? "the image goes into the bucket "
+	if (store && store_is_s3(store) != store_is_s3(image)) {
+		fprintf(stderr, "faultline image: --store %s: %s\n", store,
+			store_is_s3(store) ? "the image goes into the bucket "
 			"too: IMAGE as s3://BUCKET/PREFIX/images/NAME (its "
 			"index, put after its chunks)" : "an s3:// image needs "
 			"its store in its bucket: --store s3://BUCKET/PREFIX");
 		return CLI_USAGE;
 	}
-	if (criu && o.store) {
+	if (a->criu && store) {
 		fprintf(stderr, "faultline image: --criu and --store: not "
 			"supported together\n");
 		return CLI_USAGE;
 	}
-	if (o.store && isatty(STDERR_FILENO)) {
-		o.progress = progress;
-		o.progress_arg = &last;
+	return 0;
+}
+
+/* What create made: the image, its parent's place, the store, the time. */
+static void create_report(const struct create_args *a, const char *image,
+			  const struct image_info *info, double t)
+{
+	print_info(image, info);
+	if (a->o.parent && !store_is_s3(image))
+		note_parent_dir(image, a->o.parent);
+	if (a->o.store)
+		image_store_note(a->o.store);
+	if (a->o.store)
+		printf("new chunks:  %llu of %llu stored, %llu bytes %s %s\n",
+		       (unsigned long long)info->new_chunks,
+		       (unsigned long long)(info->count[IMAGE_RAW] +
+					    info->count[IMAGE_ZSTD]),
+		       (unsigned long long)info->new_bytes,
+		       store_is_s3(a->o.store) ? "uploaded to" :
+		       "written into", a->o.store);
+	printf("created in:  %.3f s (%.0f MiB/s)\n", t,
+	       t > 0 ? info->hdr.total_size / t / (1 << 20) : 0.0);
+}
+
+static int do_create(int argc, char **argv)
+{
+	struct create_args a = { .o = { 0 } };
+	struct image_info info;
+	const char *from, *to;
+	char *raw = NULL;
+	double t, last = 0;
+	int ret;
+
+	if ((ret = create_parse(argc, argv, &a)) || (ret = create_check(&a)))
+		return ret;
+	if (a.o.store && isatty(STDERR_FILENO)) {
+		a.o.progress = progress;
+		a.o.progress_arg = &last;
 	}
 	t = now_s();
-	if (criu) {
-		pos[1] = pos[0];
-		pos[0] = raw = criu_raw(criu, pos[1]);
+	from = a.pos[0];
+	to = a.criu ? a.pos[0] : a.pos[1];
+	if (a.criu) {
+		from = raw = criu_raw(a.criu, to);
 		if (!raw)
 			return CLI_FAILED;
 	}
-	ret = image_create(pos[0], pos[1], &o, &info);
+	ret = image_create(from, to, &a.o, &info);
 	if (raw) {
 		unlink(raw);
 		free(raw);
@@ -374,22 +425,7 @@ static int do_create(int argc, char **argv)
 		fprintf(stderr, "faultline image: %s\n", fl_last_error());
 		return CLI_FAILED;
 	}
-	t = now_s() - t;
-	print_info(pos[1], &info);
-	if (o.parent && !store_is_s3(pos[1]))
-		note_parent_dir(pos[1], o.parent);
-	if (o.store)
-		image_store_note(o.store);
-	if (o.store)
-		printf("new chunks:  %llu of %llu stored, %llu bytes %s %s\n",
-		       (unsigned long long)info.new_chunks,
-		       (unsigned long long)(info.count[IMAGE_RAW] +
-					    info.count[IMAGE_ZSTD]),
-		       (unsigned long long)info.new_bytes,
-		       store_is_s3(o.store) ? "uploaded to" : "written into",
-		       o.store);
-	printf("created in:  %.3f s (%.0f MiB/s)\n", t,
-	       t > 0 ? info.hdr.total_size / t / (1 << 20) : 0.0);
+	create_report(&a, to, &info, now_s() - t);
 	return 0;
 }
 

@@ -171,157 +171,174 @@ static int log_to(const char *work, const char *file)
 	return 0;
 }
 
-int cmd_lazy_pages(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "images-dir", required_argument, NULL, 'D' },
-		{ "work-dir", required_argument, NULL, 'W' },
-		{ "status-fd", required_argument, NULL, 256 },
-		{ "log-file", required_argument, NULL, 'o' },
-		{ "threads", required_argument, NULL, 't' },
-		{ "chunk", required_argument, NULL, 'c' },
-		{ "stats-json", required_argument, NULL, 'j' },
-		{ "on-source-error", required_argument, NULL, 'e' },
-		{ "no-prefetch", no_argument, NULL, 257 },
-		{ "no-background", no_argument, NULL, 258 },
-		{ "progress", no_argument, NULL, 259 },
-		{ "pages", required_argument, NULL, 260 },
-		{ "cache", required_argument, NULL, 261 },
-		{ "record", required_argument, NULL, 'r' },
-		{ "prefetch", required_argument, NULL, 'p' },
-		{ "metrics", required_argument, NULL, 264 },
-		{ "log-level", required_argument, NULL, 265 },
-		{ "page-server", no_argument, NULL, 266 },
-		{ "address", required_argument, NULL, 267 },
-		{ "port", required_argument, NULL, 268 },
-		{ "page-server-criu", required_argument, NULL, 269 },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
-	struct serve_config c = { .threads = 1, .one_client = true,
-				  .handshake_timeout_ms = INT_MAX };
-	const char *dir = NULL, *work = NULL, *log = NULL, *pages = NULL;
-	const char *ps_host = NULL, *ps_port = NULL;
-	bool ps = false;
-	int ps_wide = -1;	/* the page server's header: from the images */
+/* In this order for getopt (an ambiguous prefix lists them so). */
+static const struct option own_opts[] = {
+	{ "images-dir", required_argument, NULL, 'D' },
+	{ "work-dir", required_argument, NULL, 'W' },
+	{ "status-fd", required_argument, NULL, OPT_STATUS_FD },
+	{ "log-file", required_argument, NULL, 'o' },
+	CLI_SHARED('t'),		/* --threads */
+	CLI_SHARED('c'),		/* --chunk */
+	CLI_SHARED('j'),		/* --stats-json */
+	CLI_SHARED('e'),		/* --on-source-error */
+	CLI_SHARED(OPT_NO_PREFETCH),
+	CLI_SHARED(OPT_NO_BACKGROUND),
+	CLI_SHARED(OPT_PROGRESS),
+	{ "pages", required_argument, NULL, OPT_PAGES },
+	CLI_SHARED(OPT_CACHE),
+	CLI_SHARED('r'),		/* --record */
+	CLI_SHARED('p'),		/* --prefetch */
+	CLI_SHARED(OPT_METRICS),
+	CLI_SHARED(OPT_LOG_LEVEL),
+	{ "page-server", no_argument, NULL, OPT_PAGE_SERVER },
+	{ "address", required_argument, NULL, OPT_ADDRESS },
+	{ "port", required_argument, NULL, OPT_PORT },
+	{ "page-server-criu", required_argument, NULL, OPT_PAGE_SERVER_CRIU },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 }
+};
+
+/* What the command line says, and the paths made from it. */
+struct lazy_args {
+	struct serve_config c;
+	const char *dir, *work, *log, *pages;	/* -D, -W, -o, --pages */
+	const char *ps_host, *ps_port;		/* --address, --port */
+	bool ps;				/* --page-server */
+	int ps_wide;	/* the page server's header; -1: the images' */
 	char sock[PATH_MAX], ctl[SOCK_UNIX_PATH_MAX];
-	struct criu_set set;
-	int opt, ret;
+};
+
+/* One option of lazy-pages' own (not shared with serve): 0 or the exit. */
+static int own_opt(void *args, int opt, const char *arg)
+{
+	struct lazy_args *a = args;
 	char *end;
 
-	opterr = 0;	/* cli_bad_option() says it, in one line */
-	while ((opt = getopt_long(argc, argv, SHORT_OPTS, opts, NULL)) != -1) {
-		switch (opt) {
-		case 'D': dir = optarg; break;
-		case 'W': work = optarg; break;
-		case 'o': log = optarg; break;
-		case 'v': break;
-		case 'j': c.stats_json = optarg; break;
-		case 256:
-			c.status_fd = (int)strtol(optarg, &end, 10);
-			if (*end || c.status_fd <= 0)
-				return cli_bad("lazy-pages", "--status-fd",
-					       optarg, "must be an open "
-					       "descriptor above 0");
-			break;
-		case 'c': case 't': case 'e': case 'r': case 'p':
-			if ((ret = cli_serve_opt("lazy-pages", opt, optarg,
-						 &c)))
-				return ret;
-			break;
-		case 257: c.engine_flags |= FL_ENGINE_NO_PREFETCH; break;
-		case 258: c.engine_flags |= FL_ENGINE_NO_BACKGROUND; break;
-		case 259: c.progress = true; break;
-		case 260: pages = optarg; break;
-		case 264:
-			if ((ret = cli_metrics_opt("lazy-pages", optarg, &c)))
-				return ret;
-			break;
-		case 261: c.cache_dir = optarg; break;
-		case 265:
-			if ((ret = cli_log_level("lazy-pages", optarg)))
-				return ret;
-			break;
-		case 266: ps = true; break;
-		case 267: ps_host = optarg; break;
-		case 268: ps_port = optarg; break;
-		case 269:
-			if ((ps_wide = criu_version_wide(optarg)) < 0)
-				return cli_bad("lazy-pages", "--page-server-criu",
-					       optarg, "not a CRIU version "
-					       "(e.g. 4.1.1 or 4.2)");
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 0;
-		default:
-			return cli_bad_option("lazy-pages", argv, SHORT_OPTS,
-					      opts);
-		}
+	switch (opt) {
+	case 'D': a->dir = arg; break;
+	case 'W': a->work = arg; break;
+	case 'o': a->log = arg; break;
+	case 'v': break;
+	case OPT_STATUS_FD:
+		a->c.status_fd = (int)strtol(arg, &end, 10);
+		if (*end || a->c.status_fd <= 0)
+			return cli_bad("lazy-pages", "--status-fd", arg,
+				       "must be an open descriptor above 0");
+		break;
+	case OPT_PAGES: a->pages = arg; break;
+	case OPT_PAGE_SERVER: a->ps = true; break;
+	case OPT_ADDRESS: a->ps_host = arg; break;
+	case OPT_PORT: a->ps_port = arg; break;
+	case OPT_PAGE_SERVER_CRIU:
+		if ((a->ps_wide = criu_version_wide(arg)) < 0)
+			return cli_bad("lazy-pages", "--page-server-criu", arg,
+				       "not a CRIU version (e.g. 4.1.1 or "
+				       "4.2)");
+		break;
+	default:
+		return -ENOENT;
 	}
-	if (optind < argc)
-		return cli_bad("lazy-pages", "argument", argv[optind],
-			       "unexpected");
-	if (!dir) {
+	return 0;
+}
+
+static const struct cli_serve_cmd cmd = {
+	.name = "lazy-pages", .shortopts = SHORT_OPTS, .opts = own_opts,
+	.usage = usage, .own = own_opt,
+};
+
+/*
+ * What needs every option read: -D, the page server's options together,
+ * --pages; then the log, the socket and its control socket.
+ */
+static int check(struct lazy_args *a)
+{
+	int ret;
+
+	if (!a->dir) {
 		return cli_missing("lazy-pages", "-D DIR (the images) is "
 				   "required");
 	}
-	if (ps && (!ps_host || !ps_port || pages)) {
+	if (a->ps && (!a->ps_host || !a->ps_port || a->pages)) {
 		fprintf(stderr, "faultline lazy-pages: --page-server needs "
 			"--address and --port (the dumping criu's), and no "
 			"--pages\n");
 		return CLI_USAGE;
 	}
-	if (!ps && (ps_host || ps_port || ps_wide >= 0))
-		return cli_bad("lazy-pages", ps_host ? "--address" : ps_port ?
-			       "--port" : "--page-server-criu", ps_host ?
-			       ps_host : ps_port ? ps_port : "", "only with "
-			       "--page-server");
-	if (pages && source_check_spec(pages) < 0) {
+	if (!a->ps && (a->ps_host || a->ps_port || a->ps_wide >= 0))
+		return cli_bad("lazy-pages", a->ps_host ? "--address" :
+			       a->ps_port ? "--port" : "--page-server-criu",
+			       a->ps_host ? a->ps_host : a->ps_port ?
+			       a->ps_port : "", "only with --page-server");
+	if (a->pages && source_check_spec(a->pages) < 0) {
 		fprintf(stderr, "faultline lazy-pages: --pages %s\n",
 			fl_last_error());
 		return CLI_USAGE;
 	}
-	if (!work)
-		work = dir;
-	if (log && (ret = log_to(work, log)))
+	if (!a->work)
+		a->work = a->dir;
+	if (a->log && (ret = log_to(a->work, a->log)))
 		return ret;
-	if (snprintf(sock, sizeof(sock), "%s/%s", work, SOCK_NAME) >= 108)
-		return cli_bad("lazy-pages", "--work-dir", work,
+	if (snprintf(a->sock, sizeof(a->sock), "%s/%s", a->work,
+		     SOCK_NAME) >= 108)
+		return cli_bad("lazy-pages", "--work-dir", a->work,
 			       "too long for a socket path");
-	c.socket_path = sock;
-	if ((ret = cli_control_path("lazy-pages", NULL, &c, ctl, sizeof(ctl))))
-		return ret;
-	ret = criu_load(dir, &set);
-	if (ret == 0 && set.remote && !ps)
+	a->c.socket_path = a->sock;
+	return cli_control_path("lazy-pages", NULL, &a->c, a->ctl,
+				sizeof(a->ctl));
+}
+
+/* The dump's images read and checked, and where its pages come from. */
+static int load(struct lazy_args *a, struct criu_set *set)
+{
+	int ret = criu_load(a->dir, set);
+
+	if (ret == 0 && set->remote && !a->ps)
 		ret = fl_err(-EINVAL, "%s: the dump left its lazy pages on the "
 			     "dumping host (criu dump --lazy-pages): serve them "
 			     "with --page-server --address HOST --port PORT",
-			     dir);
-	if (ret == 0 && ps_wide >= 0)
-		set.wide = ps_wide;	/* the server's CRIU, not the dump's */
+			     a->dir);
+	if (ret == 0 && a->ps_wide >= 0)
+		set->wide = a->ps_wide;	/* the server's CRIU, not the dump's */
 	if (ret == 0)
-		ret = ps ? open_page_server(ps_host, ps_port, &set, &c) :
-		      pages ? open_spec(pages, &set, &c) :
-		      open_pages(dir, &set, &c.source);
+		ret = a->ps ? open_page_server(a->ps_host, a->ps_port, set,
+					       &a->c) :
+		      a->pages ? open_spec(a->pages, set, &a->c) :
+		      open_pages(a->dir, set, &a->c.source);
+	return ret;
+}
+
+int cmd_lazy_pages(int argc, char **argv)
+{
+	struct lazy_args a = { .c = { .threads = 1, .one_client = true,
+				      .handshake_timeout_ms = INT_MAX },
+			       .ps_wide = -1 };
+	struct criu_set set;
+	bool done = false;
+	int ret;
+
+	if ((ret = cli_serve_parse(&cmd, argc, argv, &a, &a.c,
+				    &done)) || done ||
+	    (ret = check(&a)))
+		return ret;
+	ret = load(&a, &set);
 	/*
 	 * Checked: this process becomes the supervisor, and the server its
 	 * child (this command again, told so by the environment) reads the
 	 * images anew.  argv - 1 is the whole command line.
 	 */
 	if (ret == 0 && !getenv(SUP_FD_ENV)) {
-		fl_source_put(c.source);
+		fl_source_put(a.c.source);
 		criu_free(&set);
-		ret = cli_check_socket("lazy-pages", work == dir ? "-D" : "-W",
-				       work, sock);
+		ret = cli_check_socket("lazy-pages", a.work == a.dir ? "-D" :
+				       "-W", a.work, a.sock);
 		return ret ? ret : supervise_run(argv - 1);
 	}
 	if (ret == 0) {
-		c.socket_path = sock;
-		c.protocol = "criu";
-		c.proto_arg = &set;
-		ret = serve_run(&c);
-		fl_source_put(c.source);
+		a.c.socket_path = a.sock;
+		a.c.protocol = "criu";
+		a.c.proto_arg = &set;
+		ret = serve_run(&a.c);
+		fl_source_put(a.c.source);
 	}
 	criu_free(&set);
 	return cli_exit("lazy-pages", ret);

@@ -185,8 +185,8 @@ static const char usage[] =
 int cmd_probe(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "criu", no_argument, NULL, 'c' },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "criu", no_argument, NULL, OPT_CRIU },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -198,8 +198,8 @@ int cmd_probe(int argc, char **argv)
 	opterr = 0;	/* cli_bad_option() says it, in one line */
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (opt) {
-		case 'j': json = true; break;
-		case 'c': criu = true; break;
+		case OPT_JSON: json = true; break;
+		case OPT_CRIU: criu = true; break;
 		case 'h':
 			fputs(usage, stdout);
 			return 0;

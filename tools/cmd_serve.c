@@ -133,134 +133,153 @@ static int check_combinations(const struct serve_config *c, bool cache_max)
 
 #define SHORT_OPTS	"s:m:c:t:j:ou:e:r:p:h"
 
-int cmd_serve(int argc, char **argv)
+/* In this order for getopt (an ambiguous prefix lists them so). */
+static const struct option own_opts[] = {
+	{ "socket", required_argument, NULL, 's' },
+	{ "mem-file", required_argument, NULL, 'm' },
+	CLI_SHARED('c'),		/* --chunk */
+	CLI_SHARED('t'),		/* --threads */
+	CLI_SHARED('j'),		/* --stats-json */
+	{ "once", no_argument, NULL, 'o' },
+	{ "allow-uid", required_argument, NULL, 'u' },
+	{ "socket-owner", required_argument, NULL, OPT_SOCKET_OWNER },
+	CLI_SHARED('e'),		/* --on-source-error */
+	CLI_SHARED('r'),		/* --record */
+	CLI_SHARED('p'),		/* --prefetch */
+	CLI_SHARED(OPT_CACHE),
+	{ "cache-max", required_argument, NULL, OPT_CACHE_MAX },
+	CLI_SHARED(OPT_PROGRESS),
+	{ "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
+	CLI_SHARED(OPT_NO_PREFETCH),
+	CLI_SHARED(OPT_NO_BACKGROUND),
+	{ "control", required_argument, NULL, OPT_CONTROL },
+	CLI_SHARED(OPT_METRICS),
+	CLI_SHARED(OPT_LOG_LEVEL),
+	{ "layer", required_argument, NULL, OPT_LAYER },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 }
+};
+
+/* What the command line says: the daemon's config and what checks it. */
+struct serve_args {
+	struct serve_config c;
+	const char *layers[FL_MAX_LAYERS];
+	const char *control;		/* --control, or NULL */
+	bool cache_max;			/* --cache-max given */
+	char ctl[SOCK_UNIX_PATH_MAX];	/* the control socket's path */
+};
+
+/* --layer DIFF: one more, checked. */
+static int add_layer(struct serve_args *a, const char *arg)
 {
-	static const struct option opts[] = {
-		{ "socket", required_argument, NULL, 's' },
-		{ "mem-file", required_argument, NULL, 'm' },
-		{ "chunk", required_argument, NULL, 'c' },
-		{ "threads", required_argument, NULL, 't' },
-		{ "stats-json", required_argument, NULL, 'j' },
-		{ "once", no_argument, NULL, 'o' },
-		{ "allow-uid", required_argument, NULL, 'u' },
-		{ "socket-owner", required_argument, NULL, 265 },
-		{ "on-source-error", required_argument, NULL, 'e' },
-		{ "record", required_argument, NULL, 'r' },
-		{ "prefetch", required_argument, NULL, 'p' },
-		{ "cache", required_argument, NULL, 256 },
-		{ "cache-max", required_argument, NULL, 257 },
-		{ "progress", no_argument, NULL, 258 },
-		{ "no-progress", no_argument, NULL, 259 },
-		{ "no-prefetch", no_argument, NULL, 260 },
-		{ "no-background", no_argument, NULL, 261 },
-		{ "control", required_argument, NULL, 262 },
-		{ "metrics", required_argument, NULL, 263 },
-		{ "log-level", required_argument, NULL, 264 },
-		{ "layer", required_argument, NULL, 266 },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
-	static const char *layers[FL_MAX_LAYERS];
-	struct serve_config c = { .threads = 1, .handshake_timeout_ms = 5000,
-				  .progress = isatty(2), .layers = layers };
-	bool cache_max = false;
-	const char *control = NULL;
-	char ctl[SOCK_UNIX_PATH_MAX];
-	int opt, ret;
-
-	opterr = 0;	/* cli_bad_option() says it, in one line */
-	while ((opt = getopt_long(argc, argv, SHORT_OPTS, opts, NULL)) != -1) {
-		switch (opt) {
-		case 's': c.socket_path = optarg; break;
-		case 'm': c.mem_file = optarg; break;
-		case 'j': c.stats_json = optarg; break;
-		case 'o': c.once = true; break;
-		case 'c': case 't': case 'e': case 'r': case 'p':
-			if ((ret = cli_serve_opt("serve", opt, optarg, &c)))
-				return ret;
-			break;
-		case 265:
-			if (parse_owner(optarg, &c) < 0)
-				return cli_bad("serve", "--socket-owner", optarg,
-					       "expected UID or UID:GID (numbers)");
-			break;
-		case 'u':
-			if (parse_uids(optarg, &c) < 0)
-				return cli_bad("serve", "--allow-uid", optarg,
-					       "must be a comma-separated list "
-					       "of numeric uids (an empty list "
-					       "would allow no one)");
-			break;
-		case 266:
-			if (source_check_spec(optarg) < 0) {
-				fprintf(stderr, "faultline serve: --layer %s\n",
-					fl_last_error());
-				return CLI_USAGE;
-			}
-			if (c.nlayers == FL_MAX_LAYERS) {
-				char why[64];
-
-				snprintf(why, sizeof(why), "one layer too many "
-					 "(at most %d)", FL_MAX_LAYERS);
-				return cli_bad("serve", "--layer", optarg, why);
-			}
-			layers[c.nlayers++] = optarg;
-			break;
-		case 256: c.cache_dir = optarg; break;
-		case 258: c.progress = true; break;
-		case 259: c.progress = false; break;
-		case 260: c.engine_flags |= FL_ENGINE_NO_PREFETCH; break;
-		case 261: c.engine_flags |= FL_ENGINE_NO_BACKGROUND; break;
-		case 262: control = optarg; break;
-		case 263:
-			if ((ret = cli_metrics_opt("serve", optarg, &c)))
-				return ret;
-			break;
-		case 264:
-			if ((ret = cli_log_level("serve", optarg)))
-				return ret;
-			break;
-		case 257:
-			if (parse_size(optarg, &c.cache_max) < 0 ||
-			    c.cache_max < (1 << 20))
-				return cli_bad("serve", "--cache-max", optarg,
-					       "must be a size of at least 1M");
-			cache_max = true;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 0;
-		default:
-			return cli_bad_option("serve", argv, SHORT_OPTS, opts);
-		}
+	if (source_check_spec(arg) < 0) {
+		fprintf(stderr, "faultline serve: --layer %s\n",
+			fl_last_error());
+		return CLI_USAGE;
 	}
-	if (optind < argc)
-		return cli_bad("serve", "argument", argv[optind], "unexpected");
-	if (!c.mem_file || (!c.socket_path && !getenv(SUP_FD_ENV) &&
-			    !sock_activated())) {
-		return cli_missing("serve", c.mem_file ? "--socket PATH (or "
+	if (a->c.nlayers == FL_MAX_LAYERS) {
+		char why[64];
+
+		snprintf(why, sizeof(why), "one layer too many (at most %d)",
+			 FL_MAX_LAYERS);
+		return cli_bad("serve", "--layer", arg, why);
+	}
+	a->layers[a->c.nlayers++] = arg;
+	return 0;
+}
+
+/* One option of serve's own (not shared with lazy-pages): 0 or the exit. */
+static int own_opt(void *args, int opt, const char *arg)
+{
+	struct serve_args *a = args;
+	struct serve_config *c = &a->c;
+
+	switch (opt) {
+	case 's': c->socket_path = arg; break;
+	case 'm': c->mem_file = arg; break;
+	case 'o': c->once = true; break;
+	case OPT_SOCKET_OWNER:
+		if (parse_owner(arg, c) < 0)
+			return cli_bad("serve", "--socket-owner", arg,
+				       "expected UID or UID:GID (numbers)");
+		break;
+	case 'u':
+		if (parse_uids(arg, c) < 0)
+			return cli_bad("serve", "--allow-uid", arg,
+				       "must be a comma-separated list of "
+				       "numeric uids (an empty list would "
+				       "allow no one)");
+		break;
+	case OPT_LAYER:
+		return add_layer(a, arg);
+	case OPT_NO_PROGRESS: c->progress = false; break;
+	case OPT_CONTROL: a->control = arg; break;
+	case OPT_CACHE_MAX:
+		if (parse_size(arg, &c->cache_max) < 0 ||
+		    c->cache_max < (1 << 20))
+			return cli_bad("serve", "--cache-max", arg,
+				       "must be a size of at least 1M");
+		a->cache_max = true;
+		break;
+	default:
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static const struct cli_serve_cmd cmd = {
+	.name = "serve", .shortopts = SHORT_OPTS, .opts = own_opts,
+	.usage = usage, .own = own_opt,
+};
+
+/* What needs every option read: required ones, pairs, the specs. */
+static int check(struct serve_args *a)
+{
+	struct serve_config *c = &a->c;
+	int ret;
+
+	if (!c->mem_file || (!c->socket_path && !getenv(SUP_FD_ENV) &&
+			     !sock_activated())) {
+		return cli_missing("serve", c->mem_file ? "--socket PATH (or "
 				   "systemd's socket activation) is required" :
 				   "--mem-file FILE is required");
 	}
-	if ((ret = check_combinations(&c, cache_max)) ||
-	    (ret = cli_control_path("serve", control, &c, ctl, sizeof(ctl))))
+	if ((ret = check_combinations(c, a->cache_max)) ||
+	    (ret = cli_control_path("serve", a->control, c, a->ctl,
+				    sizeof(a->ctl))))
 		return ret;
-	if (source_check_spec(c.mem_file) < 0) {
+	if (source_check_spec(c->mem_file) < 0) {
 		fprintf(stderr, "faultline serve: --mem-file %s\n",
 			fl_last_error());
 		return CLI_USAGE;
 	}
+	return 0;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	static struct serve_args a;
+	bool done = false;
+	int ret;
+
+	a.c = (struct serve_config){ .threads = 1,
+				     .handshake_timeout_ms = 5000,
+				     .progress = isatty(2), .layers = a.layers };
+	if ((ret = cli_serve_parse(&cmd, argc, argv, &a, &a.c,
+				    &done)) || done ||
+	    (ret = check(&a)))
+		return ret;
 	/*
 	 * This process is the supervisor; it runs the server as its child
 	 * (this command again, told so by the environment).  argv - 1 is
 	 * the whole command line: main() passed argv + 1.
 	 */
 	if (!getenv(SUP_FD_ENV)) {
-		if (c.socket_path && (ret = cli_check_socket("serve", "--socket",
-							     c.socket_path,
-							     c.socket_path)))
+		if (a.c.socket_path &&
+		    (ret = cli_check_socket("serve", "--socket",
+					    a.c.socket_path, a.c.socket_path)))
 			return ret;
 		return supervise_run(argv - 1);
 	}
-	return cli_exit("serve", serve_run(&c));
+	return cli_exit("serve", serve_run(&a.c));
 }

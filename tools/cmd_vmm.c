@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -241,117 +242,160 @@ static void print_reset(const struct vmm_config *c, const struct vmm_result *r)
 	print_verdict(rs, n);
 }
 
-int cmd_vmm(int argc, char **argv)
+static const struct option opts[] = {
+	{ "mem-file", required_argument, NULL, 'm' },
+	{ "mem-size", required_argument, NULL, OPT_MEM_SIZE },
+	{ "backend", required_argument, NULL, OPT_BACKEND },
+	{ "socket", required_argument, NULL, 's' },
+	{ "huge", no_argument, NULL, OPT_HUGE },
+	{ "vcpus", required_argument, NULL, OPT_VCPUS },
+	{ "workload", required_argument, NULL, OPT_WORKLOAD },
+	{ "write", no_argument, NULL, OPT_WRITE },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "discard", required_argument, NULL, OPT_DISCARD },
+	{ "guest", required_argument, NULL, OPT_GUEST },
+	{ "chunk", required_argument, NULL, 'c' },
+	{ "no-prefetch", no_argument, NULL, OPT_NO_PREFETCH },
+	{ "no-background", no_argument, NULL, OPT_NO_BACKGROUND },
+	{ "no-move", no_argument, NULL, OPT_NO_MOVE },
+	{ "replay", required_argument, NULL, OPT_REPLAY },
+	{ "copy-beside", no_argument, NULL, OPT_COPY_BESIDE },
+	{ "reset", required_argument, NULL, OPT_RESET },
+	{ "dirty", required_argument, NULL, OPT_DIRTY },
+	{ "dirty-pattern", required_argument, NULL, OPT_DIRTY_PATTERN },
+	{ "reset-eager", no_argument, NULL, OPT_RESET_EAGER },
+	{ "track-sync", no_argument, NULL, OPT_TRACK_SYNC },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 }
+};
+
+/* What the command line says beyond the VMM's own config. */
+struct vmm_args {
+	bool json, have_backend, have_wl, write, help;
+};
+
+/* An option that takes a value, into c: 0, the exit status, or -ENOENT. */
+static int value_opt(struct vmm_config *c, struct vmm_args *a, int opt,
+		     const char *arg)
 {
-	static const struct option opts[] = {
-		{ "mem-file", required_argument, NULL, 'm' },
-		{ "mem-size", required_argument, NULL, 'S' },
-		{ "backend", required_argument, NULL, 'b' },
-		{ "socket", required_argument, NULL, 's' },
-		{ "huge", no_argument, NULL, 'H' },
-		{ "vcpus", required_argument, NULL, 'v' },
-		{ "workload", required_argument, NULL, 'w' },
-		{ "write", no_argument, NULL, 'W' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "discard", required_argument, NULL, 'd' },
-		{ "guest", required_argument, NULL, 'g' },
-		{ "chunk", required_argument, NULL, 'c' },
-		{ "no-prefetch", no_argument, NULL, 'P' },
-		{ "no-background", no_argument, NULL, 'B' },
-		{ "no-move", no_argument, NULL, 'M' },
-		{ "replay", required_argument, NULL, 'r' },
-		{ "copy-beside", no_argument, NULL, 'C' },
-		{ "reset", required_argument, NULL, 'R' },
-		{ "dirty", required_argument, NULL, 'D' },
-		{ "dirty-pattern", required_argument, NULL, 'p' },
-		{ "reset-eager", no_argument, NULL, 'E' },
-		{ "track-sync", no_argument, NULL, 'T' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
-	struct vmm_config c = { .vcpus = 1, .engine_flags = FL_ENGINE_MOVE };
-	struct vmm_result r;
-	bool json = false, have_backend = false, have_wl = false, write = false;
+	switch (opt) {
+	case 'm': c->mem_file = arg; break;
+	case 's': c->socket = arg; break;
+	case OPT_REPLAY: c->replay = arg; break;
+	case OPT_MEM_SIZE:
+		if (parse_size(arg, &c->mem_size) < 0)
+			return bad("--mem-size", arg, "not a size");
+		break;
+	case OPT_BACKEND:
+		if (vmm_backend_parse(arg, &c->backend) < 0)
+			return bad("--backend", arg, "not one of "
+				   "prepopulated, file, uffd, inproc");
+		a->have_backend = true;
+		break;
+	case OPT_VCPUS:
+		if (parse_vcpus(arg, &c->vcpus) < 0)
+			return bad("--vcpus", arg, "not 1 to 8");
+		break;
+	case OPT_WORKLOAD:
+		if (vmm_workload_parse(arg, &c->wl) < 0)
+			return bad("--workload", arg, "not linear, random, "
+				   "stride:N, sparse, sparse-random or "
+				   "compute:N");
+		a->have_wl = true;
+		break;
+	case OPT_DISCARD:
+		if (parse_range(arg, &c->discard_off, &c->discard_len) < 0)
+			return bad("--discard", arg, "not OFFSET:LENGTH");
+		break;
+	case OPT_GUEST:
+		if (parse_guest(arg, &c->guest) < 0)
+			return bad("--guest", arg, "not auto, kvm or process");
+		break;
+	case 'c':
+		return cli_parse_chunk("vmm", arg, &c->chunk);
+	case OPT_RESET:
+		if (parse_resets(arg, &c->resets) < 0)
+			return bad("--reset", arg, "not 1 to 10000");
+		break;
+	case OPT_DIRTY:
+		if (parse_size(arg, &c->dirty) < 0 || c->dirty == 0)
+			return bad("--dirty", arg, "not a size");
+		break;
+	case OPT_DIRTY_PATTERN:
+		if (vmm_dirty_parse(arg, &c->dirty_pattern) < 0)
+			return bad("--dirty-pattern", arg, "not scattered or "
+				   "contiguous");
+		break;
+	default:
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* A switch (no value), into c: 0, or -ENOENT if opt is none. */
+static int flag_opt(struct vmm_config *c, struct vmm_args *a, int opt)
+{
+	switch (opt) {
+	case OPT_HUGE: c->huge = true; break;
+	case OPT_WRITE: a->write = true; break;
+	case OPT_JSON: a->json = true; break;
+	case OPT_NO_PREFETCH: c->engine_flags |= FL_ENGINE_NO_PREFETCH; break;
+	case OPT_NO_BACKGROUND:
+		c->engine_flags |= FL_ENGINE_NO_BACKGROUND;
+		break;
+	case OPT_NO_MOVE: c->engine_flags &= ~FL_ENGINE_MOVE; break;
+	case OPT_COPY_BESIDE: c->copy_beside = true; break;
+	case OPT_RESET_EAGER: c->reset_eager = true; break;
+	case OPT_TRACK_SYNC: c->engine_flags |= FL_ENGINE_TRACK_SYNC; break;
+	case 'h': a->help = true; break;
+	default:
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* The options into c and a, checked: 0, or the exit status. */
+static int parse(int argc, char **argv, struct vmm_config *c,
+		 struct vmm_args *a)
+{
 	int opt, ret;
 
 	opterr = 0;	/* cli_bad_option() says it, in one line */
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'm': c.mem_file = optarg; break;
-		case 'S':
-			if (parse_size(optarg, &c.mem_size) < 0)
-				return bad("--mem-size", optarg, "not a size");
-			break;
-		case 'b':
-			if (vmm_backend_parse(optarg, &c.backend) < 0)
-				return bad("--backend", optarg, "not one of "
-					   "prepopulated, file, uffd, inproc");
-			have_backend = true;
-			break;
-		case 's': c.socket = optarg; break;
-		case 'H': c.huge = true; break;
-		case 'v':
-			if (parse_vcpus(optarg, &c.vcpus) < 0)
-				return bad("--vcpus", optarg, "not 1 to 8");
-			break;
-		case 'w':
-			if (vmm_workload_parse(optarg, &c.wl) < 0)
-				return bad("--workload", optarg, "not linear, "
-					   "random, stride:N, sparse, "
-					   "sparse-random or compute:N");
-			have_wl = true;
-			break;
-		case 'W': write = true; break;
-		case 'j': json = true; break;
-		case 'd':
-			if (parse_range(optarg, &c.discard_off,
-					&c.discard_len) < 0)
-				return bad("--discard", optarg,
-					   "not OFFSET:LENGTH");
-			break;
-		case 'g':
-			if (parse_guest(optarg, &c.guest) < 0)
-				return bad("--guest", optarg,
-					   "not auto, kvm or process");
-			break;
-		case 'c':
-			if ((ret = cli_parse_chunk("vmm", optarg, &c.chunk)))
-				return ret;
-			break;
-		case 'P': c.engine_flags |= FL_ENGINE_NO_PREFETCH; break;
-		case 'B': c.engine_flags |= FL_ENGINE_NO_BACKGROUND; break;
-		case 'M': c.engine_flags &= ~FL_ENGINE_MOVE; break;
-		case 'r': c.replay = optarg; break;
-		case 'C': c.copy_beside = true; break;
-		case 'R':
-			if (parse_resets(optarg, &c.resets) < 0)
-				return bad("--reset", optarg, "not 1 to 10000");
-			break;
-		case 'D':
-			if (parse_size(optarg, &c.dirty) < 0 || c.dirty == 0)
-				return bad("--dirty", optarg, "not a size");
-			break;
-		case 'p':
-			if (vmm_dirty_parse(optarg, &c.dirty_pattern) < 0)
-				return bad("--dirty-pattern", optarg, "not "
-					   "scattered or contiguous");
-			break;
-		case 'E': c.reset_eager = true; break;
-		case 'T': c.engine_flags |= FL_ENGINE_TRACK_SYNC; break;
-		case 'h': fputs(usage, stdout); return 0;
-		default: return cli_bad_option("vmm", argv, "", opts);
-		}
+		ret = value_opt(c, a, opt, optarg);
+		if (ret == -ENOENT)
+			ret = flag_opt(c, a, opt);
+		if (ret == -ENOENT)
+			return cli_bad_option("vmm", argv, "", opts);
+		if (ret || a->help)
+			return ret;
 	}
 	if (optind < argc)
 		return bad("argument", argv[optind], "unexpected");
-	if (!c.mem_file || !have_backend || !have_wl) {
+	if (!c->mem_file || !a->have_backend || !a->have_wl) {
 		return cli_missing("vmm", "--mem-file, --backend and "
 				   "--workload are required");
 	}
-	c.wl.write = write;
-	if (vmm_check_options(&c) < 0) {
+	c->wl.write = a->write;
+	if (vmm_check_options(c) < 0) {
 		fprintf(stderr, "faultline vmm: %s\n", vmm_error());
 		return CLI_USAGE;
+	}
+	return 0;
+}
+
+int cmd_vmm(int argc, char **argv)
+{
+	struct vmm_config c = { .vcpus = 1, .engine_flags = FL_ENGINE_MOVE };
+	struct vmm_args a = { 0 };
+	struct vmm_result r;
+	int ret;
+
+	if ((ret = parse(argc, argv, &c, &a)))
+		return ret;
+	if (a.help) {
+		fputs(usage, stdout);
+		return 0;
 	}
 	ret = vmm_run(&c, &r);
 	if (ret < 0) {
@@ -359,7 +403,7 @@ int cmd_vmm(int argc, char **argv)
 		vmm_result_free(&r);
 		return CLI_FAILED;
 	}
-	if (json) {
+	if (a.json) {
 		char *s = vmm_result_json(&c, &r);
 
 		printf("%s\n", s);
