@@ -216,7 +216,7 @@ static void session_put(struct send_session *s)
 }
 
 /* End s: both connections shut down; threads see it and put their refs. */
-static void session_end(struct send_session *s)
+static void send_session_end(struct send_session *s)
 {
 	struct sender *snd = s->snd;
 
@@ -385,7 +385,7 @@ static struct send_session *session_new(struct sender *snd, uint64_t token,
 	snd->sessions = s;
 	pthread_mutex_unlock(&snd->lock);
 	if (old) {
-		session_end(old);
+		send_session_end(old);
 		session_put(old);
 	}
 	return s;
@@ -503,7 +503,7 @@ static void *conn_thread(void *arg)
 		shutdown(s->sfd, SHUT_RDWR);	/* ended while attaching */
 	serve_stream(s, s->sfd, buf);
 end:
-	session_end(s);
+	send_session_end(s);
 	session_put(s);
 out:
 	if (fd >= 0)
@@ -629,7 +629,7 @@ static void end_sessions(struct sender *snd)
 		pthread_mutex_unlock(&snd->lock);
 		if (!s)
 			break;
-		session_end(s);
+		send_session_end(s);
 		session_put(s);
 	}
 	/* A thread stuck in a send is abandoned after 2 s. */
