@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -109,16 +110,23 @@ static double now_s(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-/* The child criu dumps: in a session of its own, waiting to be killed. */
+/*
+ * The child criu dumps: in a session of its own, waiting to be killed,
+ * and killed with this command should it die first (a probe stopped by
+ * a timeout left it behind, paused for ever).
+ */
 static pid_t start_child(void)
 {
-	pid_t pid;
+	pid_t parent = getpid(), pid;
 
 	fflush(NULL);
 	pid = fork();
 	if (pid == 0) {
 		int fd = open("/dev/null", O_RDWR);
 
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(0);
 		setsid();
 		dup2(fd, 0);
 		dup2(fd, 1);
