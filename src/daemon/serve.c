@@ -694,8 +694,10 @@ int serve_run(const struct serve_config *cfg)
 	ret = check_stats_json(cfg);
 	if (!ret)
 		ret = open_source(&d);
-	if (ret < 0)
+	if (ret < 0) {
+		free(d.sup_in);
 		return ret;
+	}
 	/* All set up before listening: a client that sees it listen is served. */
 	d.max_sessions = max_sessions();
 	d.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
