@@ -422,7 +422,7 @@ SAN_ENV   := FAULTLINE_BIN=build-san/faultline FL_TCG_ROOT=$(BUILD)/tcg \
 check-sanitize: deps tcg-kernel criu
 	$(MAKE) BUILD=build-san SANITIZE="$(SAN_FLAGS)" all tests
 	rm -rf $(SAN_LOG) && mkdir -p $(SAN_LOG)
-	$(SAN_ENV) prove -f --timer $(TEST_SRC:tests/%.c=build-san/tests/%)
+	$(SAN_ENV) prove -f --timer $(TEST_BIN:$(BUILD)/%=build-san/%)
 	@$(call no_reports,$(SAN_LOG))
 
 # The engine and daemon tests built with ThreadSanitizer in build-tsan/
