@@ -331,7 +331,7 @@ struct conn {
 	char peer[64];
 };
 
-static void refuse(int fd, const char *peer, const char *why,
+static void refuse_conn(int fd, const char *peer, const char *why,
 		   uint16_t flags)
 {
 	send_log("connection from %s refused: %s", peer, why);
@@ -442,15 +442,15 @@ static void *conn_thread(void *arg)
 		goto out;
 	}
 	if (le16toh(hi.version) != PEER_VERSION || len < sizeof(hi)) {
-		refuse(fd, c->peer, "protocol version not supported", 0);
+		refuse_conn(fd, c->peer, "protocol version not supported", 0);
 		goto out;
 	}
 	if (!file_unchanged(snd)) {
-		refuse(fd, c->peer, CHANGED_MSG, PEER_F_CHANGED);
+		refuse_conn(fd, c->peer, CHANGED_MSG, PEER_F_CHANGED);
 		goto out;
 	}
 	if (hi.file_id && le64toh(hi.file_id) != snd->file_id) {
-		refuse(fd, c->peer, "the sender serves another file than the "
+		refuse_conn(fd, c->peer, "the sender serves another file than the "
 		       "receiver started from", PEER_F_CHANGED);
 		goto out;
 	}
@@ -470,17 +470,17 @@ static void *conn_thread(void *arg)
 		goto end;
 	}
 	if (role == PEER_ROLE_DEMAND) {
-		refuse(fd, c->peer, "a demand hello carries no bitmap", 0);
+		refuse_conn(fd, c->peer, "a demand hello carries no bitmap", 0);
 		goto out;
 	}
 	if (role != PEER_ROLE_STREAM) {
-		refuse(fd, c->peer, "unknown role", 0);
+		refuse_conn(fd, c->peer, "unknown role", 0);
 		goto out;
 	}
 	if (le64toh(hi.size) != snd->size ||
 	    le32toh(hi.block_size) != snd->bsize ||
 	    len != sizeof(hi) + bmlen) {
-		refuse(fd, c->peer, "size or block size differ from the "
+		refuse_conn(fd, c->peer, "size or block size differ from the "
 		       "sender's file", PEER_F_CHANGED);
 		goto out;
 	}
@@ -489,7 +489,7 @@ static void *conn_thread(void *arg)
 		goto out;
 	s = session_attach_stream(snd, token, fd);
 	if (!s) {
-		refuse(fd, c->peer, "no demand connection for this token", 0);
+		refuse_conn(fd, c->peer, "no demand connection for this token", 0);
 		goto out;
 	}
 	fd = -1;	/* the session closes it */
@@ -601,7 +601,7 @@ static void accept_conn(struct sender *snd, int lfd, bool *warned)
 	c->fd = fd;
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
 	if (atomic_load(&snd->nthreads) >= snd->max_conns) {
-		refuse(fd, c->peer, "too many connections", 0);
+		refuse_conn(fd, c->peer, "too many connections", 0);
 		close(fd);
 		free(c);
 		return;
