@@ -450,8 +450,8 @@ static void *conn_thread(void *arg)
 		goto out;
 	}
 	if (hi.file_id && le64toh(hi.file_id) != snd->file_id) {
-		refuse_conn(fd, c->peer, "the sender serves another file than the "
-		       "receiver started from", PEER_F_CHANGED);
+		refuse_conn(fd, c->peer, "the sender serves another file "
+			    "than the receiver started from", PEER_F_CHANGED);
 		goto out;
 	}
 	uint64_t token = le64toh(hi.token);
@@ -489,7 +489,8 @@ static void *conn_thread(void *arg)
 		goto out;
 	s = session_attach_stream(snd, token, fd);
 	if (!s) {
-		refuse_conn(fd, c->peer, "no demand connection for this token", 0);
+		refuse_conn(fd, c->peer, "no demand connection for this token",
+			    0);
 		goto out;
 	}
 	fd = -1;	/* the session closes it */
