@@ -46,6 +46,23 @@ int su_listening(const char *path)
 	return proc_unix_listening(path) == 1;
 }
 
+int serve_wait_supervisor_listens(struct serve *s, unsigned int timeout_ms)
+{
+	long ino = proc_unix_listen_inode(s->sock);
+	uint64_t t0 = su_now_ms();
+	char link[48];
+
+	if (ino <= 0)
+		return -ENOENT;
+	snprintf(link, sizeof(link), "socket:[%ld]", ino);
+	while (proc_fds(s->pid, link) < 1) {
+		if (su_now_ms() - t0 >= timeout_ms)
+			return -ETIMEDOUT;
+		su_sleep_ms(5);
+	}
+	return 0;
+}
+
 bool su_file_has(const char *path, const char *what)
 {
 	FILE *f = fopen(path, "r");

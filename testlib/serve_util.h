@@ -70,6 +70,14 @@ const char *serve_bin(void);
 /* Is a socket listening at path?  (/proc/net/unix: flags __SO_ACCEPTCON) */
 int su_listening(const char *path);
 
+/*
+ * Wait until the supervisor (s->pid) holds the server's listener (it gets
+ * a copy after the server starts listening: a count of its descriptors
+ * taken before then is one short).  0, -ETIMEDOUT, or -ENOENT if nothing
+ * listens at s->sock.
+ */
+int serve_wait_supervisor_listens(struct serve *s, unsigned int timeout_ms);
+
 /* Whether the text file at path has a line containing what. */
 bool su_file_has(const char *path, const char *what);
 

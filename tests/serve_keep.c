@@ -117,7 +117,8 @@ static void keep_fails(void)
 		return;
 	}
 	mark = serve_log_mark(&s);
-	su_sleep_ms(100);	/* the supervisor has the listener by now */
+	if (serve_wait_supervisor_listens(&s, 30000))
+		diag("the supervisor never held the listener");
 	n = proc_fds(s.pid, NULL);
 	if (prlimit(s.pid, RLIMIT_NOFILE, NULL, &old) < 0)
 		BAIL("prlimit: %s", strerror(errno));

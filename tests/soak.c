@@ -145,6 +145,7 @@ static int malformed(void *arg)
 
 struct bad_rec {
 	int pid, kind, lines;
+	size_t seq;		/* its place in the run: 0 first */
 	bool right;		/* its line says what its kind should */
 };
 
@@ -170,7 +171,9 @@ static struct bad_rec *bad_read(const char *path, size_t *n)
 			if (!v)
 				BAIL("out of memory");
 		}
-		v[(*n)++] = (struct bad_rec){ .pid = pid, .kind = kind };
+		v[*n] = (struct bad_rec){ .pid = pid, .kind = kind,
+					  .seq = *n };
+		(*n)++;
 	}
 	if (f)
 		fclose(f);
@@ -180,21 +183,20 @@ static struct bad_rec *bad_read(const char *path, size_t *n)
 }
 
 /*
- * Each malformed client's session ends in one line of the daemon's log
- * ("closed: ..." or "ended ..."), which says what its kind should: the
- * clients; in *wrong how many do not, in *uffds how many handed over a
- * uffd.
+ * Count, in v (n, sorted by pid), each malformed client's lines in the
+ * daemon's log that end its session, and whether they say what its kind
+ * should; shown: how many wrong lines were printed so far.  The number
+ * of clients with no line yet.
  */
-static size_t bad_logged(const char *path, size_t *wrong, size_t *uffds)
+static size_t bad_scan(struct bad_rec *v, size_t n, int *shown)
 {
-	struct bad_rec *v, key;
+	struct bad_rec key;
 	char line[2048];
-	size_t n;
-	FILE *f;
-	int shown = 0;
+	FILE *f = fopen(srv.log, "re");
+	size_t missing = 0;
 
-	v = bad_read(path, &n);
-	f = fopen(srv.log, "re");
+	for (size_t i = 0; i < n; i++)
+		v[i].lines = 0;
 	while (f && fgets(line, sizeof(line), f)) {
 		const char *p = strstr(line, "(pid ");
 		struct bad_rec *r;
@@ -211,11 +213,33 @@ static size_t bad_logged(const char *path, size_t *wrong, size_t *uffds)
 		r->right = strstr(line, bad_kinds[r->kind].says) &&
 			   (bad_kinds[r->kind].end != -SIGKILL ||
 			    strstr(line, "client killed"));
-		if (!r->right && ++shown <= 5)
+		if (!r->right && ++*shown <= 5)
 			diag("%s: %s", bad_kinds[r->kind].name, line);
 	}
 	if (f)
 		fclose(f);
+	for (size_t i = 0; i < n; i++)
+		missing += !v[i].lines;
+	return missing;
+}
+
+/*
+ * Each malformed client's session ends in one line of the daemon's log
+ * ("closed: ..." or "ended ..."), which says what its kind should: the
+ * clients; in *wrong how many do not, in *uffds how many handed over a
+ * uffd.  The last client may be reaped before the daemon has seen it go
+ * (it hands over its uffd and exits): its line is waited for, 30 s at
+ * most.
+ */
+static size_t bad_logged(const char *path, size_t *wrong, size_t *uffds)
+{
+	uint64_t t0 = su_now_ms();
+	int shown = 0;
+	size_t n;
+	struct bad_rec *v = bad_read(path, &n);
+
+	while (bad_scan(v, n, &shown) && su_now_ms() - t0 < 30000)
+		su_sleep_ms(100);
 	*wrong = *uffds = 0;
 	for (size_t i = 0; i < n; i++) {
 		enum bc_fds fds = bad_kinds[v[i].kind].bc.fds;
@@ -223,9 +247,10 @@ static size_t bad_logged(const char *path, size_t *wrong, size_t *uffds)
 		*uffds += fds == BC_UFFD || fds == BC_TWO;
 		if (v[i].lines != 1 || !v[i].right) {
 			if (++*wrong <= 5)
-				diag("malformed client %d (%s): %d lines, %s",
-				     v[i].pid, bad_kinds[v[i].kind].name,
-				     v[i].lines, v[i].right ? "right" :
+				diag("malformed client %d (%s, %zu of %zu): "
+				     "%d lines, %s", v[i].pid,
+				     bad_kinds[v[i].kind].name, v[i].seq + 1,
+				     n, v[i].lines, v[i].right ? "right" :
 				     "not what it should say");
 		}
 	}
@@ -263,6 +288,10 @@ int main(void)
 	};
 	/* Before any session: a warm-up's may not have closed yet. */
 	server = serve_server_pid(&srv);
+	r = serve_wait_supervisor_listens(&srv, 30000);
+	if (r)
+		BAIL("the supervisor never held the listener: %s",
+		     strerror(-r));
 	fd0 = proc_fds(server, NULL);
 	sfd0 = proc_fds(srv.pid, NULL);
 	is_int(su_reap(su_spawn(su_client_main, &all), 60000), 0,
@@ -306,8 +335,12 @@ int main(void)
 	   "the daemon and its server still running");
 	fd1 = proc_fds_settle(server, NULL, (int)fd0, 10000);
 	sfd1 = proc_fds_settle(srv.pid, NULL, (int)sfd0, 10000);
-	ok(fd1 <= fd0 && sfd1 <= sfd0, "descriptors back to their start "
-	   "(server %ld -> %ld, supervisor %ld -> %ld)", fd0, fd1, sfd0, sfd1);
+	if (!ok(fd1 <= fd0 && sfd1 <= sfd0, "descriptors back to their start "
+		"(server %ld -> %ld, supervisor %ld -> %ld)", fd0, fd1, sfd0,
+		sfd1)) {
+		proc_fds_dump(server);
+		proc_fds_dump(srv.pid);
+	}
 	for (int b = 0; b < BATCHES; b++) {
 		if (b >= BATCHES / 4 && b < BATCHES / 2 && rss[b] > max2)
 			max2 = rss[b];

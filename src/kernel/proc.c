@@ -100,25 +100,33 @@ int proc_resident(int pagemap_fd, pid_t pid, uint64_t addr)
 	return mincore((void *)(uintptr_t)addr, 4096, &v) == 0 && (v & 1);
 }
 
-int proc_unix_listening(const char *path)
+long proc_unix_listen_inode(const char *path)
 {
 	FILE *f = fopen("/proc/net/unix", "re");
 	char line[512];
-	int found = 0;
+	long ino = 0;
 
 	if (!f)
 		return -1;
-	while (!found && fgets(line, sizeof(line), f)) {
+	while (!ino && fgets(line, sizeof(line), f)) {
 		unsigned int flags = 0;
+		long i = 0;
 		char p[256] = "";
 
 		/* Num RefCount Protocol Flags Type St Inode Path */
-		if (sscanf(line, "%*s %*s %*s %x %*s %*s %*s %255s", &flags,
-			   p) == 2 && (flags & 0x10000) && !strcmp(p, path))
-			found = 1;	/* __SO_ACCEPTCON: listening */
+		if (sscanf(line, "%*s %*s %*s %x %*s %*s %ld %255s", &flags,
+			   &i, p) == 3 && (flags & 0x10000) && !strcmp(p, path))
+			ino = i > 0 ? i : 1;	/* __SO_ACCEPTCON: listening */
 	}
 	fclose(f);
-	return found;
+	return ino;
+}
+
+int proc_unix_listening(const char *path)
+{
+	long ino = proc_unix_listen_inode(path);
+
+	return ino < 0 ? -1 : ino > 0;
 }
 
 int proc_pidfd_open(pid_t pid)

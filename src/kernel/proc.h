@@ -40,6 +40,10 @@ int proc_resident(int pagemap_fd, pid_t pid, uint64_t addr);
  */
 int proc_unix_listening(const char *path);
 
+/* The inode of that listening socket ("socket:[N]" in /proc/PID/fd): 0 if
+ * none listens there, -1 if that cannot be told. */
+long proc_unix_listen_inode(const char *path);
+
 /*
  * A pidfd (close-on-exec) for process pid, or -errno (-ESRCH: it is gone).
  * It names the process that has the pid now: pin a client while it is
