@@ -84,6 +84,10 @@ TEST_PKGS := nginx-light iproute2 gnuplot-nox strace curl
 # sanitized tests use this one.  Why this server: docs/object-storage.md.
 S3RVER_DIR := build/s3rver
 S3_PKGS   := nodejs npm
+# apt-get that waits for another apt or dpkg (a second clone's make deps,
+# unattended-upgrades) to let go of its locks instead of failing at once.
+APT := apt-get -o DPkg::Lock::Timeout=600
+
 DEB_PKGS  := $(BUILD_PKGS) $(TEST_PKGS)
 # A real KVM where /dev/kvm is missing: QEMU's TCG, Debian's 6.1 kernel
 # (extracted from its package, not installed) and a busybox initramfs
@@ -191,8 +195,8 @@ deps:
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			echo "installing: $$missing"; \
-			apt-get update -qq && \
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+			$(APT) update -qq && \
+			DEBIAN_FRONTEND=noninteractive $(APT) install -y -qq $$missing >/dev/null; \
 		else \
 			echo "missing packages; run: sudo apt-get install -y $$missing"; exit 1; \
 		fi; \
@@ -202,8 +206,8 @@ deps:
 		grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ]; then \
 		echo "installing: $$missing"; \
-		apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+		$(APT) update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(APT) install -y -qq \
 			--no-install-recommends $$missing >/dev/null; \
 	elif [ -n "$$missing" ]; then \
 		$(call missing,KVM (without /dev/kvm)$(,) CRIU and metrics tests need: sudo apt-get install -y --no-install-recommends $$missing); \
@@ -212,8 +216,8 @@ deps:
 	    ! command -v npm >/dev/null 2>&1; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			echo "installing: $(S3_PKGS)"; \
-			apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-				apt-get install -y -qq $(S3_PKGS) >/dev/null; \
+			$(APT) update -qq && DEBIAN_FRONTEND=noninteractive \
+				$(APT) install -y -qq $(S3_PKGS) >/dev/null; \
 		else \
 			$(call missing,the s3:// tests need: sudo apt-get install -y $(S3_PKGS)); \
 		fi; \
@@ -238,11 +242,11 @@ deps:
 tcg-kernel: $(BUILD)/tcg/.done
 $(BUILD)/tcg/.done: | deps
 	rm -rf $(BUILD)/tcg && mkdir -p $(BUILD)/tcg
-	[ "$$(id -u)" != 0 ] || apt-get update -qq
+	[ "$$(id -u)" != 0 ] || $(APT) update -qq
 	cd $(BUILD)/tcg && \
 	pkg=$$(apt-cache depends linux-image-amd64 | \
 	       sed -n 's/^ *Depends: \(linux-image-[0-9][^ ]*\)$$/\1/p' | head -n1) && \
-	apt-get download -qq $$pkg && \
+	$(APT) download -qq $$pkg && \
 	dpkg-deb --fsys-tarfile $${pkg}_*.deb | tar -x --wildcards \
 		'./boot/vmlinuz-*' $(TCG_KMODS:%='./lib/modules/*/kernel/%') && \
 	rm -f $${pkg}_*.deb

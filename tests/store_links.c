@@ -19,14 +19,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -39,6 +36,7 @@
 #include "author/create.h"
 #include "format/image.h"
 #include "source/source.h"
+#include "no_openat2.h"
 #include "tap.h"
 #include "util.h"
 #include "http_util.h"
@@ -127,26 +125,7 @@ static int read_whole(const char *spec, const struct fl_source_opts *o)
 	return ret;
 }
 
-/* ---- openat2 made to fail ------------------------------------------------ */
-
-static int no_openat2(void)
-{
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-			 offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat2, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
-
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
-	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
-		return -errno;
-	/* The filter holds: openat2 itself says ENOSYS now. */
-	return syscall(SYS_openat2, AT_FDCWD, ".", NULL, 0) < 0 &&
-	       errno == ENOSYS ? 0 : -EPERM;
-}
+/* ---- openat2 made to fail (no_openat2.h) ---------------------------------- */
 
 /*
  * fn() (0: it held, else a diag said why), here or in a child whose
