@@ -27,6 +27,7 @@
 #include "author/gc.h"
 #include "format/image.h"
 #include "store/chunk_store.h"
+#include "store/store.h"
 #include "author/registry.h"
 #include "source/source.h"
 #include "tap.h"
@@ -293,7 +294,7 @@ static int case_gc(void)
 	char args[1400];
 	int ret;
 	struct store_gc_info g;
-	struct store_writer w;
+	struct store *w = NULL;
 	char id[IMAGE_ID_HEX];
 	int lk;
 
@@ -328,12 +329,13 @@ static int case_gc(void)
 	   "one.fli, deleted, misses its own chunks (verify says so)");
 
 	/* A create in progress holds the store: gc cannot take it. */
-	ret = store_open_write(store, &w);
+	ret = store_open(store, STORE_CREATE, NULL, &w);
+	ret = ret ? ret : w->ops->lock(w, false);	/* as a create holds it */
 	lk = open(path_of("store/" STORE_LOCK), O_RDWR);
 	ok(ret == 0 && lk >= 0 && flock(lk, LOCK_EX | LOCK_NB) < 0 &&
 	   errno == EWOULDBLOCK,
 	   "while a create holds the store, gc's exclusive lock waits");
-	store_close(&w);
+	store_close(w);
 	ok(flock(lk, LOCK_EX | LOCK_NB) == 0,
 	   "after it, gc takes the store");
 	close(lk);

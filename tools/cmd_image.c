@@ -26,6 +26,7 @@
 #include "author/create.h"
 #include "format/image.h"
 #include "store/chunk_store.h"
+#include "store/store.h"
 #include "util/clock.h"
 #include "source/layers.h"
 #include "source/source.h"

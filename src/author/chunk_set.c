@@ -10,16 +10,14 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "author/chunk_set.h"
 #include "format/image.h"
 #include "store/chunk_store.h"
-#include "store/s3_store.h"
+#include "store/store.h"
 #include "util/error.h"
 
 int chunk_hash_cmp(const void *a, const void *b)
@@ -69,21 +67,21 @@ struct have {
 	bool *found;
 };
 
-static int have_seen(void *arg, const char *name, uint64_t size)
+static int have_seen(void *arg, const struct store_entry *e)
 {
 	struct have *h = arg;
-	const char *base = strrchr(name, '/');
+	const char *base = strrchr(e->name, '/');
 	uint8_t x[IMAGE_HASH_LEN], (*at)[IMAGE_HASH_LEN];
 
-	(void)size;
-	if (base && chunk_hash_parse(base + 1, x) &&
-	    (at = bsearch(x, h->want.h, h->want.n, IMAGE_HASH_LEN, chunk_hash_cmp)))
+	if (e->type == STORE_OBJECT && base && chunk_hash_parse(base + 1, x) &&
+	    (at = bsearch(x, h->want.h, h->want.n, IMAGE_HASH_LEN,
+			  chunk_hash_cmp)))
 		h->found[at - h->want.h] = true;
 	return 0;
 }
 
-int store_check_chunks(const char *spec, int dfd, struct s3_store *s3,
-		       const struct image *img, const char *what)
+int store_check_chunks(struct store *s, const struct image *img,
+		       const char *what)
 {
 	struct have h = { 0 };
 	uint64_t missing = 0;
@@ -100,27 +98,18 @@ int store_check_chunks(const char *spec, int dfd, struct s3_store *s3,
 		if (!n || memcmp(h.want.h[n - 1], h.want.h[i], IMAGE_HASH_LEN))
 			memmove(h.want.h[n++], h.want.h[i], IMAGE_HASH_LEN);
 	h.want.n = n;
-	if (s3)		/* one LIST, not a HEAD per chunk */
-		ret = s3_store_list(s3, STORE_CHUNKS "/", have_seen, &h);
-	for (size_t i = 0; !ret && i < h.want.n; i++) {
-		struct stat st;
-
-		if (!s3) {
-			store_chunk_name(h.want.h[i], name, sizeof(name));
-			h.found[i] = !fstatat(dfd, name, &st,
-					      AT_SYMLINK_NOFOLLOW) &&
-				     S_ISREG(st.st_mode);
-		}
+	/* one listing, not a HEAD per chunk (a bucket's round trips) */
+	ret = s->ops->list(s, STORE_CHUNKS "/", have_seen, &h);
+	for (size_t i = 0; !ret && i < h.want.n; i++)
 		if (!h.found[i] && !missing++)
 			first = i;
-	}
 	if (!ret && missing) {
 		store_chunk_name(h.want.h[first], name, sizeof(name));
 		ret = fl_err(-ENOENT, "%s: %llu of its chunks are not in the "
 			     "store (%s/%s the first): not registered (a gc "
 			     "before the registry deleted them? create it "
-			     "again)", what, (unsigned long long)missing, spec,
-			     name);
+			     "again)", what, (unsigned long long)missing,
+			     s->name, name);
 	}
 	free(h.want.h);
 	free(h.found);

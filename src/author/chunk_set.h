@@ -12,7 +12,7 @@
 
 #include "format/image.h"
 
-struct s3_store;
+struct store;
 
 struct chunk_set {
 	uint8_t (*h)[IMAGE_HASH_LEN];
@@ -30,11 +30,11 @@ int chunk_set_add_image(void *s_, const struct image *img);
 bool chunk_hash_parse(const char *s, uint8_t *hash);
 
 /*
- * Does the store spec (dfd its root, or s3 a bucket's) hold every chunk
- * img names?  0, or -ENOENT with one line (what: the image) naming the
- * first missing; a bucket's chunks are listed once.
+ * Does the store s hold every chunk img names?  0, or -ENOENT with one
+ * line (what: the image) naming the first missing; the store's chunks
+ * are listed once.
  */
-int store_check_chunks(const char *spec, int dfd, struct s3_store *s3,
-		       const struct image *img, const char *what);
+int store_check_chunks(struct store *s, const struct image *img,
+		       const char *what);
 
 #endif

@@ -31,7 +31,7 @@
 #include "store/chunk_store.h"
 #include "author/registry.h"
 #include "author/parent.h"
-#include "store/s3.h"
+#include "store/store.h"
 #include "util/error.h"
 #include "util/io.h"
 #include "util/zero.h"
@@ -67,8 +67,8 @@ struct pool {
 	struct job *jobs;
 	size_t out_cap;
 	int level;
-	struct store_writer *store;	/* into a store, or NULL */
-	/* the first store error of a worker (a bucket's): the others stop */
+	struct store *store;	/* into a store, or NULL */
+	/* the first store error of a worker: the others stop */
 	atomic_bool failed;
 	int err;		/* under mu */
 	char why[512];
@@ -81,7 +81,7 @@ struct compressor {
 };
 
 
-/* A worker's store error (a bucket's): said once, and the others stop. */
+/* A worker's store error: said once, and the others stop. */
 static void pool_fail(struct pool *p, struct job *j, int ret)
 {
 	j->err = ret;
@@ -95,21 +95,22 @@ static void pool_fail(struct pool *p, struct job *j, int ret)
 }
 
 /*
- * Into a bucket, the worker puts the object itself, so that the PUTs of
- * a batch go out side by side (a round trip each; one at a time, a
- * distant bucket would bound the create).  A directory is written in
- * order by write_batch().
+ * The worker puts the object itself, so that the writes of a batch go
+ * out side by side (a bucket's PUT is a round trip each; one at a time,
+ * a distant bucket would bound the create), whatever the store.
  */
 static void put_job(struct pool *p, struct job *j)
 {
 	bool z = j->kind == IMAGE_ZSTD;
+	char name[128];
 	int ret;
 
-	if (!p->store || !p->store->s3 || j->exists || j->err ||
-	    j->kind == IMAGE_ZERO)
+	if (!p->store || j->exists || j->err || j->kind == IMAGE_ZERO)
 		return;
-	ret = store_put(p->store, j->sha, z ? j->out : j->in,
-			z ? j->out_len : j->len, &j->put_size, &j->wrote);
+	store_chunk_name(j->sha, name, sizeof(name));
+	ret = p->store->ops->put(p->store, name, z ? j->out : j->in,
+				 z ? j->out_len : j->len, 0, &j->put_size,
+				 &j->wrote);
 	if (ret < 0)
 		pool_fail(p, j, ret);
 	else
@@ -132,7 +133,7 @@ static void compress_job(struct pool *p, struct job *j, ZSTD_CCtx *cctx)
 	}
 	if (p->store) {
 		uint64_t size;
-
+		char name[128];
 		int ret;
 
 		if (atomic_load(&p->failed)) {	/* the create fails anyway */
@@ -140,9 +141,11 @@ static void compress_job(struct pool *p, struct job *j, ZSTD_CCtx *cctx)
 			return;
 		}
 		j->err = image_sha256(j->in, j->len, j->sha);
+		store_chunk_name(j->sha, name, sizeof(name));
 		/* There already (another snapshot's): not compressed again. */
-		ret = j->err ? -ENOENT : store_has(p->store, j->sha, &size);
-		if (ret < 0 && ret != -ENOENT) {	/* a bucket's error */
+		ret = j->err ? -ENOENT :
+		      p->store->ops->head(p->store, name, &size);
+		if (ret < 0 && ret != -ENOENT) {	/* the store's error */
 			pool_fail(p, j, ret);
 			return;
 		}
@@ -267,10 +270,9 @@ struct writer {
 	char *tmp;			/* the temporary's path, until renamed */
 	uint64_t pos;			/* where the next chunk is written */
 	uint8_t *held;			/* a diff's held-page map, or NULL */
-	struct store_writer sw;		/* into a store (o.store) */
-	bool store_open;
+	struct store *store;		/* into a store (o.store), or NULL */
 	uint64_t new_chunks, new_bytes;
-	bool upload;			/* image_path is s3://: put the index */
+	bool upload;			/* image_path is remote: put the index */
 };
 
 /* Defaults filled in, and what a user can get wrong refused. */
@@ -325,12 +327,9 @@ static int writer_layout(struct writer *w, uint64_t size,
 		h->map_len = (image_pages(h) + 7) / 8;
 	}
 	if (w->o.store) {
-		int ret = store_is_s3(w->o.store) ?
-			  store_relative_s3(w->image_path, w->o.store,
-					    h->store_path,
-					    sizeof(h->store_path)) :
-			  store_relative(w->image_path, w->o.store,
-					 h->store_path, sizeof(h->store_path));
+		int ret = w->store->ops->relative(w->store, w->image_path,
+						  h->store_path,
+						  sizeof(h->store_path));
 
 		if (ret < 0)
 			return ret;
@@ -396,7 +395,7 @@ static int writer_pool(struct writer *w)
 	if (w->batch < 2 * w->o.threads)
 		w->batch = 2 * w->o.threads;
 	p->level = w->o.level;
-	p->store = w->store_open ? &w->sw : NULL;
+	p->store = w->store;
 	p->out_cap = ZSTD_compressBound(w->o.chunk_size);
 	p->jobs = calloc(w->batch, sizeof(*p->jobs));
 	w->cctx = ZSTD_createCCtx();
@@ -432,7 +431,7 @@ static int writer_pool(struct writer *w)
 static int writer_open_tmp(struct writer *w)
 {
 	const char *td = getenv("TMPDIR");
-	int n = w->upload ?	/* s3://: the index is made here, then put */
+	int n = w->upload ?	/* remote: the index is made here, then put */
 		asprintf(&w->tmp, "%s/faultline-index.XXXXXX",
 			 td && *td ? td : "/tmp") :
 		asprintf(&w->tmp, "%s.tmp.XXXXXX", w->image_path);
@@ -501,11 +500,15 @@ static int store_batch_one(struct writer *w, const struct job *j,
 		return fl_err(j->err, "%s: chunk %llu: cannot hash",
 			      w->raw_path, (unsigned long long)j->idx);
 	memcpy(e->sha, j->sha, IMAGE_HASH_LEN);
-	if (j->put) {			/* a worker put it into the bucket */
+	if (j->put) {			/* a worker put it into the store */
 		size = j->put_size;
 		wrote = j->wrote;
 	} else if (!j->exists) {
-		ret = store_put(&w->sw, j->sha, src, len, &size, &wrote);
+		char name[128];
+
+		store_chunk_name(j->sha, name, sizeof(name));
+		ret = w->store->ops->put(w->store, name, src, len, 0, &size,
+					 &wrote);
 		if (ret < 0)
 			return ret;
 	}
@@ -542,7 +545,7 @@ static int write_batch(struct writer *w)
 		e->hash = j->hash;
 		if (j->kind == IMAGE_ZERO)
 			continue;
-		if (w->store_open) {
+		if (w->store) {
 			ret = store_batch_one(w, j, e, src, len);
 			if (ret < 0)
 				return ret;
@@ -565,11 +568,11 @@ static int writer_finish(struct writer *w)
 	unsigned char hb[IMAGE_HEADER_MAX];
 	int ret;
 
-	if (w->store_open && (ret = store_sync(&w->sw)) < 0)
+	if (w->store && (ret = w->store->ops->sync(w->store)) < 0)
 		return ret;	/* objects before the index naming them */
 	for (uint64_t i = 0; i < w->h.chunk_count; i++)
 		image_encode_entry(w->ib + i * w->h.entry_size, &w->index[i],
-			     w->store_open);
+				   w->store != NULL);
 	w->h.data_end = w->pos;
 	w->h.index_hash = XXH64(w->ib, w->ilen, 0);
 	image_encode_header(hb, &w->h, w->ib, w->ilen);
@@ -587,8 +590,8 @@ static int writer_finish(struct writer *w)
 	w->wfd = -1;
 	if (ret < 0)
 		return fl_err(-errno, "%s: close: %m", w->tmp);
-	if (w->store_open)	/* registered, then renamed or put */
-		ret = store_publish(&w->sw, w->tmp, w->image_path, w->o.parent,
+	if (w->store)	/* registered, then renamed or put */
+		ret = store_publish(w->store, w->tmp, w->image_path, w->o.parent,
 				    hb, w->h.header_size, w->ib, w->ilen);
 	else if (rename(w->tmp, w->image_path) < 0)
 		ret = fl_err(-errno, "%s: cannot rename to %s: %m", w->tmp,
@@ -634,30 +637,14 @@ static void writer_free(struct writer *w)
 	free(w->ib);
 	if (w->rfd >= 0)
 		close(w->rfd);
-	if (w->store_open)
-		store_close(&w->sw);	/* after the index's rename: gc may go */
+	store_close(w->store);	/* after the index's rename: gc may go */
 }
 
-/*
- * An s3:// image goes with an s3:// store (in its bucket: checked with
- * the layout), the index put last; an s3:// store wants an s3:// image,
- * since the index finds its store from its own place.
- */
-static int check_s3(struct writer *w)
+/* Where the image goes with its store (store.h), and how it gets there. */
+static int check_place(struct writer *w)
 {
-	bool img = store_is_s3(w->image_path);
-	bool st = w->o.store && store_is_s3(w->o.store);
-
-	w->upload = img;
-	if (img && !st)
-		return fl_err(-EINVAL, "%s: an image in a bucket is an index "
-			      "of a chunk store there: give --store "
-			      "s3://BUCKET/PREFIX", w->image_path);
-	if (st && !img)
-		return fl_err(-EINVAL, "--store %s: the image goes into the "
-			      "bucket too, as s3://BUCKET/PREFIX/images/NAME "
-			      "(its index, put after its chunks)", w->o.store);
-	return img ? s3_check_spec(w->image_path) : 0;
+	w->upload = !store_spec_local(w->image_path);
+	return store_image_place(w->image_path, w->o.store);
 }
 
 /* The image would replace its own input (the same file by another name). */
@@ -687,7 +674,7 @@ int image_create(const char *raw_path, const char *image_path,
 	if (ret == 0)
 		ret = image_refuse(raw_path, "image create", false);
 	if (ret == 0)
-		ret = check_s3(&w);
+		ret = check_place(&w);
 	if (ret < 0)
 		return ret;
 	w.rfd = open_regular(raw_path, &st[0], false);
@@ -703,8 +690,7 @@ int image_create(const char *raw_path, const char *image_path,
 	}
 	posix_fadvise(w.rfd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	if (w.o.store) {	/* before the layout: it records its path */
-		ret = registry_open_write(w.o.store, &w.sw);
-		w.store_open = true;
+		ret = registry_open_write(w.o.store, &w.store);
 	}
 	if (!ret)
 		ret = writer_layout(&w, (uint64_t)st[0].st_size,

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * parent.c - the parent of a diff image being created: opened (a file,
- * or an s3:// image through the source that serves it), its size the raw
- * diff's, and never the file the new image replaces.
+ * or an image by URL or s3:// through the source that serves it), its
+ * size the raw diff's, and never the file the new image replaces.
  *
- * Decision: an s3:// parent is read through fl_source_open, the same path
+ * Decision: a remote parent is read through fl_source_open, the same path
  * a restore takes, so its chain and its store are found as they will be.
  */
 #include <errno.h>
@@ -16,16 +16,16 @@
 #include "format/image.h"
 #include "source/layers.h"
 #include "source/source.h"
-#include "store/chunk_store.h"
+#include "store/store.h"
 #include "util/error.h"
 
 /*
- * An s3:// parent: its header, read through the source that serves it
- * (the chain below it is opened, and not read).
+ * A parent by URL or s3://: its header, read through the source that
+ * serves it (the chain below it is opened, and not read).
  */
-static int open_parent_s3(const char *pp, const char *image_path,
-			  const char *raw_path, const struct stat *raw,
-			  struct image_header *out)
+static int open_parent_remote(const char *pp, const char *image_path,
+			      const char *raw_path, const struct stat *raw,
+			      struct image_header *out)
 {
 	const struct image *img;
 	struct fl_source *s;
@@ -72,8 +72,8 @@ int create_open_parent(const char *pp, const char *image_path,
 	    st.st_dev == img_st.st_dev && st.st_ino == img_st.st_ino)
 		return fl_err(-EINVAL, "%s is the parent %s itself: the image "
 			      "would replace its parent", image_path, pp);
-	if (store_is_s3(pp))
-		return open_parent_s3(pp, image_path, raw_path, raw, out);
+	if (!store_spec_local(pp))	/* a URL, s3:// */
+		return open_parent_remote(pp, image_path, raw_path, raw, out);
 	ret = image_open(pp, &p);
 	if (ret < 0)
 		return ret;

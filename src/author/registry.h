@@ -19,25 +19,28 @@
 #define STORE_REGISTRY_ON	"registry/.active"
 #define STORE_INDEX_MAX		(1u << 30)	   /* an index's bytes */
 
-struct store_writer;
-struct s3_store;
+struct store;
 
 /*
  * A store just opened for writing (its lock held): a store with no chunk
  * yet starts its registry (the marker).  0 or -errno with a message.
  */
-int registry_start(struct store_writer *w);
-/* store_open_write(), then registry_start(): how an author opens a store. */
-int registry_open_write(const char *dir, struct store_writer *w);
+int registry_start(struct store *s);
+/*
+ * How an author opens a store: store_open(STORE_CREATE), its lock taken
+ * shared (so no gc runs until store_close), then registry_start().  0
+ * with *s, or -errno with a message (*s, if not NULL, to store_close).
+ */
+int registry_open_write(const char *dir, struct store **s);
 
 /*
  * The end of `image create --store`: the index hb (hlen bytes) + ib
  * (ilen) registered, the parent's chain's layers in this store first;
- * then the index put in place: tmp renamed to image (a directory), or
- * put at image (s3://).  0 or -errno with a message (the new entry taken
- * back if the index could not be put).
+ * then the index put in place by the store (put_index: tmp renamed to
+ * image in a directory, put at image in a bucket).  0 or -errno with a
+ * message (the new entry taken back if the index could not be put).
  */
-int store_publish(struct store_writer *w, const char *tmp, const char *image,
+int store_publish(struct store *s, const char *tmp, const char *image,
 		  const char *parent, const void *hb, size_t hlen,
 		  const void *ib, size_t ilen);
 
@@ -67,13 +70,13 @@ int store_unregister(const char *store, const char *what,
 int store_registry_on(const char *store);
 
 /*
- * For gc, under the store's exclusive lock (dfd a directory store's
- * root, else s3): keep() called with every registered index; *n counts
- * them; sweep: a directory's temporaries older than STORE_STALE_TMP_S
- * (a register that died) removed.  Refuses with one line (-EPERM) a store whose registry is not
- * on, and (-EBADMSG) an entry that is not the index its name says.
+ * For gc, under the store's exclusive lock: keep() called with every
+ * registered index; *n counts them; sweep: a writer's temporaries older
+ * than STORE_STALE_TMP_S (a register that died) removed.  Refuses with
+ * one line (-EPERM) a store whose registry is not on, and (-EBADMSG) an
+ * entry that is not the index its name says.
  */
-int registry_each(const char *spec, int dfd, struct s3_store *s3, bool sweep,
+int registry_each(struct store *s, bool sweep,
 		  int (*keep)(void *arg, const struct image *img), void *arg,
 		  uint64_t *n);
 

@@ -8,7 +8,7 @@
 
 #include "author/create.h"
 #include "format/image.h"
-#include "store/chunk_store.h"
+#include "store/store.h"
 
 int image_verify(const char *path,
 		 void (*report)(void *arg, const char *msg), void *arg,
@@ -19,7 +19,7 @@ int image_verify(const char *path,
 
 	if (nbad)
 		*nbad = 0;
-	if (ret == 0 && (ret = store_attach_dir(img, path)) < 0)
+	if (ret == 0 && (ret = store_attach_at(img, path, NULL)) < 0)
 		image_close(img);
 	if (ret < 0)
 		return ret;

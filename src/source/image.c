@@ -31,6 +31,7 @@
 #include "util/error.h"
 #include "format/image.h"
 #include "store/chunk_store.h"
+#include "store/store.h"
 #include "source/impl.h"
 
 #define CACHE_BYTES	(32u << 20)	/* the most, once shared */
@@ -396,7 +397,7 @@ int source_image_open(const char *path, struct fl_source **out)
 
 	if (ret < 0)
 		return ret;
-	ret = store_attach_dir(img, path);	/* version 3: its store */
+	ret = store_attach_at(img, path, NULL);	/* version 3: its store */
 	if (ret < 0) {
 		image_close(img);
 		return ret;
@@ -419,18 +420,11 @@ int source_image_over(struct fl_source *lower, const char *name,
 		      struct fl_source **out)
 {
 	struct image *img;
-	char where[4096];
 	int ret = image_open_reader(name, lower->size, lower_read, lower,
 				    &img);
 
-	if (ret == 0 && image_in_store(&img->hdr)) {
-		ret = store_resolve(url, img->hdr.store_path, where,
-				    sizeof(where));
-		if (ret < 0)
-			fl_err(ret, "%s: the URL of its store %s is too long",
-			       name, img->hdr.store_path);
-		else
-			ret = http_store_open(where, o, &img->store);
+	if (ret == 0) {		/* version 3: its store, beside its URL */
+		ret = store_attach_at(img, url, o);
 		if (ret < 0)
 			image_close(img);
 	}

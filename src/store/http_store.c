@@ -1,253 +1,181 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * http_store.c - the chunk store of a version 3 image read by URL
- * (docs/image-format.md, "Chunk store"): URL/chunks/HH/HASH (or
- * s3://BUCKET/PREFIX/chunks/HH/HASH, each GET signed), one GET per
- * object through http_xfer.c, kept in the local cache (`--cache`) by its
- * hash, so one fetched for one image serves every image that holds it.
+ * http_store.c - a store read by URL (docs/image-format.md, "Chunk
+ * store"): the store ops (store_ops.h) over URL/chunks/HH/HASH, one whole
+ * GET per object through http_xfer.c (http_store_fetch(), which a
+ * bucket's reads use too, signed).
  *
- * Decisions: single flight - the first reader that misses the cache
- * fetches an object, and every other reader of the same object in this
- * process waits for that fetch and copies its bytes instead of asking
- * the origin again (50 VMs restoring from one snapshot on one daemon
- * share one source, so one store: each object is fetched once).  The
- * fetcher puts the object in the cache before it lets the waiters go, so
- * a reader that comes later hits the cache (unless the cache's size
- * limit evicted it meanwhile: then it is fetched again, and the limit
- * holds).  Objects are immutable (named by their hash), so there is no
- * validator and no If-Match; what a GET returns is checked by the image
- * reader (SHA-256 of the decoded chunk), and a cached copy that fails it
- * is dropped (bad()).  With the origin down, every object the cache
- * holds is served from it.
+ * Decisions: read-only - put, delete, lock, sync and an index's put
+ * return -EROFS with one line saying so, list and get -EOPNOTSUPP: a web
+ * server's directory is written by whoever serves it, never through it.
+ * Objects are immutable (named by their hash), so there is no validator
+ * and no If-Match; what a GET returns is checked by the image reader
+ * (SHA-256 of the decoded chunk).  The object cache and the single
+ * flight are store.c's, above every kind.
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "faultline.h"
-#include "store/chunk_store.h"
-#include "format/image.h"
-#include "store/http_cache.h"
 #include "store/http_state.h"
-#include "util/note.h"
-#include "util/clock.h"
+#include "store/http_store.h"
+#include "store/s3.h"
+#include "store/store_ops.h"
 #include "util/error.h"
 
-/* One object being fetched, and the readers waiting for it. */
-struct flight {
-	struct flight *next;
-	uint8_t hash[IMAGE_HASH_LEN];
-	void *buf;		/* the fetcher's: valid once done */
-	size_t len;
-	unsigned int refs;	/* the fetcher and the waiters */
-	bool done;
-	int ret;
-	char err[1024];		/* the fetch's message, if it failed */
-};
-
 struct http_store {
-	struct image_store base;
+	struct store base;
 	struct http_origin h;	/* the transfers: url is the store's root */
-	struct note note;	/* fl_source_opts' note callback */
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	struct flight *flights;
-	_Atomic uint64_t fetches;	/* objects asked of the origin */
 };
 
-#define to_store(s) ((struct http_store *)(s))
+#define to_http(s) ((struct http_store *)(s))
 
-/*
- * A waiter: copy a finished flight's result to buf and drop its reference
- * (mu held); the fetcher frees the flight once every waiter has.
- */
-static int flight_take(struct http_store *st, struct flight *f, void *buf,
-		       size_t len)
+int http_store_fetch(struct http_origin *h, const char *name, void *buf,
+		     size_t len)
 {
-	int ret = f->ret;
-
-	if (!ret && f->len != len)
-		ret = -EBADMSG;
-	if (!ret)
-		memcpy(buf, f->buf, len);
-	else
-		fl_err(ret, "%s", f->err[0] ? f->err :
-		       "object of another size than the index says");
-	f->refs--;
-	pthread_cond_broadcast(&st->cv);	/* the fetcher waits for this */
-	return ret;
-}
-
-/* The fetch itself: one GET of the whole object into buf. */
-static int fetch(struct http_store *st, const uint8_t *hash, void *buf,
-		 size_t len)
-{
-	char name[128], *url;
 	struct xfer x;
+	char *url;
 	int ret;
 
-	store_chunk_name(hash, name, sizeof(name));
-	if (asprintf(&url, "%s%s%s", st->h.url,
-		     st->h.url[strlen(st->h.url) - 1] == '/' ? "" : "/",
-		     name) < 0)
+	if (asprintf(&url, "%s%s%s", h->url,
+		     h->url[strlen(h->url) - 1] == '/' ? "" : "/", name) < 0)
 		return -ENOMEM;
 	x = (struct xfer){ .url = url, .size = len, .off = 0, .dst = buf,
 			   .len = len, .whole = true };
-	atomic_fetch_add(&st->fetches, 1);
-	ret = http_fetch(&st->h, &x, 1, http_deadline());
+	ret = http_fetch(h, &x, 1, http_deadline());
 	if (ret < 0) {
 		const char *why = fl_last_error();
-		size_t n = strlen(st->h.name);
+		size_t n = strlen(h->name);
 
 		/* "STORE: bytes 0-N: " again says nothing: the cause alone */
-		if (!strncmp(why, st->h.name, n) && !strncmp(why + n, ": bytes ",
-							    8) &&
+		if (!strncmp(why, h->name, n) && !strncmp(why + n, ": bytes ",
+							  8) &&
 		    strstr(why + n + 8, ": "))
 			why = strstr(why + n + 8, ": ") + 2;
-		fl_err(ret, "chunk store %s: %s: %s", st->h.name, name, why);
+		fl_err(ret, "chunk store %s: %s: %s", h->name, name, why);
 	}
 	free(url);
 	return ret;
 }
 
-static int hs_get(struct image_store *s, const uint8_t *hash, void *buf,
-		     size_t len)
+
+static int hs_read(struct store *s, const char *name, void *buf, size_t len)
 {
-	struct http_store *st = to_store(s);
-	struct flight *f;
-	int ret;
-
-	if (st->h.cache && http_cache_get_chunk(st->h.cache, hash, buf, len)) {
-		atomic_fetch_add(&s->bytes_cached, len);
-		return 0;
-	}
-	pthread_mutex_lock(&st->mu);
-	for (f = st->flights; f; f = f->next)
-		if (!memcmp(f->hash, hash, IMAGE_HASH_LEN))
-			break;
-	if (f) {		/* someone is fetching it: wait, and copy */
-		f->refs++;
-		while (!f->done)
-			pthread_cond_wait(&st->cv, &st->mu);
-		ret = flight_take(st, f, buf, len);
-		pthread_mutex_unlock(&st->mu);
-		return ret;
-	}
-	/*
-	 * No fetch in flight: but one may have ended since the cache was
-	 * asked (its fetcher puts the object in the cache first, then ends
-	 * the flight), so ask again, now that no flight can end unseen.
-	 */
-	if (st->h.cache && http_cache_get_chunk(st->h.cache, hash, buf, len)) {
-		pthread_mutex_unlock(&st->mu);
-		atomic_fetch_add(&s->bytes_cached, len);
-		return 0;
-	}
-	f = calloc(1, sizeof(*f));
-	if (!f) {
-		pthread_mutex_unlock(&st->mu);
-		return -ENOMEM;
-	}
-	memcpy(f->hash, hash, IMAGE_HASH_LEN);
-	f->refs = 1;
-	f->buf = buf;
-	f->len = len;
-	f->next = st->flights;
-	st->flights = f;
-	pthread_mutex_unlock(&st->mu);
-
-	ret = fetch(st, hash, buf, len);
-	if (ret == 0) {
-		atomic_fetch_add(&s->bytes_fetched, len);
-		if (st->h.cache)	/* before the waiters go: later readers hit */
-			http_cache_put_chunk(st->h.cache, hash, buf, len);
-	}
-	pthread_mutex_lock(&st->mu);
-	f->ret = ret;
-	if (ret < 0)
-		snprintf(f->err, sizeof(f->err), "%s", fl_last_error());
-	f->done = true;
-	pthread_cond_broadcast(&st->cv);
-	/* the waiters copy out of buf: wait for them before returning it */
-	while (f->refs > 1)
-		pthread_cond_wait(&st->cv, &st->mu);
-	for (struct flight **p = &st->flights; *p; p = &(*p)->next)
-		if (*p == f) {
-			*p = f->next;
-			break;
-		}
-	pthread_mutex_unlock(&st->mu);
-	free(f);
-	return ret;
+	return http_store_fetch(&to_http(s)->h, name, buf, len);
 }
 
-static void hs_bad(struct image_store *s, const uint8_t *hash)
+/* What a store read by URL cannot do: one line naming it. */
+static int hs_refuse(struct store *s, int err, const char *what)
 {
-	struct http_store *st = to_store(s);
-
-	if (st->h.cache)
-		http_cache_drop_chunk(st->h.cache, hash);
+	return fl_err(err, "%s: a store read by URL is read-only: cannot %s "
+		      "(write it where it lives: a directory, or "
+		      "s3://BUCKET/PREFIX)", s->name, what);
 }
 
-static void hs_close(struct image_store *s)
+static int hs_get(struct store *s, const char *name, size_t max, void **buf,
+		  size_t *len)
 {
-	struct http_store *st = to_store(s);
-
-	http_cache_close(st->h.cache);
-	if (st->h.s3) {
-		s3_target_free(st->h.s3);
-		free(st->h.s3);
-	}
-	pthread_mutex_destroy(&st->mu);
-	pthread_cond_destroy(&st->cv);
-	free(st->h.url);
-	free(st);
+	(void)name, (void)max, (void)buf, (void)len;
+	return hs_refuse(s, -EOPNOTSUPP, "get an object of unknown size");
 }
 
-static const struct image_store_ops http_store_ops = {
+static int hs_head(struct store *s, const char *name, uint64_t *size)
+{
+	(void)name, (void)size;
+	return hs_refuse(s, -EOPNOTSUPP, "ask for an object");
+}
+
+static int hs_put(struct store *s, const char *name, const void *buf,
+		  size_t len, unsigned int flags, uint64_t *size, bool *wrote)
+{
+	(void)name, (void)buf, (void)len, (void)flags, (void)size;
+	*wrote = false;
+	return hs_refuse(s, -EROFS, "put an object");
+}
+
+static int hs_list(struct store *s, const char *sub, store_list_fn fn,
+		   void *arg)
+{
+	(void)sub, (void)fn, (void)arg;
+	return hs_refuse(s, -EOPNOTSUPP, "list objects");
+}
+
+static int hs_del(struct store *s, const char *name, unsigned int flags)
+{
+	(void)name, (void)flags;
+	return hs_refuse(s, -EROFS, "delete an object");
+}
+
+static int hs_lock(struct store *s, bool exclusive)
+{
+	(void)exclusive;
+	return hs_refuse(s, -EROFS, "lock it");
+}
+
+static void hs_unlock(struct store *s)
+{
+	(void)s;
+}
+
+static int hs_sync(struct store *s)
+{
+	return hs_refuse(s, -EROFS, "sync it");
+}
+
+static int hs_get_index(struct store *s, const char *spec, size_t max,
+			void **buf, size_t *len)
+{
+	(void)spec, (void)max, (void)buf, (void)len;
+	return hs_refuse(s, -EOPNOTSUPP, "read an index");
+}
+
+static int hs_put_index(struct store *s, const char *tmp, const char *spec,
+			const void *buf, size_t len)
+{
+	(void)tmp, (void)spec, (void)buf, (void)len;
+	return hs_refuse(s, -EROFS, "put an index");
+}
+
+static int hs_relative(struct store *s, const char *image, char *out,
+		       size_t n)
+{
+	(void)image, (void)out, (void)n;
+	return hs_refuse(s, -EROFS, "write an image into it");
+}
+
+static bool hs_is(struct store *s, const char *where)
+{
+	return !strcmp(where, to_http(s)->h.url);
+}
+
+static void hs_close(struct store *s)
+{
+	free(to_http(s)->h.url);
+	free(s);
+}
+
+static const struct store_ops http_store_ops = {
+	.kind = "http",
+	.read = hs_read,
 	.get = hs_get,
-	.bad = hs_bad,
+	.head = hs_head,
+	.put = hs_put,
+	.list = hs_list,
+	.del = hs_del,
+	.lock = hs_lock,
+	.unlock = hs_unlock,
+	.sync = hs_sync,
+	.get_index = hs_get_index,
+	.put_index = hs_put_index,
+	.relative = hs_relative,
+	.is = hs_is,
 	.close = hs_close,
 };
 
-/*
- * An s3://BUCKET/PREFIX store: h.url the prefix's URL (a '/' at its end),
- * h.s3 how each GET is signed, h.name the spec.  0 or -errno.
- */
-static int s3_open(struct http_store *st, const char *spec)
-{
-	char root[1024];
-	int ret = s3_root_spec(spec, root, sizeof(root));
-
-	if (ret < 0)
-		return ret;
-	st->h.s3 = malloc(sizeof(*st->h.s3));
-	if (!st->h.s3)
-		return -ENOMEM;
-	ret = s3_target_root(root, st->h.s3);
-	if (ret < 0) {
-		free(st->h.s3);
-		st->h.s3 = NULL;
-		return ret;
-	}
-	st->h.url = strdup(st->h.s3->url);
-	if (!st->h.url) {
-		s3_target_free(st->h.s3);
-		free(st->h.s3);
-		st->h.s3 = NULL;
-		return -ENOMEM;
-	}
-	snprintf(st->h.name, sizeof(st->h.name), "%.*s",
-		 (int)strlen(root) - 1, root);
-	return 0;
-}
-
-int http_store_open(const char *url, const struct fl_source_opts *o,
-		    struct image_store **out)
+int http_store_open(const char *url, struct store **out)
 {
 	struct http_store *st;
 	int ret = http_init(url);
@@ -255,34 +183,16 @@ int http_store_open(const char *url, const struct fl_source_opts *o,
 	if (ret < 0)
 		return ret;
 	st = calloc(1, sizeof(*st));
-	if (st && s3_is_spec(url)) {
-		ret = s3_open(st, url);
-		if (ret < 0) {
-			free(st);
-			return ret;
-		}
-	} else if (!st || !(st->h.url = strdup(url))) {
+	if (!st || !(st->h.url = strdup(url))) {
 		free(st);
 		return -ENOMEM;
-	} else {
-		snprintf(st->h.name, sizeof(st->h.name), "%.*s",
-			 (int)strcspn(url, "?#"), url);
 	}
+	snprintf(st->h.name, sizeof(st->h.name), "%.*s",
+		 (int)strcspn(url, "?#"), url);
+	snprintf(st->base.name, sizeof(st->base.name), "%s", st->h.name);
 	st->base.ops = &http_store_ops;
 	st->base.remote = true;
-	pthread_mutex_init(&st->mu, NULL);
-	pthread_cond_init(&st->cv, NULL);
-	note_set(&st->note, o ? o->note : NULL, o ? o->note_arg : NULL);
-	st->h.note = &st->note;
-	if (o && o->cache_dir) {
-		ret = http_cache_open(o->cache_dir, o->cache_max_bytes ?
-				      o->cache_max_bytes : FL_DEFAULT_CACHE_MAX,
-				      &st->note, &st->h.cache);
-		if (ret < 0) {
-			hs_close(&st->base);
-			return ret;
-		}
-	}
+	st->h.note = &st->base.note;	/* filled in by store_open() */
 	*out = &st->base;
 	return 0;
 }

@@ -287,6 +287,11 @@ int s3_store_open(const char *spec, struct s3_store **out)
 	return 0;
 }
 
+struct s3_target *s3_store_target(struct s3_store *s)
+{
+	return &s->t;
+}
+
 const char *s3_store_spec(const struct s3_store *s)
 {
 	return s->spec;

@@ -104,6 +104,9 @@ int s3_store_stat(struct s3_store *s, const char *name, char *body, size_t n,
 int s3_store_replace(struct s3_store *s, const char *name, const void *buf,
 		     size_t len);
 
+/* How s's requests are signed (t->url: the prefix's URL, a '/' at its end). */
+struct s3_target *s3_store_target(struct s3_store *s);
+
 /* The store's spec, "s3://BUCKET/PREFIX/" (with a '/'). */
 const char *s3_store_spec(const struct s3_store *s);
 
