@@ -351,6 +351,39 @@ static int case_gc(void)
 	return 0;
 }
 
+/* A store read by URL is read-only: every write refused in one line. */
+static int case_http_read_only(void)
+{
+	const char *url = "http://127.0.0.1:9/store";
+	struct store_gc_info g;
+	struct store *s = NULL;
+	uint64_t size = 0;
+	bool wrote = true;
+	int ret = store_open(url, 0, NULL, &s);
+
+	ok(ret == 0 && !strcmp(s->ops->kind, "http"),
+	   "an http URL opens a store of the http kind%s%s", ret ? ": " : "",
+	   ret ? fl_last_error() : "");
+	if (ret)
+		return 0;
+	ok(s->ops->put(s, "chunks/00/x", "x", 1, 0, &size, &wrote) == -EROFS &&
+	   !wrote && strstr(fl_last_error(), "read-only") &&
+	   strstr(fl_last_error(), url) && !strchr(fl_last_error(), '\n'),
+	   "its put refuses, one line naming it: %s", fl_last_error());
+	ok(s->ops->del(s, "chunks/00/x", 0) == -EROFS &&
+	   s->ops->lock(s, true) == -EROFS && s->ops->sync(s) == -EROFS &&
+	   s->ops->put_index(s, "t", "i", "x", 1) == -EROFS,
+	   "delete, lock, sync and an index's put refuse (-EROFS)");
+	ok(s->ops->list(s, STORE_CHUNKS "/", NULL, NULL) == -EOPNOTSUPP,
+	   "list: -EOPNOTSUPP");
+	store_close(s);
+	ret = store_gc(url, false, &g);
+	ok(ret == -EROFS && strstr(fl_last_error(), "read-only") &&
+	   g.deleted == 0,
+	   "gc of a store read by URL refuses: %s", fl_last_error());
+	return 0;
+}
+
 static const struct tap_case cases[] = {
 	{ "first snapshot", case_first },
 	{ "second snapshot", case_second },
@@ -358,6 +391,7 @@ static const struct tap_case cases[] = {
 	{ "damaged store", case_damage },
 	{ "another version", case_version },
 	{ "gc", case_gc },
+	{ "a store read by URL", case_http_read_only },
 };
 
 int main(void)
