@@ -90,8 +90,8 @@ struct image_entry {
 
 /*
  * Where a version 3 image's chunks come from, given by the image's opener
- * (a directory, or a URL prefix: src/store/chunk_store.c,
- * src/store/http_store.c): the reader never looks for them itself.
+ * (src/store/store.c's, over a store of any kind: a directory, a URL, a
+ * bucket): the reader never looks for them itself.
  */
 struct image_store;
 struct image_store_ops {

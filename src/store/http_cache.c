@@ -14,11 +14,11 @@
  * reader ever sees it half-written), eviction is an unlink, and several
  * processes can share a directory without locking.  Every hit is hashed
  * anyway: a torn or corrupted file is removed and refetched, never served.
- * Chunks of a chunk store (http_store.c) are kept so too, keyed by their
- * name instead, DIR/HHHH...HHHH.chk (the chunk's SHA-256, 64 hex digits),
- * so one fetched for one image serves every image that holds it; in the
- * index such an entry's key and block are the hash's first 16 bytes, the
- * block's top bit set (no block of an object has it).
+ * Chunks of a chunk store (store.c, by hash) are kept so too, keyed by
+ * their name instead, DIR/HHHH...HHHH.chk (the chunk's SHA-256, 64 hex
+ * digits), so one fetched for one image serves every image that holds
+ * it; in the index such an entry's key and block are the hash's first
+ * 16 bytes, the block's top bit set (no block of an object has it).
  * LRU: the in-memory index is built from the directory at open, ordered by
  * file mtime; a hit updates the mtime, so recency survives restarts.  The
  * bound is kept per process (another process's writes are counted when

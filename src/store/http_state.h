@@ -30,7 +30,8 @@
 /*
  * An object (or a prefix of objects) at a URL, and how to reach it: what
  * every transfer of it needs.  The http source (source/http.c) holds one
- * for its object, a URL chunk store (http_store.c) one for its prefix.
+ * for its object, a URL or bucket store (http_store.c, bucket.c) one for
+ * its prefix.
  */
 struct http_origin {
 	char *url;		/* as given: passed to libcurl untouched */

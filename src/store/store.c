@@ -154,7 +154,7 @@ static void flight_end(struct store *s, struct flight *f, int ret)
  * reader's fetch or the cache gave the bytes, else ours to fetch.
  */
 static struct flight *flight_join(struct store *s, const uint8_t *hash,
-				  void *buf, size_t len, bool *cached,
+				  void *buf, size_t len, enum store_from *from,
 				  int *ret)
 {
 	struct flight *f;
@@ -167,6 +167,7 @@ static struct flight *flight_join(struct store *s, const uint8_t *hash,
 		while (!f->done)
 			pthread_cond_wait(&s->cv, &s->mu);
 		*ret = flight_take(s, f, buf, len);
+		*from = STORE_FROM_FLIGHT;
 		pthread_mutex_unlock(&s->mu);
 		return NULL;
 	}
@@ -177,7 +178,7 @@ static struct flight *flight_join(struct store *s, const uint8_t *hash,
 	 */
 	if (s->cache && http_cache_get_chunk(s->cache, hash, buf, len)) {
 		pthread_mutex_unlock(&s->mu);
-		*cached = true;
+		*from = STORE_FROM_CACHE;
 		*ret = 0;
 		return NULL;
 	}
@@ -196,22 +197,22 @@ static struct flight *flight_join(struct store *s, const uint8_t *hash,
 }
 
 int store_read_chunk(struct store *s, const uint8_t *hash, void *buf,
-		     size_t len, bool *cached)
+		     size_t len, enum store_from *from)
 {
 	struct flight *f;
 	char name[128];
 	int ret;
 
-	*cached = false;
+	*from = STORE_FROM_STORE;
 	store_chunk_name(hash, name, sizeof(name));
 	if (!s->remote)
 		return s->ops->read(s, name, buf, len);
 	if (s->cache && http_cache_get_chunk(s->cache, hash, buf, len)) {
-		*cached = true;
+		*from = STORE_FROM_CACHE;
 		return 0;
 	}
 	pthread_mutex_lock(&s->mu);
-	f = flight_join(s, hash, buf, len, cached, &ret);
+	f = flight_join(s, hash, buf, len, from, &ret);
 	if (!f)
 		return ret;
 	atomic_fetch_add(&s->fetches, 1);
@@ -240,12 +241,14 @@ struct image_source_store {
 static int iss_get(struct image_store *x, const uint8_t *hash, void *buf,
 		   size_t len)
 {
-	bool cached;
-	int ret = store_read_chunk(to_iss(x)->s, hash, buf, len, &cached);
+	enum store_from from;
+	int ret = store_read_chunk(to_iss(x)->s, hash, buf, len, &from);
 
-	if (!ret && x->remote)
-		atomic_fetch_add(cached ? &x->bytes_cached : &x->bytes_fetched,
-				 len);
+	/* a waiter's copy of another's fetch is counted by that reader */
+	if (!ret && x->remote && from == STORE_FROM_CACHE)
+		atomic_fetch_add(&x->bytes_cached, len);
+	else if (!ret && x->remote && from == STORE_FROM_STORE)
+		atomic_fetch_add(&x->bytes_fetched, len);
 	return ret;
 }
 

@@ -41,12 +41,19 @@ int store_open(const char *spec, unsigned int flags,
 	       const struct fl_source_opts *o, struct store **out);
 void store_close(struct store *s);
 
+/* Where store_read_chunk() found a chunk's bytes. */
+enum store_from {
+	STORE_FROM_STORE,	/* asked of the store by this reader */
+	STORE_FROM_CACHE,	/* the local cache */
+	STORE_FROM_FLIGHT,	/* another reader's fetch, copied */
+};
+
 /*
  * The chunk named hash (len bytes) through the cache and the single
- * flight: 0 (*cached: from the cache) or -errno with one line.
+ * flight: 0 (*from: where it came from) or -errno with one line.
  */
 int store_read_chunk(struct store *s, const uint8_t *hash, void *buf,
-		     size_t len, bool *cached);
+		     size_t len, enum store_from *from);
 /* What store_read_chunk gave for hash did not decode: drop the copy. */
 void store_bad_chunk(struct store *s, const uint8_t *hash);
 
