@@ -9,7 +9,8 @@
  * Implementations (constructors in impl.h, chosen in open.c): file.c (a
  * raw memory file), image.c (a compressed chunked image,
  * docs/image-format.md), http.c (either behind an http(s) URL, with
- * store/http_cache.c), peer.c (a live post-copy sender, tcp://), criu_ps.c
+ * store/http_cache.c), peer.c (what a live post-copy sender
+ * sends, tcp://), criu_ps.c
  * (CRIU's page server, for lazy-pages); layers.c (a base with diffs over
  * it) and concat.c (files end to end) are built of other sources.
  */
