@@ -214,11 +214,11 @@ static int check(struct lazy_args *a)
 
 /*
  * The dump (-D) as a source, its pages from --pages (opened here, as any
- * source is), --page-server or its own pages files.  The supervisor only checks it: the server, its child,
- * opens it anew, and a page server takes one connection, the server's.
- * A server restarted after a crash that finds the page server gone serves
- * the tasks a source that fails, so that they get --on-source-error's
- * answer, never zeros.
+ * source is), --page-server or its own pages files.  The supervisor only
+ * checks it: the server, its child, opens it anew, and a page server
+ * takes one connection, the server's.  A server restarted after a crash
+ * that finds the page server gone serves the tasks a source that fails,
+ * so that they get --on-source-error's answer, never zeros.
  */
 static int load(struct lazy_args *a)
 {
