@@ -10,7 +10,7 @@
 # beside them.
 #
 # What goes where (layers in docs/architecture.md):
-#   libfaultline.{a,so}  src/{kernel,util,format,store,source,peer,author,
+#   libfaultline.{a,so}  src/{kernel,util,format,store,source,send,author,
 #                        engine}:
 #                        the library (layers in that order, bottom up),
 #                        shipped; nothing else
@@ -125,7 +125,7 @@ TEST_CFLAGS    := -Itestlib $(PRODUCT_CFLAGS) -Itools/bench -Itests
 PKG_LIBS = $(shell pkg-config --libs $(PC_LIBS) 2>/dev/null)
 LDLIBS   = $(PKG_LIBS) -lpthread -lm
 
-LIB_DIRS  := kernel util format store source peer author engine
+LIB_DIRS  := kernel util format store source send author engine
 LIB_SRC   := $(sort $(wildcard $(LIB_DIRS:%=src/%/*.c)))
 DAEMON_SRC := $(sort $(wildcard src/daemon/*.c))
 TESTLIB_SRC := $(sort $(wildcard testlib/*.c))

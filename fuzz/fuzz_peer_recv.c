@@ -40,7 +40,7 @@
 
 #include "faultline.h"
 #include "source/impl.h"
-#include "peer/peer_proto.h"
+#include "source/peer_proto.h"
 #include "source/source.h"
 
 #define INPUT_MAX	(64 << 10)	/* fits the socket buffers */

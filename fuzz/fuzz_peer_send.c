@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * fuzz_peer_send.c - the live post-copy sender (daemon/send.c) facing a
+ * fuzz_peer_send.c - the live post-copy sender (send/send.c) facing a
  * receiver whose bytes are the input, on a demand and a stream connection.
  *
  * Input: bytes 0-1 (little-endian) are the length of the demand
@@ -18,7 +18,7 @@
  * input's, a crash reproduces, and no read waits for its timeout.  A drain
  * thread reads what the sender writes.
  */
-#include "daemon/send.c"
+#include "send/send.c"
 
 #include <dirent.h>
 #include <sys/ioctl.h>

@@ -20,6 +20,8 @@
 
 #include "daemon/proto.h"
 #include "format/criu.h"
+#include "source/concat.h"
+#include "source/criu_dump.h"
 
 static struct criu_range r1[] = { { 0x400000, 0x2000, 0 },
 				  { 0x600000, 0x1000, 0x3000 } };
@@ -33,6 +35,18 @@ static struct criu_task tasks[] = {
 };
 static const struct criu_set set = { .ntasks = 3, .tasks = tasks,
 				     .pages_total = 0x9000 };
+
+/* The set as the daemon has it: a CRIU dump's source, made once. */
+static const struct fl_source *dump_source(void)
+{
+	static struct fl_source *dump;
+	struct fl_source *none;
+
+	if (!dump && (source_concat_open(NULL, 0, "no pages", &none) < 0 ||
+		      source_criu_over(&set, none, &dump) < 0))
+		abort();
+	return dump;
+}
 
 static int open_fds(void)
 {
@@ -71,10 +85,11 @@ static void check(void *st, int n)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	const struct fl_source *dump = dump_source();
 	int before = open_fds(), ret = 0;
 	void *st;
 
-	if (proto_criu.open(&st, 0, &set) < 0)
+	if (proto_criu.open(&st, 0, dump) < 0)
 		return 0;
 	while (size && ret == 0) {
 		size_t n = (data[0] & 63u) + 1;

@@ -56,7 +56,9 @@ struct fl_source;
  * contents concatenated, as Firecracker writes it) or to a faultline image
  * (docs/image-format.md, recognised by its magic), an http(s):// URL of
  * either, or s3://BUCKET/KEY (credentials from the environment: a missing
- * one is -EINVAL naming it; docs/api.md lists them).  A diff image brings
+ * one is -EINVAL naming it; docs/api.md lists them), or the images
+ * directory of a CRIU dump (its tasks' lazy pages end to end, each task's
+ * place in them from fl_source_criu_task() below).  A diff image brings
  * its chain of parents (-ELOOP past FL_MAX_LAYERS).  Sources are reference
  * counted and may be shared by many engines.
  */
@@ -100,6 +102,23 @@ void fl_source_put(struct fl_source *src);
  */
 int fl_source_remote_bytes(const struct fl_source *src, uint64_t *fetched,
 			   uint64_t *cached);
+
+struct fl_region_desc;
+/*
+ * A source opened from a CRIU dump's images directory (docs/api.md): its
+ * number of tasks (pstree.img's), or -ENODATA for any other source.
+ */
+int fl_source_criu_tasks(const struct fl_source *src);
+/*
+ * Task i of such a source (0 <= i < fl_source_criu_tasks()): its pid as
+ * the images name it (the dump's pid namespace), and its lazy memory as
+ * *nregions regions of src, for fl_engine_add_region() (4 KiB pages; the
+ * array is src's, valid while src is held; none for a zombie).  Any out
+ * pointer may be NULL.  0, -ENODATA, or -EINVAL for i out of range.
+ */
+int fl_source_criu_task(const struct fl_source *src, int i, pid_t *pid,
+			const struct fl_region_desc **regions,
+			unsigned int *nregions);
 
 /* ---- engine ------------------------------------------------------------- */
 

@@ -2,9 +2,11 @@
 /*
  * tests/criu_images.c - CRIU's images as src/format/criu.c reads them,
  * from a real `criu dump` of a process this test starts: the lazy ranges
- * cover its memory and point at its bytes in pages-<id>.img; a truncated
- * record, a foreign magic, a pagemap pointing past the pages file and a
- * missing pstree are refused with the file named.
+ * cover its memory and point at its bytes in pages-<id>.img, and the same
+ * dump opened as a source (fl_source_open() of the directory) gives them
+ * as each task's regions; a truncated record, a foreign magic, a pagemap
+ * pointing past the pages file and a missing pstree are refused with the
+ * file named.
  *
  * Decision: real images (CRIU >= 4.1, tests/criu/get-criu.sh) rather than
  * hand-made ones, so that the reader is checked against what CRIU writes;
@@ -24,6 +26,7 @@
 
 #include "criu_util.h"
 #include "format/criu.h"
+#include "source/source.h"
 #include "tap.h"
 #include "faultline.h"
 
@@ -107,6 +110,63 @@ static void refused(const char *name, const char *cmd, const char *kw)
 		diag("%s", fl_last_error());
 }
 
+/* Does each of t's regions r[0..n) sit at its lazy range's place? */
+static bool same_regions(const struct criu_task *t,
+			 const struct fl_region_desc *r, unsigned int n)
+{
+	bool same = n == (unsigned int)t->nranges;
+
+	for (unsigned int i = 0; same && i < n; i++)
+		same = r[i].addr == t->ranges[i].addr &&
+		       r[i].len == t->ranges[i].len &&
+		       r[i].page_size == 4096 &&
+		       r[i].src_offset == t->base + t->ranges[i].off;
+	return same;
+}
+
+/*
+ * The dump as a caller of the library sees it (the daemon's CRIU
+ * protocol): fl_source_open() of its directory, the pages files end to
+ * end, each task's regions its lazy ranges at their place in them, a read
+ * there the pages file's bytes; a directory of no dump refused.
+ */
+static void through_source(const struct criu_set *s)
+{
+	const struct fl_region_desc *r = NULL;
+	struct fl_source *src;
+	unsigned int n = 0;
+	char path[400], a[4096], b[4096];
+	pid_t pid = 0;
+	int fd;
+
+	if (!is_int(fl_source_open(img, &src), 0, "fl_source_open of the "
+		    "dump's directory")) {
+		diag("%s", fl_last_error());
+		return;
+	}
+	is_int(fl_source_size(src), s->pages_total, "its size: the pages "
+	       "files'");
+	is_int(fl_source_criu_tasks(src), s->ntasks, "its tasks: "
+	       "pstree.img's");
+	ok(fl_source_criu_task(src, 0, &pid, &r, &n) == 0 &&
+	   pid == s->tasks[0].pid && same_regions(&s->tasks[0], r, n),
+	   "task 0: its pid, its lazy ranges as regions of the source");
+	is_int(fl_source_criu_task(src, s->ntasks, &pid, &r, &n), -EINVAL,
+	       "no task past the last");
+	snprintf(path, sizeof(path), "%s/pages-%u.img", img,
+		 s->tasks[0].pages_id);
+	fd = open(path, O_RDONLY);
+	ok(n && src->ops->read(src, a, sizeof(a), r[0].src_offset) == 0 &&
+	   pread(fd, b, sizeof(b), (off_t)s->tasks[0].ranges[0].off) ==
+	   (ssize_t)sizeof(b) && !memcmp(a, b, sizeof(a)),
+	   "its first region reads the pages file's bytes");
+	close(fd);
+	fl_source_put(src);
+	ok(fl_source_open(work, &src) < 0 &&
+	   strstr(fl_last_error(), "not a CRIU dump"),
+	   "a directory of no dump: refused (%s)", fl_last_error());
+}
+
 int main(int argc, char **argv)
 {
 	char buf[128], log[300];
@@ -154,6 +214,7 @@ int main(int argc, char **argv)
 		   "the pages file");
 		if (why[0])
 			diag("%s", why);
+		through_source(&s);
 		criu_free(&s);
 	}
 	snprintf(buf, sizeof(buf), "pagemap-%d.img", pid);

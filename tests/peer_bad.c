@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "faultline.h"
-#include "peer/peer_proto.h"
+#include "source/peer_proto.h"
 #include "source/source.h"
 #include "tap.h"
 

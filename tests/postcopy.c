@@ -24,7 +24,7 @@
 #include <sys/resource.h>
 
 #include "faultline.h"
-#include "peer/peer_proto.h"
+#include "source/peer_proto.h"
 #include "serve_util.h"
 #include "source/source.h"
 

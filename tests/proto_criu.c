@@ -10,6 +10,7 @@
  * descriptors of /dev/null standing for uffds (the daemon checks they are
  * uffds when it serves them); tests/criu_lazy runs the real restorer.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +21,8 @@
 #include "daemon/proto.h"
 #include "faultline.h"
 #include "format/criu.h"
+#include "source/concat.h"
+#include "source/criu_dump.h"
 #include "tap.h"
 
 static struct criu_range r1[] = { { 0x400000, 0x2000, 0 },
@@ -33,6 +36,8 @@ static struct criu_task tasks[] = {
 	  .nranges = 1, .ranges = r9 },
 };
 static const struct criu_set set = { .ntasks = 3, .tasks = tasks };
+/* The set as the daemon has it: a CRIU dump's source (no pages here). */
+static struct fl_source *dump;
 
 /* One read's worth: n bytes of b, with a /dev/null fd if fd. */
 static int feed(void *st, const void *b, size_t n, int fd)
@@ -52,7 +57,7 @@ static void refused(const char *name, int (*steps)(void *), const char *kw)
 {
 	void *st;
 
-	proto_criu.open(&st, 0, &set);
+	proto_criu.open(&st, 0, dump);
 	int ret = steps(st);
 
 	ok(ret < 0 && strstr(fl_last_error(), kw), "%s: refused (%s)", name,
@@ -102,7 +107,7 @@ static void kept(void)
 	int32_t p9 = 9;
 	uint32_t end = 0x52535446;
 
-	proto_criu.open(&st, 0, &set);
+	proto_criu.open(&st, 0, dump);
 	pid(st, 1);
 	feed(st, "x", 1, 1);
 	proto_criu.client(st, 0, &c);
@@ -111,7 +116,7 @@ static void kept(void)
 	feed(st, &p9, 2, 0);
 	ok(proto_criu.keep(st, &k) == 0 && k.len > 0 && k.nfds == 0,
 	   "kept mid-stream: a blob, no descriptor");
-	proto_criu.open(&st2, 0, &set);
+	proto_criu.open(&st2, 0, dump);
 	is_int(proto_criu.restore(st2, k.blob, k.len, k.fds, k.nfds), 0,
 	       "restored: more to come");
 	is_int(proto_criu.named(st2), 1, "task 1 counted as named");
@@ -131,11 +136,21 @@ static void kept(void)
 int main(void)
 {
 	struct proto_client c;
+	struct fl_source *none;
 	void *st;
 
+	if (!ok(source_concat_open(NULL, 0, "no pages", &none) == 0 &&
+		source_criu_over(&set, fl_source_get(none), &dump) == 0,
+		"the dump's tasks over no pages: a source"))
+		return done_testing();
 	ok(proto_criu.open(&st, 0, NULL) < 0, "no dump: refused (%s)",
 	   fl_last_error());
-	proto_criu.open(&st, 0, &set);
+	is_int(fl_source_criu_tasks(none), -ENODATA,
+	       "a source of no dump has no tasks");
+	ok(proto_criu.open(&st, 0, none) < 0, "a source of no dump: refused "
+	   "(%s)", fl_last_error());
+	fl_source_put(none);
+	proto_criu.open(&st, 0, dump);
 	is_int(pid(st, 1), 0, "pid 1: more to come");
 	is_int(proto_criu.named(st), 0, "not named before its uffd");
 	is_int(feed(st, "\1", 1, 1), 0, "its uffd, with one byte");
@@ -167,5 +182,6 @@ int main(void)
 	refused("bytes after the end", s_after, "after the end");
 	refused("pid 0", s_zero, "not a pid");
 	kept();
+	fl_source_put(dump);
 	return done_testing();
 }

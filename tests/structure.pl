@@ -26,15 +26,12 @@
 use strict;
 use warnings;
 
-# Bottom up; folders of one floor ("source peer": a tcp:// source is a
-# source like the others) may call each other, their files never in a
-# circle.
-my @LAYERS = ('kernel', 'util', 'format', 'store', 'source peer', 'author',
-	      'engine', 'daemon');
+# Bottom up, one folder a floor: two folders that called each other would
+# be a circle the file-by-file check cannot see.
+my @LAYERS = ('kernel', 'util', 'format', 'store', 'source', 'send',
+	      'author', 'engine', 'daemon');
 my %rank;
-for my $i (0 .. $#LAYERS) {
-	$rank{$_} = $i for split ' ', $LAYERS[$i];
-}
+$rank{$LAYERS[$_]} = $_ for 0 .. $#LAYERS;
 my $FILE_MAX = 800;
 my $FUNC_MAX = 120;
 my $BUILD = $ENV{BUILD} // 'build';
@@ -106,7 +103,7 @@ for my $f (@src) {
 	}
 }
 ok(!@bad, "src/: no #include names a layer above its own (" .
-   join(' < ', map { s/ /=/gr } @LAYERS) . ")", @bad);
+   join(' < ', @LAYERS) . ")", @bad);
 
 # ---- calls, by the objects' symbols -----------------------------------------
 

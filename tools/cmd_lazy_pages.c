@@ -2,10 +2,10 @@
 /*
  * cmd_lazy_pages.c - `faultline lazy-pages`: a stand-in for `criu
  * lazy-pages`, taking the same options, so that `criu restore
- * --lazy-pages` is served by faultline's engine: the dump's images read
- * and checked (format/criu.h), its pages files read end to end as one
- * source, the daemon (src/daemon/serve.c) speaking CRIU's protocol
- * (src/daemon/proto_criu.c) on WORKDIR/lazy-pages.socket.
+ * --lazy-pages` is served by faultline's engine: the dump opened as a
+ * source (src/source/criu_dump.c: its images read and checked, its pages
+ * and its tasks), the daemon (src/daemon/serve.c) speaking CRIU's
+ * protocol (src/daemon/proto_criu.c) on WORKDIR/lazy-pages.socket.
  *
  * Decision: one connection, and done when every task's memory is
  * restored or its task gone, as CRIU's own daemon is; supervised as
@@ -26,11 +26,9 @@
 #include "daemon/serve.h"
 #include "daemon/supervise.h"
 #include "faultline.h"
-#include "format/criu.h"
-#include "source/concat.h"
+#include "source/criu_dump.h"
 #include "source/criu_ps.h"
 #include "source/source.h"
-#include "util/error.h"
 #include "util/sock.h"
 
 #define SOCK_NAME	"lazy-pages.socket"
@@ -66,79 +64,6 @@ static const char usage[] =
 	"  `faultline status --socket WORKDIR/" SOCK_NAME "` shows the restore\n"
 	"  (its control socket: that path + .ctl); --metrics: GET /metrics\n"
 	"  (Prometheus) on PORT of 127.0.0.1, or of ADDR if given.\n";
-
-/* The pages files of the tasks that have any, in the set's order. */
-static int open_pages(const char *dir, const struct criu_set *set,
-		      struct fl_source **out)
-{
-	const char **paths = calloc((size_t)set->ntasks + 1, sizeof(*paths));
-	char desc[300];
-	int n = 0, ret = 0;
-
-	if (!paths)
-		return -ENOMEM;
-	for (int i = 0; i < set->ntasks && ret == 0; i++) {
-		char *p;
-
-		if (!set->tasks[i].pages_size)
-			continue;
-		if (asprintf(&p, "%s/pages-%u.img", dir,
-			     set->tasks[i].pages_id) < 0)
-			ret = -ENOMEM;
-		else
-			paths[n++] = p;
-	}
-	snprintf(desc, sizeof(desc), "%s (CRIU images, %d task%s)", dir,
-		 set->ntasks, set->ntasks == 1 ? "" : "s");
-	if (ret == 0)
-		ret = source_concat_open(paths, n, desc, out);
-	for (int i = 0; i < n; i++)
-		free((char *)paths[i]);
-	free(paths);
-	return ret;
-}
-
-/*
- * --pages SPEC: the pages from a faultline image (maybe over http(s)), a
- * peer, or a raw file, laid out as open_pages() reads them: its size must
- * be theirs.
- */
-static int open_spec(const char *spec, const struct criu_set *set,
-		     struct serve_config *c)
-{
-	struct fl_source_opts so = { .cache_dir = c->cache_dir };
-	int ret = fl_source_open_ex(spec, &so, &c->source);
-
-	if (ret < 0)
-		return ret;
-	if (fl_source_size(c->source) != set->pages_total) {
-		ret = fl_err(-EINVAL, "--pages %s: %llu bytes, but the dump's "
-			     "pages files have %llu (made by `faultline image "
-			     "create --criu` from this dump?)", c->source->desc,
-			     (unsigned long long)fl_source_size(c->source),
-			     (unsigned long long)set->pages_total);
-		fl_source_put(c->source);
-		c->source = NULL;
-	}
-	return ret;
-}
-
-/*
- * --page-server: the lazy pages from CRIU's page server, `criu dump
- * --lazy-pages` (they never left the dumping host) or `criu page-server
- * --lazy-pages` (serving a dump's images).  The server takes one
- * connection: the supervisor never makes it, and a server restarted
- * after a crash that finds it gone serves the tasks a source that fails,
- * so that they get --on-source-error's answer, never zeros.
- */
-static int open_page_server(const char *host, const char *port,
-			    const struct criu_set *set, struct serve_config *c)
-{
-	if (!getenv(SUP_FD_ENV))
-		return 0;	/* the supervisor: its server connects */
-	return source_criu_ps_open(host, port, set, getenv(RESTART_ENV) !=
-				   NULL, &c->source);
-}
 
 /*
  * --page-server-criu VERSION: does that CRIU's page server speak the
@@ -287,24 +212,30 @@ static int check(struct lazy_args *a)
 				sizeof(a->ctl));
 }
 
-/* The dump's images read and checked, and where its pages come from. */
-static int load(struct lazy_args *a, struct criu_set *set)
+/*
+ * The dump (-D) as a source, its pages from --pages (opened here, as any
+ * source is), --page-server or its own pages files.  The supervisor only
+ * checks it: the server, its child, opens it anew, and a page server
+ * takes one connection, the server's.  A server restarted after a crash
+ * that finds the page server gone serves the tasks a source that fails,
+ * so that they get --on-source-error's answer, never zeros.
+ */
+static int load(struct lazy_args *a)
 {
-	int ret = criu_load(a->dir, set);
+	struct fl_source_opts so = { .cache_dir = a->c.cache_dir };
+	struct criu_pages how = {
+		.host = a->ps ? a->ps_host : NULL, .port = a->ps_port,
+		.header = a->ps_wide < 0 ? 0 : a->ps_wide ? CRIU_PS_HDR_WIDE :
+			  CRIU_PS_HDR_NARROW,
+		.lost_ok = getenv(RESTART_ENV) != NULL };
+	int ret;
 
-	if (ret == 0 && set->remote && !a->ps)
-		ret = fl_err(-EINVAL, "%s: the dump left its lazy pages on the "
-			     "dumping host (criu dump --lazy-pages): serve them "
-			     "with --page-server --address HOST --port PORT",
-			     a->dir);
-	if (ret == 0 && a->ps_wide >= 0)
-		set->wide = a->ps_wide;	/* the server's CRIU, not the dump's */
-	if (ret == 0)
-		ret = a->ps ? open_page_server(a->ps_host, a->ps_port, set,
-					       &a->c) :
-		      a->pages ? open_spec(a->pages, set, &a->c) :
-		      open_pages(a->dir, set, &a->c.source);
-	return ret;
+	if (a->pages && (ret = fl_source_open_ex(a->pages, &so,
+						 &how.source)) < 0)
+		return ret;
+	if (!getenv(SUP_FD_ENV))
+		return source_criu_check(a->dir, &how);
+	return source_criu_open(a->dir, &how, &a->c.source);
 }
 
 int cmd_lazy_pages(int argc, char **argv)
@@ -312,7 +243,6 @@ int cmd_lazy_pages(int argc, char **argv)
 	struct lazy_args a = { .c = { .threads = 1, .one_client = true,
 				      .handshake_timeout_ms = INT_MAX },
 			       .ps_wide = -1 };
-	struct criu_set set;
 	bool done = false;
 	int ret;
 
@@ -320,15 +250,13 @@ int cmd_lazy_pages(int argc, char **argv)
 				    &done)) || done ||
 	    (ret = check(&a)))
 		return ret;
-	ret = load(&a, &set);
+	ret = load(&a);
 	/*
 	 * Checked: this process becomes the supervisor, and the server its
 	 * child (this command again, told so by the environment) reads the
 	 * images anew.  argv - 1 is the whole command line.
 	 */
 	if (ret == 0 && !getenv(SUP_FD_ENV)) {
-		fl_source_put(a.c.source);
-		criu_free(&set);
 		ret = cli_check_socket("lazy-pages", a.work == a.dir ? "-D" :
 				       "-W", a.work, a.sock);
 		return ret ? ret : supervise_run(argv - 1);
@@ -336,10 +264,9 @@ int cmd_lazy_pages(int argc, char **argv)
 	if (ret == 0) {
 		a.c.socket_path = a.sock;
 		a.c.protocol = "criu";
-		a.c.proto_arg = &set;
+		a.c.proto_arg = a.c.source;	/* its tasks */
 		ret = serve_run(&a.c);
 		fl_source_put(a.c.source);
 	}
-	criu_free(&set);
 	return cli_exit("lazy-pages", ret);
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * cmd_send.c - `faultline send`: option parsing for the live post-copy
- * sender (src/peer/send.c); the receiving side is `faultline serve --mem-file
+ * sender (src/send/send.c); the receiving side is `faultline serve --mem-file
  * tcp://HOST:PORT`.
  */
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include "cli.h"
 #include "faultline.h"
 #include "daemon/log.h"
-#include "peer/send.h"
+#include "send/send.h"
 #include "util/sock.h"
 
 static const char usage[] =

@@ -117,7 +117,10 @@ const struct proto_ops *proto_find(const char *name);
 
 /* Firecracker's UFFD handshake (proto_fc.c). */
 extern const struct proto_ops proto_fc;
-/* CRIU's lazy-pages socket (proto_criu.c); arg: a struct criu_set. */
+/*
+ * CRIU's lazy-pages socket (proto_criu.c); arg: the source, a CRIU
+ * dump's (fl_source_criu_tasks()).
+ */
 extern const struct proto_ops proto_criu;
 
 #endif

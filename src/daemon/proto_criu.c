@@ -11,8 +11,9 @@
  *
  * Decision: each task is named as a client the moment its uffd arrives
  * (named()), because the restored tasks may run and fault before the last
- * uffd is sent; its regions are its lazy ranges (format/criu.h) at their
- * place in the pages files read end to end (the daemon's source), and
+ * uffd is sent; its regions are its lazy ranges at their place in the
+ * dump's pages, as the daemon's source says (a CRIU dump's source,
+ * fl_source_criu_task(): the daemon knows no image of CRIU's), and
  * anything else registered reads as zeros (the engine's answer to memory
  * no region describes).  A pid is never looked up or signalled: it is
  * another namespace's.  Supervised like `faultline serve`: each task's
@@ -27,7 +28,6 @@
 #include <unistd.h>
 
 #include "daemon/proto.h"
-#include "format/criu.h"
 #include "util/error.h"
 
 #define CRIU_RESTORE_FINISHED	0x52535446u	/* "RSTF" */
@@ -36,13 +36,14 @@
 struct named {
 	int uffd;
 	int32_t pid;
-	int nregions;
-	struct fl_region_desc *regions;
+	unsigned int nregions;
+	const struct fl_region_desc *regions;	/* the source's */
 };
 
 struct criu_st {
-	const struct criu_set *set;
-	bool *seen;		/* per task of the set */
+	const struct fl_source *src;	/* the dump's */
+	int ntasks;
+	bool *seen;		/* per task of the dump */
 	int tasks;		/* pids received (zombies too) */
 	uint8_t word[4];
 	int have;		/* bytes of word */
@@ -56,19 +57,21 @@ struct criu_st {
 
 static int criu_open(void **out, uint64_t src_size, const void *arg)
 {
-	const struct criu_set *set = arg;
+	const struct fl_source *src = arg;
+	int n = src ? fl_source_criu_tasks(src) : -ENODATA;
 	struct criu_st *st;
 
 	(void)src_size;
-	if (!set)
+	if (n < 0)
 		return fl_err(-EINVAL, "the criu protocol serves a dump: "
 			      "`faultline lazy-pages -D DIR`");
 	st = calloc(1, sizeof(*st));
 	if (!st)
 		return -ENOMEM;
-	st->set = set;
-	st->seen = calloc((size_t)set->ntasks + 1, sizeof(*st->seen));
-	st->named = calloc((size_t)set->ntasks + 1, sizeof(*st->named));
+	st->src = src;
+	st->ntasks = n;
+	st->seen = calloc((size_t)n + 1, sizeof(*st->seen));
+	st->named = calloc((size_t)n + 1, sizeof(*st->named));
 	if (!st->seen || !st->named) {
 		free(st->seen);
 		free(st->named);
@@ -79,36 +82,41 @@ static int criu_open(void **out, uint64_t src_size, const void *arg)
 	return 0;
 }
 
+/* The index of the dump's task pid, or -1. */
+static int index_of(const struct criu_st *st, int32_t pid)
+{
+	pid_t p;
+
+	for (int i = 0; i < st->ntasks; i++)
+		if (fl_source_criu_task(st->src, i, &p, NULL, NULL) == 0 &&
+		    p == pid)
+			return i;
+	return -1;
+}
+
 /* pid (> 0) is a task of the dump not seen yet: its index, or -EINVAL. */
 static int task_of(struct criu_st *st, int32_t pid, const char *as)
 {
-	for (int i = 0; i < st->set->ntasks; i++) {
-		if (st->set->tasks[i].pid != pid)
-			continue;
-		if (st->seen[i])
-			return fl_err(-EINVAL, "task %d sent twice", pid);
-		st->seen[i] = true;
-		return i;
-	}
-	return fl_err(-EINVAL, "%s %d: not a task of pstree.img", as, pid);
+	int i = index_of(st, pid);
+
+	if (i < 0)
+		return fl_err(-EINVAL, "%s %d: not a task of pstree.img", as,
+			      pid);
+	if (st->seen[i])
+		return fl_err(-EINVAL, "task %d sent twice", pid);
+	st->seen[i] = true;
+	return i;
 }
 
 /* The uffd of task pid arrived: a client, its lazy ranges its regions. */
 static int name_task(struct criu_st *st, int32_t pid, int uffd)
 {
-	const struct criu_task *t = criu_find(st->set, pid);
 	struct named *n = &st->named[st->nnamed];
+	int ret = fl_source_criu_task(st->src, index_of(st, pid), NULL,
+				      &n->regions, &n->nregions);
 
-	n->regions = calloc(t->nranges ? (size_t)t->nranges : 1,
-			    sizeof(*n->regions));
-	if (!n->regions)
-		return -ENOMEM;
-	for (int i = 0; i < t->nranges; i++)
-		n->regions[i] = (struct fl_region_desc){
-			.addr = t->ranges[i].addr, .len = t->ranges[i].len,
-			.page_size = CRIU_PAGE_SIZE,
-			.src_offset = t->base + t->ranges[i].off };
-	n->nregions = t->nranges;
+	if (ret < 0)
+		return ret;
 	n->pid = pid;
 	n->uffd = uffd;
 	st->nnamed++;
@@ -122,7 +130,7 @@ static int word(struct criu_st *st)
 
 	memcpy(&v, st->word, 4);
 	st->have = 0;
-	if (st->tasks == st->set->ntasks) {
+	if (st->tasks == st->ntasks) {
 		if ((uint32_t)v != CRIU_RESTORE_FINISHED)
 			return fl_err(-EINVAL, "0x%08x after the last of %d "
 				      "tasks: expected the end of the restore "
@@ -134,7 +142,7 @@ static int word(struct criu_st *st)
 	if ((uint32_t)v == CRIU_RESTORE_FINISHED)
 		return fl_err(-EINVAL, "the restore ended after %d of the %d "
 			      "tasks of pstree.img", st->tasks,
-			      st->set->ntasks);
+			      st->ntasks);
 	if (v == 0 || v == INT32_MIN)
 		return fl_err(-EINVAL, "pid %d: not a pid", v);
 	int ret = task_of(st, v < 0 ? -v : v, v < 0 ? "zombie" : "pid");
@@ -206,7 +214,7 @@ static int criu_client(void *p, int i, struct proto_client *out)
 		return -EINVAL;
 	*out = (struct proto_client){ .uffd = st->named[i].uffd,
 				      .pid = st->named[i].pid,
-				      .nregions = st->named[i].nregions,
+				      .nregions = (int)st->named[i].nregions,
 				      .regions = st->named[i].regions };
 	st->named[i].uffd = -1;		/* the caller's now */
 	return 0;
@@ -234,7 +242,7 @@ struct criu_kept {
 static int criu_keep(void *p, struct proto_keep *k)
 {
 	struct criu_st *st = p;
-	int n = st->set->ntasks;
+	int n = st->ntasks;
 	struct criu_kept *kp;
 
 	for (int i = 0; i < st->nnamed; i++)
@@ -262,7 +270,7 @@ static int criu_restore(void *p, const void *blob, size_t len,
 {
 	struct criu_st *st = p;
 	const struct criu_kept *kp = blob;
-	int n = st->set->ntasks;
+	int n = st->ntasks;
 
 	if (len != sizeof(*kp) + (size_t)n || kp->ntasks != (uint32_t)n ||
 	    kp->tasks < 0 || kp->tasks > n || kp->nnamed < 0 ||
@@ -297,7 +305,6 @@ static void criu_st_free(void *p)
 	for (int i = 0; i < st->nnamed; i++) {
 		if (st->named[i].uffd >= 0)
 			close(st->named[i].uffd);
-		free(st->named[i].regions);
 	}
 	free(st->named);
 	free(st->seen);

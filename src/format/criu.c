@@ -530,11 +530,3 @@ void criu_free(struct criu_set *set)
 	free(set->tasks);
 	memset(set, 0, sizeof(*set));
 }
-
-const struct criu_task *criu_find(const struct criu_set *set, int32_t pid)
-{
-	for (int i = 0; i < set->ntasks; i++)
-		if (set->tasks[i].pid == pid)
-			return &set->tasks[i];
-	return NULL;
-}

@@ -91,7 +91,5 @@ int criu_parse_pagemap(const void *buf, size_t len, const char *name,
 /* Read and check a dump's directory: 0 or -errno with the reason set. */
 int criu_load(const char *dir, struct criu_set *out);
 void criu_free(struct criu_set *set);
-/* The task the images call pid, or NULL. */
-const struct criu_task *criu_find(const struct criu_set *set, int32_t pid);
 
 #endif

@@ -11,7 +11,7 @@
 /* Constructors, one per implementation; return 0 or -errno. */
 int source_file_open(const char *path, struct fl_source **out);
 int source_image_open(const char *path, struct fl_source **out);
-/* tcp://HOST:PORT[?retry_ms=N]: a live post-copy sender (source_peer.c). */
+/* tcp://HOST:PORT[?retry_ms=N]: a live post-copy sender (peer.c). */
 /* Is spec a tcp:// source's form?  0, or -EINVAL saying what is wrong. */
 int source_peer_check(const char *spec);
 int source_peer_open(const char *spec, const struct fl_source_opts *o,

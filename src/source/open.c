@@ -2,12 +2,12 @@
 /*
  * open.c - the one place that knows every kind of source: a spec string
  * (an http(s) URL, s3://BUCKET/KEY, tcp:// for a post-copy peer, an image
- * by its magic, or a raw memory file) picks the implementation; with
- * layers (fl_source_opts) each is opened so and stacked over the base by
- * layers.c.  A diff image opened as the base brings its chain: its
- * parents, found by the names they are recorded under beside it (the
- * same directory or URL prefix), stacked under it; layers.c checks each
- * against the content id its child names.
+ * by its magic, a CRIU dump's images directory, or a raw memory file)
+ * picks the implementation; with layers (fl_source_opts) each is opened
+ * so and stacked over the base by layers.c.  A diff image opened as the
+ * base brings its chain: its parents, found by the names they are
+ * recorded under beside it (the same directory or URL prefix), stacked
+ * under it; layers.c checks each against the content id its child names.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -21,6 +21,7 @@
 
 #include "faultline.h"
 #include "format/image.h"
+#include "source/criu_dump.h"
 #include "source/impl.h"
 #include "source/layers.h"
 #include "store/s3.h"
@@ -66,7 +67,17 @@ int source_check_spec(const char *spec)
 	return 0;
 }
 
-/* One source of a checked spec: a URL, tcp://, an image, a file. */
+static bool is_dir(const char *spec)
+{
+	struct stat st;
+
+	return stat(spec, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/*
+ * One source of a checked spec: a URL, tcp://, an image, a CRIU dump's
+ * directory, a file.
+ */
 static int open_one(const char *spec, const struct fl_source_opts *opts,
 		    struct fl_source **out)
 {
@@ -80,6 +91,8 @@ static int open_one(const char *spec, const struct fl_source_opts *opts,
 		return source_peer_open(spec, opts, out);
 	if (image_has_magic(spec))
 		return source_image_open(spec, out);
+	if (is_dir(spec))
+		return source_criu_open(spec, NULL, out);
 	return source_file_open(spec, out);
 }
 

@@ -9,9 +9,10 @@
  * Implementations (constructors in impl.h, chosen in open.c): file.c (a
  * raw memory file), image.c (a compressed chunked image,
  * docs/image-format.md), http.c (either behind an http(s) URL, with
- * store/http_cache.c), peer.c (a live post-copy sender, tcp://), criu_ps.c
- * (CRIU's page server, for lazy-pages); layers.c (a base with diffs over
- * it) and concat.c (files end to end) are built of other sources.
+ * store/http_cache.c), peer.c (what a live post-copy sender sends,
+ * tcp://), criu_ps.c (CRIU's page server, for lazy-pages); layers.c (a
+ * base with diffs over it), concat.c (files end to end) and criu_dump.c
+ * (a CRIU dump: its tasks over its pages) are built of other sources.
  */
 #ifndef FAULTLINE_SOURCE_H
 #define FAULTLINE_SOURCE_H

@@ -37,7 +37,7 @@
 #include "faultline.h"
 #include "author/create.h"
 #include "format/image.h"
-#include "peer/send.h"
+#include "send/send.h"
 #include "http_util.h"
 
 enum rm_src { S_RAW, S_IMAGE, S_HTTP_COLD, S_HTTP_WARM, S_HTTP_RAW, S_TCP };

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * send.h - the live post-copy sender (send.c), which `faultline send`
- * runs: internal to the library, not in faultline.h.
+ * runs: internal to the library, not in faultline.h.  A floor of its own
+ * above the sources: it serves them (src/source/peer.c) and is none.
  */
-#ifndef FAULTLINE_PEER_SEND_H
-#define FAULTLINE_PEER_SEND_H
+#ifndef FAULTLINE_SEND_SEND_H
+#define FAULTLINE_SEND_SEND_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * peer_proto.h - the live post-copy wire protocol between `faultline send`
- * (send.c, the host that has the memory file) and the tcp:// source
- * (src/source/peer.c, the host that restores from it).
+ * (src/send/send.c, the host that has the memory file) and the tcp://
+ * source (peer.c, the host that restores from it).  It lives with the
+ * receiver, a source like the others, and the sender, above the sources,
+ * includes it from here.
  *
  * The file is cut into blocks of block_size bytes (the last may be short).
  * A receiver holds two TCP connections to the sender, so that the pages a
@@ -68,8 +70,8 @@
  * Version 2 added file_id (peer_hello grew from 32 to 40 bytes), HAVE_ALL
  * and PEER_F_CHANGED; the two ends must run the same version.
  */
-#ifndef FAULTLINE_PEER_PROTO_H
-#define FAULTLINE_PEER_PROTO_H
+#ifndef FAULTLINE_SOURCE_PEER_PROTO_H
+#define FAULTLINE_SOURCE_PEER_PROTO_H
 
 #include <stdint.h>
 

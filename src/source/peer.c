@@ -33,10 +33,10 @@
 
 #include "faultline.h"
 #include "util/error.h"
-#include "peer/peer_proto.h"
+#include "source/peer_proto.h"
 #include "util/sock.h"
 #include "source/impl.h"
-#include "peer/peer_state.h"
+#include "source/peer_state.h"
 #include "util/clock.h"
 
 /* ---- the source vtable -------------------------------------------------- */

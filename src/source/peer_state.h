@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "peer/peer_proto.h"
+#include "source/peer_proto.h"
 #include "source/source.h"
 
 #define DEF_RETRY_MS	10000

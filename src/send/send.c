@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * send.c - the sending side of live post-copy: serves a memory file to
- * tcp:// sources (src/source/peer.c) over the protocol in peer_proto.h.
+ * tcp:// sources (src/source/peer.c) over the protocol in
+ * source/peer_proto.h.  Above the sources, apart from the receiver: no
+ * source opens it, so the sources' dispatcher (source/open.c) reaches the
+ * tcp:// kind without reaching up.
  *
  * Decisions: a session is the receiver's two connections, each with its
  * own thread and its own socket, so a demand reply is written the moment
@@ -43,9 +46,8 @@
 #include "faultline.h"
 #include "format/image.h"
 #include "util/error.h"
-#include "peer/peer_proto.h"
-#include "peer/send.h"
-#include "source/source.h"
+#include "source/peer_proto.h"
+#include "send/send.h"
 #include "util/clock.h"
 #include "util/note.h"
 #include "util/io.h"
@@ -351,8 +353,9 @@ static int send_welcome(struct sender *snd, struct send_session *s, int fd,
 	return send_msg(s, fd, PEER_WELCOME, 0, 0, 0, &w, sizeof(w));
 }
 
-static struct send_session *session_new(struct sender *snd, uint64_t token,
-				   const char *peer, int dfd)
+static struct send_session *send_session_new(struct sender *snd,
+					     uint64_t token, const char *peer,
+					     int dfd)
 {
 	struct send_session *s = calloc(1, sizeof(*s));
 
@@ -459,7 +462,7 @@ static void *conn_thread(void *arg)
 	size_t bmlen = (snd->nblocks + 7) / 8;
 
 	if (role == PEER_ROLE_DEMAND && len == sizeof(hi)) {
-		s = session_new(snd, token, c->peer, fd);
+		s = send_session_new(snd, token, c->peer, fd);
 		if (!s)
 			goto out;
 		fd = -1;	/* the session closes it */
