@@ -142,7 +142,7 @@ struct daemon {
 	struct ctl *ctl;	/* the control socket and metrics (ctl.c) */
 };
 
-/* A forked client waiting for its session (session.c). */
+/* A forked client waiting for its session (serving.c). */
 struct fork_rec {
 	struct fl_engine_child c;
 	const struct proto_ops *proto;
