@@ -208,10 +208,11 @@ static int to_serving(struct session *s, const char *what)
  * source read (HTTP retries, a post-copy peer): that happens on a detached
  * thread, so the control loop keeps accepting and serving.
  */
-static void to_draining(struct session *s, const char *why, bool refused)
+static void to_draining(struct session *s, const char *why)
 {
 	struct daemon *d = s->d;
 	uint64_t ms = now_ms() - s->t_start;
+	bool refused = s->state == SESS_REFUSED;	/* a warning */
 
 	if (s->sup_kept)	/* first: a later server never adopts it */
 		sup_drop_id(d, s->id);
@@ -291,7 +292,7 @@ static void to_refused(struct session *s, const char *why)
 			 "and killing the client failed (%s)", why,
 			 err == -ESRCH ? "it had exited" : strerror(-err));
 	}
-	to_draining(s, line, true);
+	session_to(s, SESS_DRAINING, line);
 }
 
 int session_to(struct session *s, enum sess_state to, const char *why)
@@ -305,9 +306,8 @@ int session_to(struct session *s, enum sess_state to, const char *why)
 		     why ? why : "");
 		return -EINVAL;
 	}
-	if (to != SESS_ENDED)	/* a freed session is no one's to name */
-		slog_at(LOG_DEBUG, s, "%s -> %s%s%s", sess_state_name(from),
-			sess_state_name(to), why ? ": " : "", why ? why : "");
+	slog_at(LOG_DEBUG, s, "%s -> %s%s%s", sess_state_name(from),
+		sess_state_name(to), why ? ": " : "", why ? why : "");
 	switch (to) {
 	case SESS_KEEPING:	/* until the supervisor's SUP_KEPT */
 		ret = keep(s);
@@ -321,7 +321,7 @@ int session_to(struct session *s, enum sess_state to, const char *why)
 		to_refused(s, why);
 		break;
 	case SESS_DRAINING:
-		to_draining(s, why, false);
+		to_draining(s, why);
 		break;
 	case SESS_ENDED:
 		s->state = SESS_ENDED;
