@@ -2,8 +2,9 @@
 /*
  * listen.c - the server's listener: the socket bound (or systemd's, or
  * the supervisor's), clients accepted, by this server or by a supervisor
- * that accepts (SUP_WANT, one client at a time; SUP_ACCEPTED), each taken
- * as a session in its handshake, or refused at once (uid, limits).
+ * that accepts (SUP_WANT, one client at a time; SUP_ACCEPTED, which the
+ * loop reads with the rest of the supervisor's messages), each taken as a
+ * session in its handshake, or refused at once (uid, limits).
  *
  * Decision: a client's socket is kept by the supervisor before anything
  * is done with it (SUP_PENDING, or accepted by the supervisor itself), so
@@ -243,37 +244,29 @@ static void accept_one(struct daemon *d)
 }
 
 /*
- * A message from the supervisor while serving: a client it accepted (and
- * keeps, under a number of its own until told the session's id), or
- * whether it kept a session (session_kept()).
+ * SUP_ACCEPTED: a client the supervisor accepted, and keeps under a number
+ * of its own (rec->id < 0) until told the session's id.  ret: what
+ * sup_recv() said (-EMFILE: its socket did not come); f is taken.
  */
-static void from_supervisor(struct daemon *d)
+void listen_accepted(struct daemon *d, const struct sup_rec *rec,
+		     struct sock_fds *f, int ret)
 {
-	struct sup_rec *rec = d->sup_in;
-	struct sock_fds f = { .n = 0 };
-	int ret = sup_recv(d->sup_fd, rec, &f), id;
+	int id;
 
-	if (ret < 0 && ret != -EMFILE)
+	d->wanted = false;
+	test_pause_after_accept();
+	id = ++d->next_id;
+	sup_name(d, rec->id, id);
+	if (ret == 0 && f->n == 1) {
+		fcntl(f->fd[0], F_SETFL, fcntl(f->fd[0], F_GETFL) | O_NONBLOCK);
+		take_client(d, f->fd[0], id, rec->t_start, true);
 		return;
-	if (rec->kind == SUP_KEPT) {
-		session_kept(d, rec->id, rec->err);
-	} else if (rec->kind == SUP_ACCEPTED) {
-		d->wanted = false;
-		test_pause_after_accept();
-		id = ++d->next_id;
-		sup_name(d, rec->id, id);
-		if (ret == 0 && f.n == 1) {
-			fcntl(f.fd[0], F_SETFL,
-			      fcntl(f.fd[0], F_GETFL) | O_NONBLOCK);
-			take_client(d, f.fd[0], id, rec->t_start, true);
-			return;
-		}
-		/* Its socket never came: the supervisor closes its copy. */
-		serr(NULL, "out of file descriptors with %d sessions: a client "
-		     "refused (its connection closed)", d->nsessions);
-		sup_drop_id(d, id);
 	}
-	sock_fds_close(&f);
+	/* Its socket never came: the supervisor closes its copy. */
+	serr(NULL, "out of file descriptors with %d sessions: a client "
+	     "refused (its connection closed)", d->nsessions);
+	sup_drop_id(d, id);
+	sock_fds_close(f);
 }
 
 /*
@@ -311,10 +304,8 @@ int listen_pollfd(struct daemon *d, struct pollfd *p)
 	return 0;
 }
 
-void listen_input(struct daemon *d)
+void listen_accept(struct daemon *d)
 {
-	if (d->sup_accepts)
-		from_supervisor(d);
-	else if (d->listen_fd >= 0)
+	if (d->listen_fd >= 0)
 		accept_one(d);
 }

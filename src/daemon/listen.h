@@ -9,6 +9,7 @@
 #include <poll.h>
 
 #include "daemon/daemon.h"
+#include "daemon/supchan.h"
 
 /* Listen on path (NULL: systemd's socket): 0, or -errno with the reason. */
 int listen_on(struct daemon *d, const char *path);
@@ -20,7 +21,13 @@ void listen_no_more(struct daemon *d);
 int max_sessions(void);
 /* Fill p with what the loop polls for clients: 1, or 0 (nothing now). */
 int listen_pollfd(struct daemon *d, struct pollfd *p);
-/* What listen_pollfd() gave polled in: a client accepted or handed over. */
-void listen_input(struct daemon *d);
+/* The listener polled in (not the supervisor's channel): accept a client. */
+void listen_accept(struct daemon *d);
+/*
+ * SUP_ACCEPTED (rec, its fds f, sup_recv()'s ret): the client the
+ * supervisor accepted taken as a session; f is taken.
+ */
+void listen_accepted(struct daemon *d, const struct sup_rec *rec,
+		     struct sock_fds *f, int ret);
 
 #endif

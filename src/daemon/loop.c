@@ -6,7 +6,8 @@
  * or broken client never delays another.  Each wake also serves the
  * children that forked, ends the sessions whose client is gone (or, for a
  * protocol that says so, whose restore is complete), times handshakes out
- * and checks the progress.
+ * and checks the progress; the supervisor's messages (a client it
+ * accepted, a session it kept) are read here.
  *
  * Decision: the loop alone touches the session list; every change of a
  * session it decides is a step of session_to() (session.c).
@@ -30,9 +31,31 @@
 #include "daemon/progress.h"
 #include "daemon/report.h"
 #include "daemon/session.h"
+#include "daemon/supchan.h"
 #include "daemon/supervise.h"
 #include "daemon/takeover.h"
 #include "util/clock.h"
+
+/*
+ * A message from the supervisor while serving: a client it accepted
+ * (listen.c), or whether it kept a session (session_kept()).
+ */
+static void from_supervisor(struct daemon *d)
+{
+	struct sup_rec *rec = d->sup_in;
+	struct sock_fds f = { .n = 0 };
+	int ret = sup_recv(d->sup_fd, rec, &f);
+
+	if (ret < 0 && ret != -EMFILE)
+		return;
+	if (rec->kind == SUP_ACCEPTED) {
+		listen_accepted(d, rec, &f, ret);
+		return;
+	}
+	if (rec->kind == SUP_KEPT)
+		session_kept(d, rec->id, rec->err);
+	sock_fds_close(&f);
+}
 
 static void handshake_timeout(struct session *s)
 {
@@ -193,8 +216,10 @@ int serve_loop(struct daemon *d)
 			else
 				serving_input(s, pfd[i].revents);
 		}
-		if (first == 3 && pfd[2].revents)
-			listen_input(d);
+		if (first == 3 && pfd[2].revents && d->sup_accepts)
+			from_supervisor(d);
+		else if (first == 3 && pfd[2].revents)
+			listen_accept(d);
 		ctl_service(d, pfd + ctl_first, n - ctl_first);
 		check_sessions(d);
 		progress_check(d);
