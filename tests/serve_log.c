@@ -3,7 +3,8 @@
  * serve_log.c - the daemon's log lines carry their level: journald's
  * priority prefix when stderr is the stream $JOURNAL_STREAM names (as
  * under systemd), an RFC 3339 timestamp and the level's name anywhere
- * else; --log-level drops what is below it.
+ * else; --log-level drops what is below it, and at debug each step of a
+ * session's state machine is a line.
  *
  * Decision: the daemon's stderr is a file here, and JOURNAL_STREAM is set
  * to that file's device and inode, which is exactly what systemd's check
@@ -90,6 +91,7 @@ int main(void)
 {
 	struct serve s;
 	static const char *const warn[] = { "--log-level", "warning", NULL };
+	static const char *const debug[] = { "--log-level", "debug", NULL };
 
 	if (mem_file_create(&mem, 4 << 20, 7) < 0)
 		BAIL("no memory file");
@@ -118,6 +120,16 @@ int main(void)
 	   "line");
 	ok(log_has(&s, " warning faultline: session 1 .*closed: bad "
 		   "handshake"), "--log-level warning: the warning is there");
+	serve_cleanup(&s);
+
+	/* Each step of a session's state machine, at debug (session_to()). */
+	run(&s, false, debug);
+	ok(log_has(&s, " debug faultline: session 1 .*: handshake -> refused: "
+		   "bad handshake"), "--log-level debug: a session's step "
+	   "logged (handshake -> refused, with its reason)");
+	ok(log_has(&s, " debug faultline: session 1 .*: refused -> draining: "
+		   "bad handshake"), "--log-level debug: then refused -> "
+	   "draining");
 	serve_cleanup(&s);
 
 	mem_file_destroy(&mem);

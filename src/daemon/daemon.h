@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * daemon.h - the state of `faultline serve`'s server, shared by its files:
- * serve.c (listening, the control loop), session.c (a session's life),
- * handshake.c (receiving it), takeover.c (adopting, handing over), supchan.c
- * (the supervisor's channel), log.c (the log and the progress bar), ctl.c
- * (the control socket and the metrics listener) with status.c and
- * metrics.c (what they answer).  No functions.
+ * serve.c (starting it), listen.c (the listener, accepting), loop.c (the
+ * control loop), session.c (a session's states and their one transition
+ * function), serving.c (its engine), report.c (what it says of itself),
+ * handshake.c (receiving it), takeover.c (adopting, handing over),
+ * supchan.c (the supervisor's channel), log.c (the log), progress.c (the
+ * progress bar), ctl.c (the control socket and the metrics listener) with
+ * status.c and metrics.c (what they answer).  No functions.
  */
 #ifndef FAULTLINE_DAEMON_DAEMON_H
 #define FAULTLINE_DAEMON_DAEMON_H
@@ -21,8 +23,32 @@
 
 #define MAX_SESSIONS	8192	/* with a descriptor limit that allows it */
 
-/* S_KEEPING: its engine made, not started until the supervisor kept it. */
-enum sess_state { S_HANDSHAKE, S_KEEPING, S_SERVING };
+/*
+ * A session's life, changed by session_to() alone (session.c), which
+ * checks each step against its table, logs it and sends the supervisor
+ * the record that belongs to it:
+ *
+ *   HANDSHAKE -> SERVING, or -> KEEPING -> SERVING (supervised: SUP_SESSION,
+ *                and a supervisor that acknowledges answers SUP_KEPT)
+ *   ADOPTED   -> SERVING (taken over: the supervisor keeps it already)
+ *   HANDSHAKE, ADOPTED, KEEPING -> REFUSED (the client not served: killed
+ *                if it handed its uffd over) -> DRAINING
+ *   any of them -> DRAINING (SUP_DROP, engine detached, socket shut, off
+ *                the list) -> ENDED (torn down on a thread of its own)
+ *
+ * A client a connection named, or a forked child, starts in HANDSHAKE
+ * (its handshake was its connection's, its parent's) and leaves it at once.
+ */
+enum sess_state {
+	SESS_HANDSHAKE,		/* its handshake being received */
+	SESS_ADOPTED,		/* taken over from the server before this one */
+	SESS_KEEPING,		/* engine made, not started until kept */
+	SESS_SERVING,		/* engine started */
+	SESS_REFUSED,		/* not served (passing to DRAINING) */
+	SESS_DRAINING,		/* ended: being torn down */
+	SESS_ENDED,		/* torn down: freed */
+	SESS_NSTATES
+};
 
 struct session {
 	struct daemon *d;
@@ -37,22 +63,22 @@ struct session {
 	int uffd;
 	int pidfd;		/* the client, during the handshake (or -1) */
 	int state_fd;		/* memfd of its page states (or -1) */
-	bool stored;		/* the supervisor keeps its descriptors */
-	bool unkept;		/* they could not be handed to it */
+	bool sup_kept;		/* the supervisor keeps its descriptors */
 	int nfds;		/* fds received so far, in all */
 	bool got_bytes;		/* some of the handshake arrived */
 	int named;		/* clients of named() started as sessions */
 	int parent;		/* forked: its parent's session id (else 0) */
 	int conn;		/* named: its connection's session id (else 0) */
-	bool held;		/* named: no prefetch until the connection ends */
+	bool held;		/* named: no prefetch until the connection
+				 * ends (its engine's gate, in any state) */
 	uint64_t t_probe;	/* ms: without a socket, last asked if alive */
 	struct fl_engine *engine;
 	int nregions;
 	uint64_t bytes;
 	uint64_t t_start;	/* ms, CLOCK_MONOTONIC */
 	uint64_t t_serving;	/* ms, when the handshake was done */
-	bool restored;		/* "restore complete" was said */
-	bool refused;		/* closed by refuse(): a warning */
+	bool restored;		/* "restore complete" was said (a fact of
+				 * SERVING, read by its teardown too) */
 	uint64_t restore_ms;	/* from the handshake to that */
 	uint64_t missing, total;	/* bytes, at the last progress scan */
 	uint64_t t_scan;	/* ms, that scan (status.c reuses it a while) */
@@ -116,7 +142,7 @@ struct daemon {
 	struct ctl *ctl;	/* the control socket and metrics (ctl.c) */
 };
 
-/* A forked client waiting for its session (session.c). */
+/* A forked client waiting for its session (serving.c). */
 struct fork_rec {
 	struct fl_engine_child c;
 	const struct proto_ops *proto;

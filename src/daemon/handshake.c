@@ -23,12 +23,12 @@
 #include "util/sock.h"
 
 /* Refuse s for a bad handshake, with the protocol's one-line reason. */
-static void refuse_bad(struct daemon *d, struct session *s)
+static void refuse_bad(struct session *s)
 {
 	char why[320];
 
 	snprintf(why, sizeof(why), "bad handshake: %s", fl_last_error());
-	refuse(d, s, why);
+	session_to(s, SESS_REFUSED, why);
 }
 
 /*
@@ -45,14 +45,14 @@ static void named_fed(struct daemon *d, struct session *s, int ret)
 		ret = r < 0 ? r : ret;
 	}
 	if (ret < 0) {
-		refuse_bad(d, s);
+		refuse_bad(s);
 	} else if (ret == 0) {
 		sup_data(d, s);	/* after: its clients are kept as theirs */
 	} else {
 		session_release(d, s->id);
 		snprintf(why, sizeof(why), "handshake complete: %d client%s "
 			 "served", s->named, s->named == 1 ? "" : "s");
-		session_end(d, s, why);
+		session_to(s, SESS_DRAINING, why);
 	}
 }
 
@@ -74,13 +74,13 @@ void handshake_fed(struct daemon *d, struct session *s, int ret)
 		if (ret == 0) {
 			s->uffd = c.uffd;
 			s->client_pid = c.pid;
-			ret = start_serving(d, s, c.regions, c.nregions, false);
+			ret = session_engine(d, s, c.regions, c.nregions);
 		}
 	}
-	if (ret < 0 && s->unkept)
-		refuse(d, s, fl_last_error());
-	else if (ret < 0)
-		refuse_bad(d, s);
+	if (ret < 0)
+		refuse_bad(s);
+	else if (session_serve(s, "serving") < 0)	/* not kept, say */
+		session_to(s, SESS_REFUSED, fl_last_error());
 }
 
 /*
@@ -101,10 +101,10 @@ static void handshake_read(struct daemon *d, struct session *s,
 		/*
 		 * The kernel could not install the fd here (EMFILE), but the
 		 * client did hand its uffd over, and nobody will serve it:
-		 * counted, so that refuse() kills the client.
+		 * counted, so that the refusal kills the client.
 		 */
 		s->nfds = 1;
-		refuse(d, s, "cannot receive the client's uffd: the daemon is "
+		session_to(s, SESS_REFUSED, "cannot receive the client's uffd: the daemon is "
 		       "out of file descriptors");
 		return;
 	}
@@ -115,7 +115,7 @@ static void handshake_read(struct daemon *d, struct session *s,
 		snprintf(why, sizeof(why), "bad handshake: %s%d fds in "
 			 "SCM_RIGHTS, expected %s%d", f->ctrunc ? "more than " :
 			 "", s->nfds, max == 1 ? "exactly " : "at most ", max);
-		refuse(d, s, why);
+		session_to(s, SESS_REFUSED, why);
 		return;
 	}
 	int ret = s->proto->feed(s->pstate, buf, n, f->fd, f->n);
@@ -127,30 +127,22 @@ static void handshake_read(struct daemon *d, struct session *s,
 
 void handshake_input(struct daemon *d, struct session *s)
 {
-	char buf[4096];
+	char buf[4096], why[160];
 	struct sock_fds f;
 	ssize_t n;
 
 	sup_reading(d, s);
 	n = sock_recv_fds(s->sock, buf, sizeof(buf), MSG_DONTWAIT, &f,
 			  s->proto->max_fds);
-	if (n == -EAGAIN || n == -EINTR) {
-		sup_data(d, s);	/* took nothing: as it was */
+	if (n > 0) {
+		handshake_read(d, s, buf, (size_t)n, &f);
 		return;
 	}
-	if (n < 0) {
-		sup_data(d, s);
-		refuse(d, s, "receive failed");
-	} else if (n == 0) {
-		char why[160];
-
-		snprintf(why, sizeof(why), "bad handshake: truncated: %s (the "
-			 "client closed the socket mid-handshake)",
-			 s->proto->unfinished);
-		sup_data(d, s);
-		refuse(d, s, s->got_bytes ? why :
-		       "client closed before the handshake");
-	} else {
-		handshake_read(d, s, buf, (size_t)n, &f);
-	}
+	sup_data(d, s);	/* took nothing: as it was */
+	if (n == -EAGAIN || n == -EINTR)
+		return;
+	snprintf(why, sizeof(why), "bad handshake: truncated: %s (the client "
+		 "closed the socket mid-handshake)", s->proto->unfinished);
+	session_to(s, SESS_REFUSED, n < 0 ? "receive failed" : s->got_bytes ?
+		   why : "client closed before the handshake");
 }

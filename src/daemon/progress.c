@@ -12,7 +12,7 @@
 
 #include "daemon/log.h"
 #include "daemon/progress.h"
-#include "daemon/session.h"
+#include "daemon/report.h"
 #include "util/clock.h"
 #include "util/size.h"
 
@@ -73,7 +73,7 @@ void progress_check(struct daemon *d)
 		struct fl_stats st;
 		uint64_t miss, all;
 
-		if (s->state != S_SERVING || s->restored ||
+		if (s->state != SESS_SERVING || s->restored ||
 		    fl_engine_stats(s->engine, &st) < 0)
 			continue;
 		if (st.restore_complete) {

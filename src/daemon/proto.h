@@ -6,9 +6,10 @@
  * supervisor keeps of it to take a session over.
  *
  * Decision: a protocol is data (one ops table, protos[] in proto.c) and
- * session.c, handshake.c and takeover.c call nothing else of it, so that
- * Firecracker's handshake, its guest_memfd protocol and CRIU's lazy-pages
- * socket are each one file, not each a fork of the session.
+ * the daemon's files (a session's, its handshake's, a takeover's) call
+ * nothing else of it, so that Firecracker's handshake, its guest_memfd
+ * protocol and CRIU's lazy-pages socket are each one file, not each a
+ * fork of the session.
  */
 #ifndef FAULTLINE_DAEMON_PROTO_H
 #define FAULTLINE_DAEMON_PROTO_H

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session.h - a session's life (session.c), for the control loop,
- * handshake.c and takeover.c.
+ * session.h - a session's life: its state machine (session.c) and what
+ * it serves (serving.c), for the control loop, the listener, handshake.c
+ * and takeover.c.
  */
 #ifndef FAULTLINE_DAEMON_SESSION_H
 #define FAULTLINE_DAEMON_SESSION_H
 
 #include "daemon/daemon.h"
+
+/* ---- session.c: the state machine ---------------------------------------- */
 
 /*
  * A session in the handshake state of protocol p for the client on fd, on
@@ -15,24 +18,45 @@
  */
 struct session *session_new(struct daemon *d, const struct proto_ops *p,
 			    int fd, int id, uint64_t t_start);
-/* Refuse a client not (yet) served; killed if its uffd had arrived. */
-void refuse(struct daemon *d, struct session *s, const char *why);
-/* Detach its engine, shut its socket, tear it down (on a thread). */
-void session_end(struct daemon *d, struct session *s, const char *why);
-/* Open the --stats-json file for one append: the fd, or -errno. */
-int stats_open(const char *path);
+/*
+ * The one way a session changes state (daemon.h, enum sess_state): the
+ * step checked against the table (another is a bug: logged, -EINVAL,
+ * nothing done), logged, and done with the supervisor's record that
+ * belongs to it.  why: SERVING's line begins with it ("serving", "taken
+ * over: serving"); REFUSED's and DRAINING's reason.
+ *   KEEPING  SUP_SESSION sent, the engine not started (SUP_KEPT starts it)
+ *   SERVING  from HANDSHAKE, supervised: SUP_SESSION first; the engine
+ *            started
+ *   REFUSED  the client killed if its uffd arrived, then DRAINING
+ *   DRAINING SUP_DROP (if the supervisor keeps it), engine detached,
+ *            socket shut, off d's list; torn down on a thread, to ENDED
+ * 0, or -errno with the reason set (KEEPING, SERVING: it stays where it
+ * was, for the caller to end or refuse).  After REFUSED or DRAINING, s is
+ * no longer the caller's.
+ */
+int session_to(struct session *s, enum sess_state to, const char *why);
+/* The state's name, as the status and the log say it. */
+const char *sess_state_name(enum sess_state st);
 /* Wait for sessions still being torn down. */
 void wait_teardowns(struct daemon *d);
 /* Sessions being torn down (still holding descriptors). */
 int tearing_now(struct daemon *d);
+
+/* ---- serving.c: its engine ----------------------------------------------- */
+
 /*
- * Serve n regions with s->uffd (taken by the engine): the engine started,
- * supervised once the supervisor keeps the descriptors (S_KEEPING until it
- * says so, session_kept(); on takeover, kept by it already).  0 or -errno
- * with the reason set (s->unkept: they could not be handed to it).
+ * The engine of a session leaving HANDSHAKE or ADOPTED, on n regions with
+ * s->uffd (taken by the engine), not started: 0, or -errno with the reason
+ * set (what the handshake named cannot be served).
  */
-int start_serving(struct daemon *d, struct session *s,
-		  const struct fl_region_desc *regs, int n, bool takeover);
+int session_engine(struct daemon *d, struct session *s,
+		   const struct fl_region_desc *regs, int n);
+/*
+ * Its engine made: the step to SERVING (line "what ..."), or to KEEPING
+ * until a supervisor that acknowledges has kept it (session_kept()).
+ * session_to()'s return.
+ */
+int session_serve(struct session *s, const char *what);
 /* The supervisor kept session id (err 0), or could not: serve, or end it. */
 void session_kept(struct daemon *d, int id, int err);
 /*
@@ -45,9 +69,6 @@ void session_release(struct daemon *d, int conn);
 /* Serve the children that forked since (queued by engine threads). */
 void take_forks(struct daemon *d);
 /* The client wrote (or closed) while being served. */
-void serving_input(struct daemon *d, struct session *s, short revents);
-/* Say once that a session's restore is complete. */
-void say_restored(struct session *s, const struct fl_stats *st,
-		  uint64_t now);
+void serving_input(struct session *s, short revents);
 
 #endif

@@ -55,7 +55,7 @@ void sess_sample(struct session *s, uint64_t now, struct sess_sample *out)
 
 	memset(out, 0, sizeof(*out));
 	out->age_ms = now - s->t_start;
-	if (s->state != S_SERVING || !s->engine)
+	if (s->state != SESS_SERVING || !s->engine)
 		return;
 	out->serving = fl_engine_stats(s->engine, &out->st) == 0;
 	if ((!s->total || now - s->t_scan >= SCAN_MS) &&
@@ -120,7 +120,8 @@ static json_object *regions_json(const struct session *s)
 
 		put_u64(r, "addr", s->regions[i].addr);
 		put_u64(r, "len", s->regions[i].len);
-		put_u64(r, "page_size", s->regions[i].page_size);
+		put_u64(r, "page_size", s->regions[i].page_size ?
+			s->regions[i].page_size : 4096);
 		put_u64(r, "src_offset", s->regions[i].src_offset);
 		json_object_array_add(a, r);
 	}
@@ -161,8 +162,8 @@ static json_object *session_json(struct session *s, uint64_t now)
 	sess_sample(s, now, &ss);
 	json_object_object_add(o, "id", json_object_new_int(s->id));
 	client_json(o, s);
-	put_str(o, "state", s->state == S_SERVING ? "serving" :
-		s->state == S_KEEPING ? "keeping" : "handshake");
+	put_str(o, "state", s->state == SESS_SERVING ? "serving" :
+		s->state == SESS_KEEPING ? "keeping" : "handshake");
 	put_u64(o, "age_ms", ss.age_ms);
 	if (!ss.serving)
 		return o;

@@ -137,7 +137,7 @@ void sup_reading(struct daemon *d, struct session *s)
 {
 	struct sup_rec r = { .kind = SUP_READING, .id = s->id };
 
-	if (s->stored)
+	if (s->sup_kept)
 		sup_send(d->sup_fd, &r, NULL, 0);
 }
 
@@ -152,7 +152,7 @@ void sup_data(struct daemon *d, struct session *s)
 	struct proto_keep k;
 	struct sup_rec *r;
 
-	if (!s->stored)
+	if (!s->sup_kept)
 		return;
 	r = rec_of(s, SUP_DATA, 0, &k);
 	if (r)
@@ -164,12 +164,13 @@ void sup_data(struct daemon *d, struct session *s)
  * A session without a socket (named by a connection, or forked) sends its
  * descriptors from SUP_UFFD on (SUP_NO_SOCK), and the connection that
  * named it while that is still under way (its prefetch is held until then).
- * Sent, s->stored is set: the supervisor keeps it, or holds what it kept
+ * Sent, s->sup_kept is set: the supervisor keeps it, or holds what it kept
  * of its handshake until it says (SUP_KEPT) or the session ends.
  */
-int sup_session(struct daemon *d, struct session *s,
-		   const struct fl_region_desc *regs, int n)
+int sup_session(struct daemon *d, struct session *s)
 {
+	const struct sess_region *regs = s->regions;
+	int n = s->nregions;
 	int fds[SUP_NFDS + PROTO_KEEP_FDS] = { s->sock,
 						 fl_engine_uffd(s->engine),
 						 s->state_fd };
@@ -199,12 +200,6 @@ int sup_session(struct daemon *d, struct session *s,
 		free(r);
 	}
 	if (ret == 0)
-		s->stored = true;
+		s->sup_kept = true;
 	return ret;
-}
-
-void sup_drop(struct daemon *d, struct session *s)
-{
-	if (s->stored)
-		sup_drop_id(d, s->id);
 }

@@ -153,13 +153,10 @@ void sup_reading(struct daemon *d, struct session *s);
 /* After a read: the protocol's state as it now is (keep()). */
 void sup_data(struct daemon *d, struct session *s);
 /*
- * Serving: socket, uffd, state memfd, regions, the protocol's keep.  0 if
- * sent (with SUP_ACK when d->sup_accepts: SUP_KEPT will say if it was kept),
- * or -errno: not kept.
+ * Serving: socket, uffd, state memfd, s->regions, the protocol's keep.  0
+ * if sent (with SUP_ACK when d->sup_accepts: SUP_KEPT will say if it was
+ * kept), or -errno: not kept.  Sent by session_to() alone.
  */
-int sup_session(struct daemon *d, struct session *s,
-		  const struct fl_region_desc *regs, int n);
-/* Ended: no later server adopts it. */
-void sup_drop(struct daemon *d, struct session *s);
+int sup_session(struct daemon *d, struct session *s);
 
 #endif

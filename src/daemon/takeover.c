@@ -71,7 +71,8 @@ static void adopt_one(struct daemon *d, const struct proto_ops *proto,
 			       .uid = rec->uid, .t_start = rec->t_start,
 			       .client_pid = rec->client_pid, .nfds = 1,
 			       .conn = rec->conn, .held = rec->conn > 0,
-			       .proto = proto, .pstate = pstate };
+			       .proto = proto, .pstate = pstate,
+			       .state = SESS_ADOPTED, .sup_kept = true };
 	if (s->pidfd < 0)
 		s->pidfd = -1;
 	if (s->sock >= 0)
@@ -88,14 +89,15 @@ static void adopt_one(struct daemon *d, const struct proto_ops *proto,
 	      proto->restore(s->pstate, sup_blob(rec), rec->nblob,
 			     f->fd + SUP_NFDS, f->n - SUP_NFDS) : 0;
 	if (ret >= 0)
-		ret = start_serving(d, s, regs, (int)rec->nregions, true);
-	if (ret < 0) {
+		ret = session_engine(d, s, regs, (int)rec->nregions);
+	if (ret >= 0)
+		ret = session_to(s, SESS_SERVING, "taken over: serving");
+	if (ret < 0) {	/* the supervisor forgets it too (SUP_DROP) */
 		char why[320];
 
-		s->stored = true;	/* the supervisor must forget it too */
 		snprintf(why, sizeof(why), "cannot take it over: %s",
 			 fl_last_error());
-		session_end(d, s, why);
+		session_to(s, SESS_DRAINING, why);
 	}
 	free(regs);
 }
@@ -147,11 +149,11 @@ static void adopt_pending(struct daemon *d, const struct proto_ops *proto,
 			close(f->fd[i]);
 		return;
 	}
-	s->stored = true;
+	s->sup_kept = true;
 	s->nfds = nkept;
 	/* Kept at accept, before the server that died could check it. */
 	if (!uid_allowed(d->cfg, s->uid)) {
-		refuse(d, s, uid_refusal(d->cfg));
+		session_to(s, SESS_REFUSED, uid_refusal(d->cfg));
 		return;
 	}
 	if (rec->flags & SUP_WAS_READING && read_took_nothing(s, rec,
@@ -167,7 +169,7 @@ static void adopt_pending(struct daemon *d, const struct proto_ops *proto,
 
 	if (rec->flags & SUP_WAS_READING) {
 		s->nfds = 1;	/* may have been handed over, to the dead server */
-		refuse(d, s, "handshake cut short: the server reading it died");
+		session_to(s, SESS_REFUSED, "handshake cut short: the server reading it died");
 		return;
 	}
 	slog(s, "taken over: its handshake (%u bytes kept)", rec->nblob);
@@ -198,12 +200,10 @@ static void drop_unknown(struct daemon *d, const struct sup_rec *rec,
 	     "dropped%s", rec->id, rec->proto, killed ? "; client killed "
 	     "(its uffd would never be served)" : f->n > 1 ? "; its client "
 	     "cannot be killed: its faults will hang" : "");
-	struct sup_rec drop = { .kind = SUP_DROP, .id = rec->id };
-
 	if (pidfd >= 0)
 		close(pidfd);
 	sock_fds_close(f);
-	sup_send(d->sup_fd, &drop, NULL, 0);
+	sup_drop_id(d, rec->id);
 }
 
 /*
