@@ -370,11 +370,17 @@ criu: deps
 	@CRIU_DIR=$${CRIU_DIR:-build/criu} sh tests/criu/get-criu.sh >/dev/null || \
 		$(call missing,no criu >= 4.1: the CRIU tests $(if $(REQUIRE_ALL),cannot run,will be skipped))
 
+# Test programs run PROVE_JOBS at a time: most of a program's time is
+# waiting (a daemon starting, a client's timeout, CRIU, nginx), and each
+# must pass with the CPUs busy anyway; PROVE_JOBS=1 runs them one by one.
+PROVE_JOBS ?= 3
+PROVE := prove -f --timer -j$(PROVE_JOBS)
+
 check: deps tcg-kernel criu
 	$(MAKE) all $(TEST_BIN)
-	$(TEST_SH_ENV) prove -f --timer $(TEST_BIN) $(TEST_SH)
-	FL_LOAD=1 prove -f --timer $(LOAD_TESTS:%=$(BUILD)/tests/%)
-	FL_FORCE_TCG=1 prove -f --timer $(TCG_TESTS:%=$(BUILD)/tests/%)
+	$(TEST_SH_ENV) $(PROVE) $(TEST_BIN) $(TEST_SH)
+	FL_LOAD=1 $(PROVE) $(LOAD_TESTS:%=$(BUILD)/tests/%)
+	FL_FORCE_TCG=1 $(PROVE) $(TCG_TESTS:%=$(BUILD)/tests/%)
 
 # The soak, with a spinning process per CPU beside it.  tests/soak.c:
 # SOAK_SESSIONS Firecracker-style sessions through one `faultline serve`
@@ -398,10 +404,9 @@ soak: all criu $(SOAK_BIN)
 # on a busy machine.
 check-loaded: deps tcg-kernel criu
 	$(MAKE) all $(TEST_BIN)
-	$(TEST_SH_ENV) sh tests/loaded.sh prove -f --timer $(TEST_BIN) $(TEST_SH)
-	FL_LOAD=1 sh tests/loaded.sh prove -f --timer \
-		$(LOAD_TESTS:%=$(BUILD)/tests/%)
-	FL_FORCE_TCG=1 sh tests/loaded.sh prove -f --timer \
+	$(TEST_SH_ENV) sh tests/loaded.sh $(PROVE) $(TEST_BIN) $(TEST_SH)
+	FL_LOAD=1 sh tests/loaded.sh $(PROVE) $(LOAD_TESTS:%=$(BUILD)/tests/%)
+	FL_FORCE_TCG=1 sh tests/loaded.sh $(PROVE) \
 		$(TCG_TESTS:%=$(BUILD)/tests/%)
 	$(MAKE) check-reset
 
