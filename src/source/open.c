@@ -75,6 +75,21 @@ static bool is_dir(const char *spec)
 }
 
 /*
+ * A directory is a source only as a CRIU dump: one without pstree.img is
+ * refused as what it is, not as a dump with a file missing.
+ */
+static int open_dir(const char *dir, struct fl_source **out)
+{
+	char p[PATH_MAX];
+
+	if (snprintf(p, sizeof(p), "%s/pstree.img", dir) >= (int)sizeof(p) ||
+	    access(p, F_OK) < 0)
+		return fl_err(-EINVAL, "%s: a directory, and no CRIU dump "
+			      "(no pstree.img): not a source", dir);
+	return source_criu_open(dir, NULL, out);
+}
+
+/*
  * One source of a checked spec: a URL, tcp://, an image, a CRIU dump's
  * directory, a file.
  */
@@ -92,7 +107,7 @@ static int open_one(const char *spec, const struct fl_source_opts *opts,
 	if (image_has_magic(spec))
 		return source_image_open(spec, out);
 	if (is_dir(spec))
-		return source_criu_open(spec, NULL, out);
+		return open_dir(spec, out);
 	return source_file_open(spec, out);
 }
 
