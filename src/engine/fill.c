@@ -22,6 +22,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "engine/cache.h"
 #include "engine/core.h"
 #include "engine/fill.h"
 #include "engine/gate.h"
@@ -489,6 +490,17 @@ static int resolve(struct fill_ctx *c, int *src_err)
 	bool move = atomic_load(&c->e->use_move);
 	int ret;
 
+	/*
+	 * A clone region: the page in the cache's fill map (filled now, or
+	 * waited for), then mapped.  Never by the page cache's say: a hole
+	 * planted with zeros is there too.
+	 */
+	if (r->cache) {
+		ret = cache_fill(r->cache, off, len, c->w->buf);
+		if (ret < 0)
+			return *src_err = ret;
+		return fill_with(c, UFFD_OP_CONTINUE, 0);
+	}
 	/* Shared memory keeps its page cache across MADV_DONTNEED. */
 	if (r->memfd >= 0 && memfd_cached(r->memfd, moff, len))
 		return fill_with(c, UFFD_OP_CONTINUE, 0);
