@@ -34,7 +34,7 @@
 #define CACHE_FLAGS	FL_CACHE_PWRITE
 
 /* The cache's own uffd over its shared mapping, or -1 (pwrite then). */
-static int cache_uffd(struct fl_cache *c)
+static int scache_uffd(struct fl_cache *c)
 {
 	uint64_t feat = 0;
 	int fd = uffd_create(UFFD_FEATURE_MISSING_SHMEM, &feat);
@@ -50,7 +50,7 @@ static int cache_uffd(struct fl_cache *c)
 	return fd;
 }
 
-static int cache_open(struct fl_cache *c)
+static int scache_open(struct fl_cache *c)
 {
 	c->memfd = memfd_create("faultline-cache", MFD_CLOEXEC);
 	if (c->memfd < 0)
@@ -75,7 +75,7 @@ static int cache_open(struct fl_cache *c)
 	if (!c->fill)
 		return fl_err(-ENOMEM, "cache of %s: out of memory",
 			      c->src->desc);
-	c->uffd = c->flags & FL_CACHE_PWRITE ? -1 : cache_uffd(c);
+	c->uffd = c->flags & FL_CACHE_PWRITE ? -1 : scache_uffd(c);
 	return 0;
 }
 
@@ -109,22 +109,22 @@ int fl_cache_create(struct fl_source *src, const struct fl_cache_opts *opts,
 	c->map = MAP_FAILED;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->done, NULL);
-	ret = cache_open(c);
+	ret = scache_open(c);
 	if (ret < 0) {
-		cache_put(c);
+		scache_put(c);
 		return ret;
 	}
 	*out = c;
 	return 0;
 }
 
-struct fl_cache *cache_get(struct fl_cache *c)
+struct fl_cache *scache_get(struct fl_cache *c)
 {
 	atomic_fetch_add(&c->refs, 1);
 	return c;
 }
 
-void cache_put(struct fl_cache *c)
+void scache_put(struct fl_cache *c)
 {
 	if (!c || atomic_fetch_sub(&c->refs, 1) != 1)
 		return;
@@ -143,7 +143,7 @@ void cache_put(struct fl_cache *c)
 
 void fl_cache_destroy(struct fl_cache *c)
 {
-	cache_put(c);
+	scache_put(c);
 }
 
 int fl_cache_fd(const struct fl_cache *c)
@@ -187,7 +187,7 @@ int64_t fl_cache_filled(const struct fl_cache *c, uint64_t off, uint64_t len)
 }
 
 /* Pages [pg, pg+n) leave busy for state s; waiters are told. */
-static void cache_end(struct fl_cache *c, uint64_t pg, uint64_t n,
+static void scache_end(struct fl_cache *c, uint64_t pg, uint64_t n,
 		      enum cache_page s)
 {
 	for (uint64_t i = pg; i < pg + n; i++)
@@ -198,7 +198,7 @@ static void cache_end(struct fl_cache *c, uint64_t pg, uint64_t n,
 }
 
 /* Wait until page pg is no longer busy (filled, or handed back). */
-static void cache_wait(struct fl_cache *c, uint64_t pg)
+static void scache_wait(struct fl_cache *c, uint64_t pg)
 {
 	pthread_mutex_lock(&c->lock);
 	while (atomic_load_explicit(&c->fill[pg], memory_order_acquire) ==
@@ -208,7 +208,7 @@ static void cache_wait(struct fl_cache *c, uint64_t pg)
 }
 
 /* pwrite [off, off+len) of the cache from buf: 0 or -errno. */
-static int cache_pwrite(struct fl_cache *c, const uint8_t *buf, uint64_t off,
+static int scache_pwrite(struct fl_cache *c, const uint8_t *buf, uint64_t off,
 			uint64_t len)
 {
 	while (len) {
@@ -230,7 +230,7 @@ static int cache_pwrite(struct fl_cache *c, const uint8_t *buf, uint64_t off,
  * mapping, a page that is there already (planted, EEXIST) by pwrite over
  * it, whatever else the COPY refuses by pwrite too.
  */
-static int cache_write(struct fl_cache *c, const uint8_t *buf, uint64_t off,
+static int scache_write(struct fl_cache *c, const uint8_t *buf, uint64_t off,
 		       uint64_t len)
 {
 	uint64_t pos = 0;
@@ -245,16 +245,16 @@ static int cache_write(struct fl_cache *c, const uint8_t *buf, uint64_t off,
 			return 0;
 		if (ret != -EEXIST)
 			break;
-		ret = cache_pwrite(c, buf + pos, off + pos, CPAGE);
+		ret = scache_pwrite(c, buf + pos, off + pos, CPAGE);
 		if (ret < 0)
 			return ret;
 		pos += CPAGE;
 	}
-	return pos < len ? cache_pwrite(c, buf + pos, off + pos, len - pos) : 0;
+	return pos < len ? scache_pwrite(c, buf + pos, off + pos, len - pos) : 0;
 }
 
 /* Fill the claimed pages [pg, pg+n): read, write, mark filled. */
-static int cache_fill_claimed(struct fl_cache *c, uint64_t pg, uint64_t n,
+static int scache_fill_claimed(struct fl_cache *c, uint64_t pg, uint64_t n,
 			      uint8_t *buf)
 {
 	uint64_t off = pg * CPAGE, len = n * CPAGE;
@@ -266,22 +266,22 @@ static int cache_fill_claimed(struct fl_cache *c, uint64_t pg, uint64_t n,
 	if (ret == 0 && have < len)	/* the last page's tail */
 		memset(buf + have, 0, len - have);
 	if (ret == 0) {
-		ret = cache_write(c, buf, off, len);
+		ret = scache_write(c, buf, off, len);
 		if (ret < 0)
 			fl_err(ret, "cache of %s: writing offset %llu: %s",
 			       c->src->desc, (unsigned long long)off,
 			       strerror(-ret));
 	}
 	if (ret < 0) {
-		cache_end(c, pg, n, CACHE_EMPTY);
+		scache_end(c, pg, n, CACHE_EMPTY);
 		return ret;
 	}
 	atomic_fetch_add_explicit(&c->pages_fetched, n, memory_order_relaxed);
-	cache_end(c, pg, n, CACHE_FILLED);
+	scache_end(c, pg, n, CACHE_FILLED);
 	return 0;
 }
 
-int cache_fill(struct fl_cache *c, uint64_t off, uint64_t len, void *buf)
+int scache_fill(struct fl_cache *c, uint64_t off, uint64_t len, void *buf)
 {
 	uint64_t pg = off / CPAGE, end = (off + len + CPAGE - 1) / CPAGE;
 
@@ -298,7 +298,7 @@ int cache_fill(struct fl_cache *c, uint64_t off, uint64_t len, void *buf)
 			continue;
 		}
 		if (s == CACHE_BUSY) {
-			cache_wait(c, pg);
+			scache_wait(c, pg);
 			continue;
 		}
 		uint64_t j = pg;
@@ -311,7 +311,7 @@ int cache_fill(struct fl_cache *c, uint64_t off, uint64_t len, void *buf)
 		}
 		if (j == pg)
 			continue;	/* lost the race: look again */
-		int ret = cache_fill_claimed(c, pg, j - pg, buf);
+		int ret = scache_fill_claimed(c, pg, j - pg, buf);
 
 		if (ret < 0)
 			return ret;

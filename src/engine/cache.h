@@ -35,8 +35,8 @@ struct fl_cache {
 	_Atomic uint64_t pages_fetched;	/* read from the source */
 };
 
-struct fl_cache *cache_get(struct fl_cache *c);
-void cache_put(struct fl_cache *c);
+struct fl_cache *scache_get(struct fl_cache *c);
+void scache_put(struct fl_cache *c);
 
 /*
  * Make [off, off+len) of c (page aligned, len at most FL_MAX_CHUNK) all
@@ -45,6 +45,6 @@ void cache_put(struct fl_cache *c);
  * waited for.  0 once every page is in the fill map; else the source's
  * (or the write's) -errno, the pages not filled left empty.
  */
-int cache_fill(struct fl_cache *c, uint64_t off, uint64_t len, void *buf);
+int scache_fill(struct fl_cache *c, uint64_t off, uint64_t len, void *buf);
 
 #endif

@@ -491,7 +491,7 @@ int engine_add_region(struct fl_engine *e, const struct fl_region_desc *rd,
 	if (ret == 0)
 		ret = region_new(d, src, &r);
 	if (ret == 0 && cache)
-		r->cache = cache_get(cache);
+		r->cache = scache_get(cache);
 	if (ret == 0 && ((ret = share_state(e, r)) < 0 ||
 			 (atomic_load(&e->track) &&
 			  (ret = region_track(r)) < 0)))

@@ -496,7 +496,7 @@ static int resolve(struct fill_ctx *c, int *src_err)
 	 * planted with zeros is there too.
 	 */
 	if (r->cache) {
-		ret = cache_fill(r->cache, off, len, c->w->buf);
+		ret = scache_fill(r->cache, off, len, c->w->buf);
 		if (ret < 0)
 			return *src_err = ret;
 		return fill_with(c, UFFD_OP_CONTINUE, 0);

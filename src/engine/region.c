@@ -48,7 +48,7 @@ void region_free(struct region *r)
 	if (!r)
 		return;
 	fl_source_put(r->src);
-	cache_put(r->cache);
+	scache_put(r->cache);
 	if (!r->shared_state)
 		free((void *)r->state);
 	free((void *)r->dirty);
@@ -167,7 +167,7 @@ static int region_slice(const struct region *r, uint64_t first,
 		return fl_err(ret, "region 0x%llx: out of memory splitting it",
 			      (unsigned long long)r->addr);
 	if (r->cache)
-		(*out)->cache = cache_get(r->cache);
+		(*out)->cache = scache_get(r->cache);
 	for (uint64_t i = first; i < last; i++)
 		atomic_store(&(*out)->state[i - first], region_get(r, i));
 	if (r->dirty && dirty_alloc(*out) < 0) {
