@@ -10,7 +10,10 @@
  * printed, bounded generously); zero pages planted in the cache's holes
  * through an unregistered private mapping are never read by a clone; a
  * source failing half-way poisons the faulting clone's page (SIGBUS) and
- * marks nothing filled that was not.
+ * marks nothing filled that was not, while background restore fails
+ * pages of its own beside the clone's faults (a page of a failed run was
+ * once left claimed for ever, and good pages were poisoned for another
+ * thread's failure).
  *
  * Decision: every wait is bounded (poll timeouts, an alarm in each
  * clone), so a clone left asleep fails the run instead of hanging it;
@@ -234,9 +237,7 @@ static int clone_start(struct fl_cache *c, int id, enum role role,
 	struct fl_engine_opts o = {
 		.uffd = uffd, .client_pid = cl->pid,
 		.on_error = FL_ON_ERROR_POISON,
-		.flags = FL_ENGINE_ADOPT | FL_ENGINE_OWN_UFFD |
-			 (role == ROLE_FAIL ? FL_ENGINE_NO_PREFETCH |
-			  FL_ENGINE_NO_BACKGROUND : 0),
+		.flags = FL_ENGINE_ADOPT | FL_ENGINE_OWN_UFFD,
 	};
 
 	if (fl_engine_create(&o, &cl->e) < 0 ||
