@@ -6,8 +6,8 @@
  * engine per clone from one fl_cache.  Four clones of 64 MiB read every
  * byte right, each writes its own pattern into 2 % of the pages (the same
  * pages for all) and never sees another's; the host's memory grows by
- * about one snapshot, not four (Shmem + AnonPages from /proc/meminfo,
- * printed, bounded generously); zero pages planted in the cache's holes
+ * about one snapshot, not four (Shmem's growth plus the clones' own
+ * anonymous pages, printed, bounded generously); zero pages planted in the cache's holes
  * through an unregistered private mapping are never read by a clone; a
  * source failing half-way poisons the faulting clone's page (SIGBUS) and
  * marks nothing filled that was not, while background restore fails
@@ -448,7 +448,51 @@ static int case_source_fails(void)
 	return 0;
 }
 
+/* A clone in this process (a VMM's few lines), and what is refused. */
+static int case_in_process(void)
+{
+	struct fl_cache *c = new_cache(src);
+	struct fl_engine_opts mine = { .uffd = -1 };
+	struct fl_engine *e = NULL;
+	void *m = NULL;
+	int uffd = -1;
+
+	ok(fl_clone_map(fl_cache_fd(c), 0, SNAP, &m, &uffd) == 0,
+	   "fl_clone_map: a private mapping and its uffd");
+	struct fl_engine_opts o = {
+		.uffd = uffd, .flags = FL_ENGINE_ADOPT | FL_ENGINE_OWN_UFFD,
+	};
+
+	if (fl_engine_create(&o, &e) < 0)
+		BAIL("engine: %s", fl_last_error());
+	is_int(fl_engine_add_clone_region(e, (uintptr_t)m, SNAP + PAGE, c, 0,
+					  0), -EINVAL,
+	       "a clone region beyond the cache is refused");
+	is_int(fl_engine_add_clone_region(e, (uintptr_t)m, SNAP, c, 0, 1u << 7),
+	       -EINVAL, "an unknown flag is refused");
+	ok(fl_engine_add_clone_region(e, (uintptr_t)m, SNAP, c, 0, 0) == 0 &&
+	   fl_engine_start(e, 1) == 0, "served in this process");
+	ok(same_as_file(m, SNAP, 0, SEED, 0), "it reads the snapshot");
+	fl_engine_destroy(e);
+	munmap(m, SNAP);
+
+	if (fl_engine_create(&mine, &e) < 0)
+		BAIL("engine: %s", fl_last_error());
+	is_int(fl_engine_add_clone_region(e, 0x10000000, SNAP, c, 0, 0),
+	       -EINVAL, "a uffd that asks for EVENT_REMOVE is refused");
+	diag("%s", fl_last_error());
+	fl_engine_destroy(e);
+	struct fl_cache_opts bad = { .reserved = { 1 } };
+	struct fl_cache *c2 = NULL;
+
+	is_int(fl_cache_create(src, &bad, &c2), -EINVAL,
+	       "cache options with reserved space not zero are refused");
+	fl_cache_destroy(c);
+	return 0;
+}
+
 static const struct tap_case cases[] = {
+	{ "in_process", case_in_process },
 	{ "clones", case_clones },
 	{ "planted", case_planted },
 	{ "source_fails", case_source_fails },
