@@ -2,9 +2,10 @@
 /*
  * abi.c - the public header's ABI on x86-64: the layout of every struct a
  * caller fills in (offsets, sizes, no implicit padding), the version calls,
- * the clone calls' node (0.6), and the reserved words that were padding before 0.5: refused non-zero for
- * a caller of the new fl_engine_create, ignored for one of the 0.3 version
- * that programs built against 0.3 and 0.4 call.
+ * the clone calls' node (0.6), and the reserved words that were padding
+ * before 0.5: refused non-zero for a caller of the new fl_engine_create,
+ * ignored for one of the 0.3 version that programs built against 0.3 and
+ * 0.4 call.
  *
  * Decision: the old caller is reached as the dynamic linker reaches it,
  * through libfaultline.so and dlvsym(3) on the FAULTLINE_0.3 version, not
