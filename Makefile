@@ -158,7 +158,7 @@ TEST_SH_ENV = BUILD=$(BUILD) MAKE="$(MAKE)"
 # Concurrency tests run a second time with every CPU busy (tests/load.h).
 LOAD_TESTS := serve_bad serve_stress engine_events engine_eexist engine_adaptive \
 	      engine_client_exit engine_reset_state engine_reset engine_mem \
-	      serve_reuse serve_takeover serve_layers serve_store vmm
+	      serve_reuse serve_takeover serve_layers serve_store vmm clones
 # KVM tests run a third time inside QEMU's TCG with Debian's 6.1 kernel
 # (what machines without /dev/kvm do), wherever they run.
 TCG_TESTS := vmm

@@ -30,13 +30,13 @@ extern "C" {
 #endif
 
 #define FL_VERSION_MAJOR	0
-#define FL_VERSION_MINOR	5
+#define FL_VERSION_MINOR	6
 #define FL_VERSION_PATCH	0
-#define FL_VERSION		"0.5.0"
+#define FL_VERSION		"0.6.0"
 
-/* The version of the library linked at run time ("0.5.0"). */
+/* The version of the library linked at run time ("0.6.0"). */
 const char *fl_version(void);
-/* Its major and minor numbers (0.5). */
+/* Its major and minor numbers (0.6). */
 int fl_version_major(void);
 int fl_version_minor(void);
 /*
@@ -485,6 +485,82 @@ enum fl_background {
 	FL_BACKGROUND_DONE,	/* nothing left missing */
 };
 enum fl_background fl_engine_background(struct fl_engine *e);
+
+/* ---- clones: one copy of a snapshot per host (0.6) ------------------------ */
+/*
+ * A snapshot cache holds a snapshot once, in a memfd (mode 0444), filled
+ * from its source on demand, each page read from the source once however
+ * many clones fault on it.  A clone maps the cache MAP_PRIVATE and is
+ * served by UFFDIO_CONTINUE: it reads the cache's pages without a copy,
+ * and its first write to a page copies it privately.  The cache's fill
+ * map is the only truth of what is filled (anyone who can map the memfd
+ * can plant zero pages in its holes).  docs/clones.md is the guide.
+ */
+struct fl_cache;
+
+struct fl_cache_opts {
+	unsigned int flags;	/* FL_CACHE_* */
+	uint32_t reserved32;	/* zero */
+	uint64_t reserved[7];	/* zero (new options come from here) */
+};
+
+/*
+ * Fill the cache with pwrite() instead of UFFDIO_COPY into its own
+ * MISSING-registered shared mapping (the default, and the faster one: to
+ * compare them).
+ */
+#define FL_CACHE_PWRITE		(1u << 0)
+
+/*
+ * A cache of src (4 KiB pages, its size rounded up to one), empty (opts
+ * may be NULL).  It holds a reference to src.  0, or -errno.
+ */
+int fl_cache_create(struct fl_source *src, const struct fl_cache_opts *opts,
+		    struct fl_cache **out);
+/* The cache's memfd (read-write, the cache's own: do not close it). */
+int fl_cache_fd(const struct fl_cache *c);
+/*
+ * A new read-only descriptor of the cache (O_CLOEXEC) for a clone: what
+ * a client of another uid gets cannot be reopened for writing.  The
+ * caller closes it.  -errno on failure.
+ */
+int fl_cache_open_ro(const struct fl_cache *c);
+/* The cache's size in bytes (the source's, rounded up to 4 KiB). */
+uint64_t fl_cache_size(const struct fl_cache *c);
+/*
+ * Pages of [off, off+len) in the fill map (filled with the source's
+ * bytes), or -EINVAL for a range beyond the cache.
+ */
+int64_t fl_cache_filled(const struct fl_cache *c, uint64_t off, uint64_t len);
+/*
+ * Drop the caller's reference: the memfd goes with the last one (clone
+ * regions hold theirs).
+ */
+void fl_cache_destroy(struct fl_cache *c);
+
+/*
+ * Clone side, in the clone's process: map len bytes of the cache (fd,
+ * from fl_cache_fd or fl_cache_open_ro) at offset off MAP_PRIVATE and
+ * MADV_DONTFORK, create a uffd asking for UFFD_FEATURE_MINOR_SHMEM only
+ * (never EVENT_REMOVE: each MADV_DONTNEED would wait for its handler) and
+ * register the mapping MISSING | MINOR.  *addr and *uffd are the
+ * caller's; hand the uffd to whoever serves it (the engine adopts it) and
+ * keep it open for the life of the mapping.  0, or -errno.
+ */
+int fl_clone_map(int fd, uint64_t off, uint64_t len, void **addr, int *uffd);
+/*
+ * Serve len bytes at addr of the engine's client, a clone mapping of
+ * cache c from offset cache_off, from c: a page not in the fill map is
+ * filled (waiting for a fill of it under way), then mapped by
+ * UFFDIO_CONTINUE; a filled page by CONTINUE alone, MINOR fault or not.
+ * flags: 0, or FL_REGION_REGISTER to register the range MISSING | MINOR
+ * on the engine's uffd here.  The engine's uffd must not ask for
+ * UFFD_FEATURE_EVENT_REMOVE (-EINVAL) and must have MINOR_SHMEM
+ * (-EOPNOTSUPP).  Not with write tracking (-EOPNOTSUPP).
+ */
+int fl_engine_add_clone_region(struct fl_engine *e, uint64_t addr,
+			       uint64_t len, struct fl_cache *c,
+			       uint64_t cache_off, unsigned int flags);
 
 /* ---- errors ------------------------------------------------------------- */
 

@@ -2,9 +2,10 @@
 /*
  * abi.c - the public header's ABI on x86-64: the layout of every struct a
  * caller fills in (offsets, sizes, no implicit padding), the version calls,
- * and the reserved words that were padding before 0.5: refused non-zero for
- * a caller of the new fl_engine_create, ignored for one of the 0.3 version
- * that programs built against 0.3 and 0.4 call.
+ * the clone calls' node (0.6), and the reserved words that were padding
+ * before 0.5: refused non-zero for a caller of the new fl_engine_create,
+ * ignored for one of the 0.3 version that programs built against 0.3 and
+ * 0.4 call.
  *
  * Decision: the old caller is reached as the dynamic linker reaches it,
  * through libfaultline.so and dlvsym(3) on the FAULTLINE_0.3 version, not
@@ -82,6 +83,12 @@ static const struct field region_desc[] = {
 	F(fl_region_desc, reserved, 48, 32),
 };
 
+static const struct field cache_opts[] = {
+	F(fl_cache_opts, flags, 0, 4),
+	F(fl_cache_opts, reserved32, 4, 4),
+	F(fl_cache_opts, reserved, 8, 56),
+};
+
 /* Each field where it was, and the fields tile the struct: no padding. */
 static void check_layout(const char *type, const struct field *f, int n,
 			 size_t size, size_t align, size_t want_size)
@@ -119,6 +126,9 @@ static void test_layout(void)
 	check_layout("fl_region_desc", region_desc, N(region_desc),
 		     sizeof(struct fl_region_desc),
 		     _Alignof(struct fl_region_desc), 80);
+	check_layout("fl_cache_opts", cache_opts, N(cache_opts),
+		     sizeof(struct fl_cache_opts),
+		     _Alignof(struct fl_cache_opts), 64);
 #undef N
 }
 
@@ -240,6 +250,11 @@ static void test_old_caller(void)
 	   dlvsym(h, "fl_version_major", "FAULTLINE_0.5") &&
 	   dlvsym(h, "fl_version_minor", "FAULTLINE_0.5"),
 	   "the version calls are in the FAULTLINE_0.5 node");
+	ok(dlvsym(h, "fl_cache_create", "FAULTLINE_0.6") &&
+	   dlvsym(h, "fl_clone_map", "FAULTLINE_0.6") &&
+	   dlvsym(h, "fl_engine_add_clone_region", "FAULTLINE_0.6") &&
+	   !dlvsym(h, "fl_cache_create", "FAULTLINE_0.5"),
+	   "the clone calls are in the FAULTLINE_0.6 node");
 	ok(dlvsym(h, "fl_version", "FAULTLINE_0.2") &&
 	   !dlvsym(h, "fl_version", "FAULTLINE_0.5"),
 	   "fl_version stays in FAULTLINE_0.2 alone");

@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "engine/cache.h"
+#include "engine/clone.h"
 #include "engine/core.h"
 #include "engine/fill.h"
 #include "engine/fork.h"
@@ -440,8 +442,8 @@ static int check_region(struct fl_engine *e, const struct fl_region_desc *d,
 	return 0;
 }
 
-int fl_engine_add_region(struct fl_engine *e, const struct fl_region_desc *rd,
-			 struct fl_source *src)
+int engine_add_region(struct fl_engine *e, const struct fl_region_desc *rd,
+		      struct fl_source *src, struct fl_cache *cache)
 {
 	struct fl_region_desc desc;
 	const struct fl_region_desc *d = &desc;
@@ -455,7 +457,8 @@ int fl_engine_add_region(struct fl_engine *e, const struct fl_region_desc *rd,
 		desc.page_size = 4096;
 	pthread_rwlock_wrlock(&e->lock);
 	ret = check_region(e, d, src);
-	if (ret == 0 && atomic_load(&e->track) && (d->flags & FL_REGION_MINOR))
+	if (ret == 0 && atomic_load(&e->track) &&
+	    ((d->flags & FL_REGION_MINOR) || cache))
 		ret = fl_err(-EOPNOTSUPP, "region 0x%llx+%llu: shared memory "
 			     "(FL_REGION_MINOR) while writes are tracked: a "
 			     "reset would keep what its page cache holds",
@@ -464,7 +467,7 @@ int fl_engine_add_region(struct fl_engine *e, const struct fl_region_desc *rd,
 	if (ret == 0 && (d->flags & FL_REGION_REGISTER)) {
 		ret = uffd_register(e->uffd, d->addr, d->len,
 				    UFFDIO_REGISTER_MODE_MISSING |
-				    (d->flags & FL_REGION_MINOR ?
+				    (d->flags & FL_REGION_MINOR || cache ?
 				     UFFDIO_REGISTER_MODE_MINOR : 0) |
 				    (atomic_load(&e->track) ?
 				     UFFDIO_REGISTER_MODE_WP : 0), NULL);
@@ -487,6 +490,8 @@ int fl_engine_add_region(struct fl_engine *e, const struct fl_region_desc *rd,
 			     (unsigned long long)d->len);
 	if (ret == 0)
 		ret = region_new(d, src, &r);
+	if (ret == 0 && cache)
+		r->cache = scache_get(cache);
 	if (ret == 0 && ((ret = share_state(e, r)) < 0 ||
 			 (atomic_load(&e->track) &&
 			  (ret = region_track(r)) < 0)))
@@ -500,6 +505,12 @@ int fl_engine_add_region(struct fl_engine *e, const struct fl_region_desc *rd,
 	}
 	pthread_rwlock_unlock(&e->lock);
 	return ret;
+}
+
+int fl_engine_add_region(struct fl_engine *e, const struct fl_region_desc *rd,
+			 struct fl_source *src)
+{
+	return engine_add_region(e, rd, src, NULL);
 }
 
 int fl_engine_record(struct fl_engine *e)

@@ -22,6 +22,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "engine/cache.h"
 #include "engine/core.h"
 #include "engine/fill.h"
 #include "engine/gate.h"
@@ -172,6 +173,12 @@ static int fail_pages(const struct fill_ctx *c)
 
 /* The cause of this thread's last source failure, for the rest of a run. */
 static __thread char last_cause[1024];
+/*
+ * This thread's source failures: run_failed() asks whether its page
+ * failed, which the engine's counter cannot say while other threads fail
+ * pages of their own (it would fail good pages with the rest of a run).
+ */
+static __thread uint64_t my_source_errors;
 
 /*
  * The source cannot produce the run of c: never serve it wrong.  Poison
@@ -191,6 +198,7 @@ static int source_failed(const struct fill_ctx *c, int err)
 	snprintf(cause, sizeof(last_cause), "%s",
 		 fl_last_error()[0] ? fl_last_error() : strerror(-err));
 	stat_add(&c->e->st.source_errors, 1);
+	my_source_errors++;
 	fl_err(err, "source %s: cannot read offset %llu (+%llu): %s",
 	       r->src->desc,
 	       (unsigned long long)(r->src_off + (c->pg << r->page_shift)),
@@ -489,6 +497,17 @@ static int resolve(struct fill_ctx *c, int *src_err)
 	bool move = atomic_load(&c->e->use_move);
 	int ret;
 
+	/*
+	 * A clone region: the page in the cache's fill map (filled now, or
+	 * waited for), then mapped.  Never by the page cache's say: a hole
+	 * planted with zeros is there too.
+	 */
+	if (r->cache) {
+		ret = scache_fill(r->cache, off, len, c->w->buf);
+		if (ret < 0)
+			return *src_err = ret;
+		return fill_with(c, UFFD_OP_CONTINUE, 0);
+	}
 	/* Shared memory keeps its page cache across MADV_DONTNEED. */
 	if (r->memfd >= 0 && memfd_cached(r->memfd, moff, len))
 		return fill_with(c, UFFD_OP_CONTINUE, 0);
@@ -575,12 +594,10 @@ static int resolve(struct fill_ctx *c, int *src_err)
  */
 static int run_failed(const struct fill_ctx *c, int err)
 {
-	struct fl_engine *e = c->e;
-
 	if (c->npg == 1 || err == -ETIMEDOUT)
 		return source_failed(c, err);
 	for (uint64_t i = 0; i < c->npg; i++) {
-		uint64_t errs = atomic_load(&e->st.source_errors);
+		uint64_t errs = my_source_errors;
 		struct fill_ctx one = *c;
 		int serr = 0, ret;
 
@@ -589,8 +606,13 @@ static int run_failed(const struct fill_ctx *c, int err)
 		ret = resolve(&one, &serr);
 		if (serr)
 			ret = source_failed(&one, serr);
+		/*
+		 * The rest of the run from c's pages, not one's: a fill
+		 * advances one past the pages it filled.
+		 */
 		if (ret < 0 && ret != -ENOENT) {
-			region_set(c->r, one.pg + 1, c->npg - i - 1, c->prior);
+			region_set(c->r, c->pg + i + 1, c->npg - i - 1,
+				   c->prior);
 			return ret;
 		}
 		/*
@@ -598,12 +620,12 @@ static int run_failed(const struct fill_ctx *c, int err)
 		 * the file, a server that answers errors) and each try could
 		 * take a remote source's whole retry budget.  Fail them now.
 		 */
-		if (atomic_load(&e->st.source_errors) != errs) {
+		if (my_source_errors != errs) {
 			struct fill_ctx rest = *c;
 
 			if (i + 1 == c->npg)
 				return 0;
-			rest.pg = one.pg + 1;
+			rest.pg = c->pg + i + 1;
 			rest.npg = c->npg - i - 1;
 			fl_err(err, "%s", last_cause);	/* that page's cause */
 			return source_failed(&rest, err);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "util/error.h"
+#include "engine/cache.h"
 #include "engine/region.h"
 #include "source/source.h"
 
@@ -47,6 +48,7 @@ void region_free(struct region *r)
 	if (!r)
 		return;
 	fl_source_put(r->src);
+	scache_put(r->cache);
 	if (!r->shared_state)
 		free((void *)r->state);
 	free((void *)r->dirty);
@@ -164,6 +166,8 @@ static int region_slice(const struct region *r, uint64_t first,
 	if (ret < 0)
 		return fl_err(ret, "region 0x%llx: out of memory splitting it",
 			      (unsigned long long)r->addr);
+	if (r->cache)
+		(*out)->cache = scache_get(r->cache);
 	for (uint64_t i = first; i < last; i++)
 		atomic_store(&(*out)->state[i - first], region_get(r, i));
 	if (r->dirty && dirty_alloc(*out) < 0) {

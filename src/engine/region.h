@@ -71,6 +71,8 @@ struct region {
 	int memfd;		/* minor mode: the shared memory file; or -1 */
 	uint64_t memfd_off;	/* its offset of the region's first byte */
 	struct fl_source *src;
+	struct fl_cache *cache;	/* a clone region: served from it (its
+				 * offsets are src_off's), or NULL */
 	_Atomic uint8_t *state;	/* npages bytes, enum page_state */
 	bool shared_state;	/* state lives in the engine's state map */
 	/*

@@ -354,10 +354,10 @@ static int reset_locked(struct fl_engine *e, unsigned int flags)
 	for (int i = 0; i < e->regions.n && !ret; i++) {
 		const struct region *r = e->regions.v[i];
 
-		ret = r->memfd < 0 ? track_collect(e, e->regions.v[i], &rs) :
+		ret = r->memfd < 0 && !r->cache ? track_collect(e, e->regions.v[i], &rs) :
 		      fl_err(-EOPNOTSUPP, "reset: region 0x%llx is shared "
-			     "memory (FL_REGION_MINOR): its page cache would "
-			     "keep what was written",
+			     "memory (FL_REGION_MINOR, or a clone): its "
+			     "page cache would keep what was written",
 			     (unsigned long long)r->addr);
 	}
 	pthread_rwlock_unlock(&e->lock);

@@ -210,11 +210,12 @@ static int choose(struct fl_engine *e)
 	for (int i = 0; i < e->regions.n; i++) {
 		struct region *r = e->regions.v[i];
 
-		if (r->memfd >= 0)
+		if (r->memfd >= 0 || r->cache)
 			return fl_err(-EOPNOTSUPP, "track writes: region "
 				      "0x%llx is shared memory "
-				      "(FL_REGION_MINOR): a reset would keep "
-				      "what its page cache holds",
+				      "(FL_REGION_MINOR, or a clone): a "
+				      "reset would keep what its page cache "
+				      "holds",
 				      (unsigned long long)r->addr);
 		if (r->page_size >= HUGE_2M &&
 		    !(e->features & UFFD_FEATURE_WP_HUGETLBFS_SHMEM))
