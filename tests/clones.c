@@ -269,22 +269,6 @@ static int clone_end(struct clone *cl, char *why, size_t len)
 	return cl->pid > 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* A field of /proc/meminfo, in bytes. */
-static uint64_t meminfo(const char *field)
-{
-	char line[256];
-	unsigned long long kb = 0;
-	size_t n = strlen(field);
-	FILE *f = fopen("/proc/meminfo", "re");
-
-	while (f && fgets(line, sizeof(line), f))
-		if (!strncmp(line, field, n) && line[n] == ':')
-			sscanf(line + n + 1, "%llu", &kb);
-	if (f)
-		fclose(f);
-	return kb << 10;
-}
-
 /* The private bytes of pid's mappings of a cache (smaps). */
 static uint64_t proc_anon(pid_t pid)
 {
@@ -332,15 +316,19 @@ static int round_trip(struct clone *cl, int n, char b, char want)
 }
 
 /*
- * What the clones take from the host: the growth of Shmem (the cache)
- * plus the private pages of each clone's mapping of it (what it wrote:
- * smaps' Anonymous of that mapping alone).  Not AnonPages, nor a clone's
- * whole anonymous memory: other processes on a shared machine move the
- * first by hundreds of MiB, and a sanitizer's shadow is in the second.
+ * What the clones take from the host: the cache's pages (the memfd's
+ * allocated blocks) plus the private pages of each clone's mapping of it
+ * (what it wrote: smaps' Anonymous of that mapping alone).  Not the
+ * host's Shmem or AnonPages, nor a clone's whole anonymous memory: other
+ * programs (tests run beside this one, files in a tmpfs /tmp) move the
+ * first two, and a sanitizer's shadow is in the third.
  */
-static uint64_t clones_mem(const struct clone *cl, int n, uint64_t shm0)
+static uint64_t clones_mem(const struct fl_cache *c, const struct clone *cl,
+			   int n)
 {
-	uint64_t m = meminfo("Shmem") - shm0;
+	struct stat st;
+	uint64_t m = fstat(fl_cache_fd(c), &st) == 0 ?
+		     (uint64_t)st.st_blocks * 512 : 0;
 
 	for (int i = 0; i < n; i++)
 		m += proc_anon(cl[i].pid);
@@ -351,7 +339,6 @@ static uint64_t clones_mem(const struct clone *cl, int n, uint64_t shm0)
 static int case_clones(void)
 {
 	struct clone cl[NCLONES];
-	uint64_t shm0 = meminfo("Shmem");
 	struct fl_cache *c = new_cache(src);
 	int started = 0, ret = 0;
 
@@ -361,14 +348,14 @@ static int case_clones(void)
 	ok(started == NCLONES && round_trip(cl, NCLONES, 0, 'r') == 0,
 	   "%d clones of one %llu MiB cache read every byte right", NCLONES,
 	   (unsigned long long)(SNAP >> 20));
-	uint64_t read = clones_mem(cl, started, shm0);
+	uint64_t read = clones_mem(c, cl, started);
 
 	is_int(fl_cache_filled(c, 0, SNAP), SNAP / PAGE,
 	       "every page in the fill map");
 	ret = started == NCLONES ? round_trip(cl, NCLONES, 'w', 'W') : -1;
-	uint64_t wrote = clones_mem(cl, started, shm0);
+	uint64_t wrote = clones_mem(c, cl, started);
 
-	diag("Shmem growth + the clones' private pages: %llu MiB after "
+	diag("the cache + the clones' private pages: %llu MiB after "
 	     "reading, %llu MiB after writing, for %d clones of %llu MiB "
 	     "(%.2fx one snapshot)", (unsigned long long)(read >> 20),
 	     (unsigned long long)(wrote >> 20), NCLONES,
