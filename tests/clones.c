@@ -6,9 +6,9 @@
  * engine per clone from one fl_cache.  Four clones of 64 MiB read every
  * byte right, each writes its own pattern into 2 % of the pages (the same
  * pages for all) and never sees another's; the host's memory grows by
- * about one snapshot, not four (Shmem's growth plus the clones' own
- * anonymous pages, printed, bounded generously); zero pages planted in the cache's holes
- * through an unregistered private mapping are never read by a clone; a
+ * about one snapshot, not four (the cache's pages plus those the clones
+ * wrote, printed, bounded generously); zero pages planted in the cache's
+ * holes through an unregistered private mapping are never read by a clone; a
  * source failing half-way poisons the faulting clone's page (SIGBUS) and
  * marks nothing filled that was not, while background restore fails
  * pages of its own beside the clone's faults (a page of a failed run was
